@@ -1,0 +1,205 @@
+//! Watches directories and prints one line per change.
+//!
+//! ```text
+//! cargo run --release --example watch -- [--ignore PATTERN]... [--debounce MS]
+//!     [--backend native|portable] PATH...
+//! ```
+//!
+//! Output (the public contract): `READY` once watching is established, then
+//! one line per change: `created`, `modified` or `removed`, a TAB, the
+//! absolute path as raw bytes (never a lossy rendering), a newline. Flushed
+//! after every line. Ctrl-C (SIGINT) or SIGTERM exits cleanly with status 0.
+//! Patterns given with `--ignore` apply relative to each PATH.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, select};
+use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
+
+const USAGE: &str =
+    "usage: watch [--ignore PATTERN]... [--debounce MS] [--backend native|portable] PATH...";
+
+struct Args {
+    ignores: Vec<String>,
+    debounce: Option<Duration>,
+    backend: Backend,
+    paths: Vec<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        ignores: Vec::new(),
+        debounce: None,
+        backend: Backend::Auto,
+        paths: Vec::new(),
+    };
+    let mut it = std::env::args_os().skip(1);
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--ignore") => {
+                let p = it.next().ok_or("--ignore needs a pattern")?;
+                args.ignores.push(
+                    p.into_string()
+                        .map_err(|_| "--ignore: pattern is not UTF-8")?,
+                );
+            }
+            Some("--debounce") => {
+                let v = it.next().ok_or("--debounce needs milliseconds")?;
+                let ms: u64 = v
+                    .to_str()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| format!("--debounce: not a number of milliseconds: {v:?}"))?;
+                args.debounce = Some(Duration::from_millis(ms));
+            }
+            Some("--backend") => {
+                let v = it.next().ok_or("--backend needs native or portable")?;
+                args.backend = match v.to_str() {
+                    Some("native") => Backend::Native,
+                    Some("portable") => Backend::Portable,
+                    Some("auto") => Backend::Auto,
+                    _ => return Err(format!("--backend: unknown backend {v:?}")),
+                };
+            }
+            Some("-h") | Some("--help") => return Err(USAGE.into()),
+            Some("--") => args.paths.extend(it.by_ref().map(PathBuf::from)),
+            Some(s) if s.starts_with("--") => return Err(format!("unknown flag {s}\n{USAGE}")),
+            _ => args.paths.push(PathBuf::from(a)),
+        }
+    }
+    if args.paths.is_empty() {
+        return Err(USAGE.into());
+    }
+    Ok(args)
+}
+
+#[cfg(unix)]
+fn signals() -> Receiver<()> {
+    // Block SIGINT and SIGTERM in this thread before any other thread starts
+    // (threads inherit the mask), and take them synchronously in one thread.
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    // SAFETY: plain libc signal-set manipulation on a local sigset_t.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        std::thread::spawn(move || {
+            let mut sig = 0;
+            libc::sigwait(&set, &mut sig);
+            let _ = tx.send(());
+        });
+    }
+    rx
+}
+
+#[cfg(not(unix))]
+fn signals() -> Receiver<()> {
+    crossbeam_channel::never()
+}
+
+fn write_path(out: &mut impl Write, kind: &str, path: &std::path::Path) -> std::io::Result<()> {
+    out.write_all(kind.as_bytes())?;
+    out.write_all(b"\t")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        out.write_all(path.as_os_str().as_bytes())?;
+    }
+    #[cfg(not(unix))]
+    {
+        out.write_all(path.to_string_lossy().as_bytes())?;
+    }
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stop = signals();
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("watch: cannot read the current directory: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut spec = WatchSpec::new(args.paths.iter().cloned()).base_dir(&cwd);
+    for p in &args.paths {
+        if !args.ignores.is_empty() {
+            spec = spec.ignore(IgnoreRule::new(p.clone(), args.ignores.iter().cloned()));
+        }
+    }
+    if let Some(d) = args.debounce {
+        spec = spec
+            .quiet_window(d)
+            .max_delay(d.max(specwatch::DEFAULT_MAX_DELAY));
+    }
+    let manager = match Manager::builder().backend(args.backend).build() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("watch: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let events = manager.subscribe();
+    if let Err(e) = manager.apply("watch", spec) {
+        eprintln!("watch: {e}");
+        return ExitCode::from(2);
+    }
+    match manager.wait_watching("watch", Duration::from_secs(120)) {
+        Ok(status) => {
+            if let specwatch::Phase::Degraded { reason } = &status.phase {
+                eprintln!("watch: degraded: {reason}");
+            }
+        }
+        Err(e) => {
+            eprintln!("watch: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if writeln!(out, "READY").and_then(|_| out.flush()).is_err() {
+        return ExitCode::SUCCESS;
+    }
+    loop {
+        select! {
+            recv(events) -> ev => {
+                let Ok(ev) = ev else { break };
+                match ev {
+                    Event::Changes(batch) => {
+                        for c in &batch.changes {
+                            let kind = match c.kind {
+                                ChangeKind::Created => "created",
+                                ChangeKind::Modified => "modified",
+                                ChangeKind::Removed => "removed",
+                            };
+                            if write_path(&mut out, kind, &c.path).is_err() {
+                                return ExitCode::SUCCESS; // stdout closed
+                            }
+                        }
+                    }
+                    Event::Status(s) => {
+                        if let specwatch::Phase::Degraded { reason } | specwatch::Phase::Failed { error: reason } = &s.phase {
+                            eprintln!("watch: {reason}");
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            recv(stop) -> _ => break,
+        }
+    }
+    drop(manager);
+    ExitCode::SUCCESS
+}

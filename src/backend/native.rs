@@ -1,0 +1,180 @@
+//! Linux: inotify driven directly.
+//!
+//! One inotify instance per manager. A reader thread waits on the inotify
+//! descriptor (and an eventfd that stops it), reads events as they come, and
+//! hands them to the engine over its inbox, so the kernel queue is drained
+//! even while the engine is busy reading directories. The engine adds and
+//! removes watches itself, through a [`Watches`] handle of the same instance.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+use inotify::{Inotify, WatchDescriptor, WatchMask, Watches};
+
+use super::RawEvent;
+use crate::engine::Msg;
+
+/// The mask every directory gets: no `IN_OPEN`/`IN_ACCESS`/`IN_CLOSE_*`
+/// (the engine's own reads would come back as events), no following of
+/// symlinks (unless `follow`: the ancestors of roots may be symlinks),
+/// directories only.
+fn mask(follow: bool) -> WatchMask {
+    let base = WatchMask::CREATE
+        | WatchMask::DELETE
+        | WatchMask::MODIFY
+        | WatchMask::ATTRIB
+        | WatchMask::MOVED_FROM
+        | WatchMask::MOVED_TO
+        | WatchMask::DELETE_SELF
+        | WatchMask::MOVE_SELF
+        | WatchMask::EXCL_UNLINK
+        | WatchMask::ONLYDIR;
+    if follow {
+        base
+    } else {
+        base | WatchMask::DONT_FOLLOW
+    }
+}
+
+pub(crate) const IN_Q_OVERFLOW: u32 = 0x4000;
+pub(crate) const IN_IGNORED: u32 = 0x8000;
+pub(crate) const IN_CREATE: u32 = 0x100;
+pub(crate) const IN_DELETE: u32 = 0x200;
+pub(crate) const IN_MODIFY: u32 = 0x2;
+pub(crate) const IN_ATTRIB: u32 = 0x4;
+pub(crate) const IN_MOVED_FROM: u32 = 0x40;
+pub(crate) const IN_MOVED_TO: u32 = 0x80;
+pub(crate) const IN_DELETE_SELF: u32 = 0x400;
+pub(crate) const IN_MOVE_SELF: u32 = 0x800;
+
+pub(crate) struct Native {
+    watches: Watches,
+    by_id: HashMap<i32, WatchDescriptor>,
+    stop: OwnedFd,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Native {
+    pub(crate) fn start(inbox: Sender<Msg>) -> io::Result<Native> {
+        let inotify = Inotify::init()?;
+        let watches = inotify.watches();
+        // SAFETY: eventfd returns a new descriptor or -1.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if efd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: efd is a fresh descriptor we own.
+        let stop = unsafe { OwnedFd::from_raw_fd(efd) };
+        let stop_fd = stop.as_raw_fd();
+        let reader = std::thread::Builder::new()
+            .name("specwatch-inotify".into())
+            .spawn(move || read_loop(inotify, stop_fd, inbox))?;
+        Ok(Native {
+            watches,
+            by_id: HashMap::new(),
+            stop,
+            reader: Some(reader),
+        })
+    }
+
+    /// Adds (or re-adds: the kernel returns the same descriptor for the same
+    /// inode) a watch on a directory.
+    pub(crate) fn add(&mut self, dir: &Path, follow: bool) -> io::Result<i32> {
+        let wd = self.watches.add(dir, mask(follow))?;
+        let id = wd.get_watch_descriptor_id();
+        self.by_id.insert(id, wd);
+        Ok(id)
+    }
+
+    /// Removes a watch; a descriptor the kernel already dropped is fine.
+    pub(crate) fn remove(&mut self, id: i32) {
+        if let Some(wd) = self.by_id.remove(&id) {
+            let _ = self.watches.remove(wd);
+        }
+    }
+
+    /// The kernel dropped this watch (`IN_IGNORED`).
+    pub(crate) fn forget(&mut self, id: i32) {
+        self.by_id.remove(&id);
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.by_id.len()
+    }
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes from a valid u64 to our eventfd.
+        unsafe {
+            libc::write(
+                self.stop.as_raw_fd(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            );
+        }
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        // The reader thread owned the Inotify; `watches` holds the last
+        // reference to the descriptor, which closes now.
+    }
+}
+
+fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: inotify.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: fds is a valid array of two pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            let _ = inbox.send(Msg::BackendError(format!("inotify poll failed: {e}")));
+            return;
+        }
+        if fds[1].revents != 0 {
+            return;
+        }
+        loop {
+            match inotify.read_events(&mut buf) {
+                Ok(events) => {
+                    let batch: Vec<RawEvent> = events
+                        .map(|e| RawEvent {
+                            wd: e.wd.get_watch_descriptor_id(),
+                            mask: e.mask.bits(),
+                            name: e.name.map(|n| n.to_os_string()),
+                        })
+                        .collect();
+                    if inbox.send(Msg::Inotify(batch)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = inbox.send(Msg::BackendError(format!("inotify read failed: {e}")));
+                    return;
+                }
+            }
+        }
+    }
+}

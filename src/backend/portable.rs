@@ -1,0 +1,146 @@
+//! The portable backend: `notify`'s recommended watcher.
+//!
+//! One watcher per manager. Its event handler runs on notify's own thread and
+//! only hands events to the engine's unbounded inbox, so it never blocks
+//! (`watch()`/`unwatch()` wait for that same thread). Roots are watched
+//! recursively; the parents of roots non-recursively.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crossbeam_channel::Sender;
+use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher};
+
+use crate::engine::Msg;
+
+pub(crate) struct Portable {
+    watcher: RecommendedWatcher,
+    /// Path -> recursive?
+    watched: BTreeMap<PathBuf, bool>,
+    /// New directories watched recursively on their own, to close the gap
+    /// before notify adds its watch (see `watch_new_dir`).
+    extra: BTreeSet<PathBuf>,
+}
+
+impl Portable {
+    pub(crate) fn start(inbox: Sender<Msg>) -> notify::Result<Portable> {
+        let watcher = RecommendedWatcher::new(
+            move |res| {
+                let _ = inbox.send(Msg::Notify(res));
+            },
+            Config::default().with_follow_symlinks(false),
+        )?;
+        Ok(Portable {
+            watcher,
+            watched: BTreeMap::new(),
+            extra: BTreeSet::new(),
+        })
+    }
+
+    /// Makes the watched set equal `desired`; returns the paths that could
+    /// not be watched, with the reason.
+    pub(crate) fn set_watches(
+        &mut self,
+        desired: BTreeMap<PathBuf, bool>,
+    ) -> Vec<(PathBuf, String)> {
+        let mut errors = Vec::new();
+        let stale: Vec<PathBuf> = self
+            .watched
+            .iter()
+            .filter(|(p, r)| desired.get(*p) != Some(r))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in stale {
+            let recursive = self.watched.remove(&p).unwrap_or(false);
+            let _ = self.watcher.unwatch(&p);
+            if recursive {
+                // notify drops every watch below a recursive root with it.
+                self.extra.retain(|e| !e.starts_with(&p));
+            }
+        }
+        for (p, recursive) in desired {
+            if self.watched.contains_key(&p) {
+                continue;
+            }
+            let mode = if recursive {
+                RecursiveMode::Recursive
+            } else {
+                RecursiveMode::NonRecursive
+            };
+            match self.watcher.watch(&p, mode) {
+                Ok(()) => {
+                    self.watched.insert(p, recursive);
+                }
+                Err(e) => errors.push((p, e.to_string())),
+            }
+        }
+        errors
+    }
+
+    /// Called before reading a directory that just appeared below a
+    /// recursive root. notify adds its own watch for it only after it has
+    /// handed the creation event over, so a read done at once could miss
+    /// files created in between. `watch()` is served by notify's thread after
+    /// that, so once it returns the new directory and all below it are
+    /// watched.
+    pub(crate) fn watch_new_dir(&mut self, dir: &Path) -> Result<(), String> {
+        if self.watched.contains_key(dir) || self.extra.contains(dir) {
+            return Ok(());
+        }
+        match self.watcher.watch(dir, RecursiveMode::Recursive) {
+            Ok(()) => {
+                self.extra.insert(dir.to_path_buf());
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Watches `path` unless a recursive watch above it already covers it;
+    /// upgrades a non-recursive watch to a recursive one when asked.
+    pub(crate) fn ensure_watch(&mut self, path: &Path, recursive: bool) -> Result<(), String> {
+        if self.covers(path) {
+            return Ok(());
+        }
+        match self.watched.get(path) {
+            Some(&r) if r || !recursive => return Ok(()),
+            Some(_) => {
+                let _ = self.watcher.unwatch(path);
+                self.watched.remove(path);
+            }
+            None => {}
+        }
+        let mode = if recursive {
+            RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
+        };
+        self.watcher.watch(path, mode).map_err(|e| e.to_string())?;
+        self.watched.insert(path.to_path_buf(), recursive);
+        Ok(())
+    }
+
+    /// Whether a recursive watch strictly above `path` covers it.
+    pub(crate) fn covers(&self, path: &Path) -> bool {
+        path.ancestors()
+            .skip(1)
+            .any(|a| self.watched.get(a) == Some(&true) || self.extra.contains(a))
+    }
+
+    /// A directory left the index: drop a watch of our own on it.
+    pub(crate) fn forget_dir(&mut self, dir: &Path) {
+        if self.extra.remove(dir) {
+            let _ = self.watcher.unwatch(dir);
+            self.extra.retain(|e| !e.starts_with(dir));
+        }
+    }
+
+    /// The paths watched (for recomputing what is still needed).
+    pub(crate) fn watched(&self) -> &BTreeMap<PathBuf, bool> {
+        &self.watched
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.watched.len() + self.extra.len()
+    }
+}

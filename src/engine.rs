@@ -1,0 +1,1278 @@
+//! The engine: one thread that owns the directory index, the OS watches and
+//! every status write.
+//!
+//! Everything it learns (a command from the manager, an inotify event, a
+//! notify event) arrives in one inbox, in order. OS events are hints: for
+//! each one the engine looks at the file system (`lstat` of the name, or a
+//! read of a directory) and diffs against its index; only that diff becomes
+//! changes, which are routed to the specs that cover the path and netted per
+//! path by each spec's [`Coalescer`].
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::{Condvar, Mutex};
+
+use crate::backend::Hint;
+#[cfg(target_os = "linux")]
+use crate::backend::RawEvent;
+#[cfg(target_os = "linux")]
+use crate::backend::native::{self, Native};
+use crate::backend::portable::Portable;
+use crate::coalesce::Coalescer;
+use crate::event::{ChangeBatch, ChangeKind, Event, FileType, Seq};
+use crate::ignore::Matcher;
+use crate::index::{DirId, DirNode, EntryDiff, Index, Partial, SpecId, diff};
+use crate::spec::WatchSpec;
+use crate::status::{Generation, Phase, RECENT_BATCHES, WatchStatus};
+
+/// What the engine's inbox carries.
+pub(crate) enum Msg {
+    /// Create or replace the named spec.
+    Upsert {
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Matcher,
+    },
+    /// Delete the named spec.
+    Delete { name: String },
+    /// Stop the engine.
+    Shutdown,
+    /// Events read from the native inotify instance.
+    #[cfg(target_os = "linux")]
+    Inotify(Vec<RawEvent>),
+    /// An event from the portable backend.
+    Notify(notify::Result<notify::Event>),
+    /// The backend's reader stopped.
+    BackendError(String),
+}
+
+/// State shared between the engine (the only writer of statuses) and the
+/// manager (reader).
+pub(crate) struct Shared {
+    pub statuses: Mutex<HashMap<String, Arc<WatchStatus>>>,
+    pub changed: Condvar,
+    pub subscribers: Mutex<Vec<Sender<Event>>>,
+    pub os_watches: AtomicUsize,
+    pub indexed_dirs: AtomicUsize,
+    pub indexed_entries: AtomicUsize,
+    /// Set when the engine stopped for good, with the reason.
+    pub dead: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Shared {
+        Shared {
+            statuses: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            subscribers: Mutex::new(Vec::new()),
+            os_watches: AtomicUsize::new(0),
+            indexed_dirs: AtomicUsize::new(0),
+            indexed_entries: AtomicUsize::new(0),
+            dead: Mutex::new(None),
+        }
+    }
+
+    fn send(&self, event: Event) {
+        let mut subs = self.subscribers.lock();
+        subs.retain(|s| s.send(event.clone()).is_ok());
+    }
+}
+
+/// The OS side.
+pub(crate) enum Os {
+    #[cfg(target_os = "linux")]
+    Native(Native),
+    Portable(Portable),
+}
+
+impl Os {
+    fn count(&self) -> usize {
+        match self {
+            #[cfg(target_os = "linux")]
+            Os::Native(n) => n.count(),
+            Os::Portable(p) => p.count(),
+        }
+    }
+}
+
+struct SpecState {
+    name: String,
+    generation: Generation,
+    spec: WatchSpec,
+    matcher: Matcher,
+    coalescer: Coalescer,
+    status: WatchStatus,
+    dirty: bool,
+    /// Roots that do not exist (watched for from an ancestor).
+    missing: BTreeSet<PathBuf>,
+    /// Directories that could not be watched or read.
+    errors: BTreeMap<PathBuf, String>,
+    /// Directories this spec covers.
+    dirs: usize,
+    /// Where each root's partial registration lives.
+    partial_at: HashMap<PathBuf, DirId>,
+}
+
+pub(crate) struct Engine {
+    inbox: Receiver<Msg>,
+    os: Os,
+    index: Index,
+    wds: HashMap<i32, DirId>,
+    specs: HashMap<SpecId, SpecState>,
+    by_name: HashMap<String, SpecId>,
+    next_sid: SpecId,
+    next_seq: u64,
+    shared: Arc<Shared>,
+    now: Instant,
+    reattach: Vec<(SpecId, PathBuf)>,
+    portable_dirty: bool,
+}
+
+fn file_type_of(ft: std::fs::FileType) -> FileType {
+    if ft.is_dir() {
+        FileType::Dir
+    } else if ft.is_file() {
+        FileType::File
+    } else if ft.is_symlink() {
+        FileType::Symlink
+    } else {
+        FileType::Other
+    }
+}
+
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(20 /* ENOTDIR */)
+}
+
+/// The type of `path` without following a final symlink; `None` if absent.
+fn lstat_type(path: &Path) -> io::Result<Option<FileType>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(file_type_of(m.file_type()))),
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_listing(dir: &Path) -> io::Result<Vec<(OsString, FileType)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        let ft = match entry.file_type() {
+            Ok(t) => file_type_of(t),
+            Err(_) => match lstat_type(&entry.path()) {
+                Ok(Some(t)) => t,
+                _ => continue,
+            },
+        };
+        out.push((entry.file_name(), ft));
+    }
+    Ok(out)
+}
+
+fn is_dir_following(path: &Path) -> bool {
+    std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false)
+}
+
+/// The specs an event at `node/name` concerns: those covering the directory,
+/// and those whose root is exactly `node/name`.
+fn concerned(node: &DirNode, name: &OsStr) -> Vec<SpecId> {
+    let mut out = node.full.clone();
+    for p in &node.partial {
+        if p.is_root && p.name == name && !out.contains(&p.spec) {
+            out.push(p.spec);
+        }
+    }
+    out
+}
+
+impl Engine {
+    pub(crate) fn new(inbox: Receiver<Msg>, os: Os, shared: Arc<Shared>) -> Engine {
+        Engine {
+            inbox,
+            os,
+            index: Index::default(),
+            wds: HashMap::new(),
+            specs: HashMap::new(),
+            by_name: HashMap::new(),
+            next_sid: 1,
+            next_seq: 1,
+            shared,
+            now: Instant::now(),
+            reattach: Vec::new(),
+            portable_dirty: false,
+        }
+    }
+
+    /// Runs until shutdown; a panic marks every spec failed instead of
+    /// leaving a silently dead thread.
+    pub(crate) fn run_guarded(mut self) {
+        let result = catch_unwind(AssertUnwindSafe(|| self.run()));
+        let reason = match result {
+            Ok(()) => "the manager was shut down".to_owned(),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                let error = format!("the watch engine panicked: {msg}");
+                self.fail_all(&error);
+                error
+            }
+        };
+        *self.shared.dead.lock() = Some(reason);
+        self.shared.changed.notify_all();
+    }
+
+    fn fail_all(&mut self, error: &str) {
+        for st in self.specs.values_mut() {
+            st.status.phase = Phase::Failed {
+                error: error.to_owned(),
+            };
+            st.status.last_error = Some(error.to_owned());
+            st.dirty = true;
+        }
+        self.publish();
+    }
+
+    fn run(&mut self) {
+        loop {
+            let msg = match self.next_deadline() {
+                Some(d) => match self.inbox.recv_deadline(d) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match self.inbox.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return,
+                },
+            };
+            if let Some(m) = msg {
+                if !self.handle(m) {
+                    return;
+                }
+                // Handle everything already waiting before closing batches.
+                for _ in 0..100_000 {
+                    match self.inbox.try_recv() {
+                        Ok(m) => {
+                            if !self.handle(m) {
+                                return;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.settle();
+            self.flush_due(Instant::now());
+            self.publish();
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.specs
+            .values()
+            .filter_map(|s| s.coalescer.deadline())
+            .min()
+    }
+
+    /// Returns false on shutdown.
+    fn handle(&mut self, msg: Msg) -> bool {
+        self.now = Instant::now();
+        match msg {
+            Msg::Upsert {
+                name,
+                generation,
+                spec,
+                matcher,
+            } => self.upsert(name, generation, spec, matcher),
+            Msg::Delete { name } => self.delete(&name),
+            Msg::Shutdown => return false,
+            #[cfg(target_os = "linux")]
+            Msg::Inotify(events) => {
+                for e in events {
+                    self.native_event(e);
+                }
+            }
+            Msg::Notify(Ok(event)) => self.notify_event(event),
+            Msg::Notify(Err(e)) => {
+                let msg = e.to_string();
+                let path = e.paths.first().cloned().unwrap_or_default();
+                let all: Vec<SpecId> = self.specs.keys().copied().collect();
+                self.record_error(&all, &path, &msg);
+            }
+            Msg::BackendError(error) => {
+                self.fail_all(&error);
+            }
+        }
+        true
+    }
+
+    // ----- specs -------------------------------------------------------
+
+    fn upsert(&mut self, name: String, generation: Generation, spec: WatchSpec, matcher: Matcher) {
+        let sid = self.next_sid;
+        self.next_sid += 1;
+        let mut status = WatchStatus::starting(&name, generation);
+        status.monitor_start_time = Some(SystemTime::now());
+        let roots = spec.paths.clone();
+        let state = SpecState {
+            name: name.clone(),
+            generation,
+            coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay),
+            spec,
+            matcher,
+            status,
+            dirty: true,
+            missing: BTreeSet::new(),
+            errors: BTreeMap::new(),
+            dirs: 0,
+            partial_at: HashMap::new(),
+        };
+        // Close the old generation's open batch first: nothing seen is lost.
+        let old = self.by_name.insert(name, sid);
+        if let Some(old) = old
+            && let Some(st) = self.specs.get_mut(&old)
+        {
+            let changes = st.coalescer.take();
+            Self::emit(&self.shared, &mut self.next_seq, st, changes);
+        }
+        self.specs.insert(sid, state);
+        for root in roots {
+            self.attach_root(sid, &root, false);
+        }
+        if let Some(old) = old {
+            self.detach(old);
+            if let Some(st) = self.specs.remove(&old) {
+                // Its last status is superseded by the new generation's.
+                drop(st);
+            }
+        }
+        self.portable_dirty = true;
+    }
+
+    fn delete(&mut self, name: &str) {
+        let Some(sid) = self.by_name.remove(name) else {
+            return;
+        };
+        self.detach(sid);
+        self.specs.remove(&sid);
+        self.portable_dirty = true;
+        self.shared.statuses.lock().remove(name);
+        self.shared.send(Event::Deleted(name.to_owned()));
+        self.shared.changed.notify_all();
+    }
+
+    /// Removes every registration of `sid` and frees unused directories.
+    fn detach(&mut self, sid: SpecId) {
+        for id in self.index.ids() {
+            let node = self.index.get_mut(id).expect("listed id");
+            node.full.retain(|s| *s != sid);
+            node.partial.retain(|p| p.spec != sid);
+            if node.is_unused() {
+                self.free_node(id);
+            }
+        }
+    }
+
+    /// Drops a directory that no spec needs (its OS watch with it). Its
+    /// entry in the parent's listing stays.
+    fn free_node(&mut self, id: DirId) {
+        if let Some(node) = self.index.remove(id) {
+            self.drop_watch(id, &node);
+        }
+    }
+
+    fn drop_watch(&mut self, id: DirId, node: &DirNode) {
+        match &mut self.os {
+            #[cfg(target_os = "linux")]
+            Os::Native(n) => {
+                if let Some(wd) = node.wd
+                    && self.wds.get(&wd) == Some(&id)
+                {
+                    self.wds.remove(&wd);
+                    n.remove(wd);
+                }
+            }
+            Os::Portable(p) => {
+                p.forget_dir(&node.path);
+                self.portable_dirty = true;
+            }
+        }
+    }
+
+    // ----- attaching roots --------------------------------------------
+
+    /// Watches `root` for `sid`: from its parent (to see it vanish and come
+    /// back), or from its nearest existing ancestor while it does not exist;
+    /// and recursively if it is a directory. With `report`, everything found
+    /// is reported as created.
+    fn attach_root(&mut self, sid: SpecId, root: &Path, report: bool) {
+        let Some(parent) = root.parent() else {
+            // The file system root: nothing above to watch.
+            self.add_full(vec![sid], root.to_path_buf(), report);
+            return;
+        };
+        let mut anc = parent.to_path_buf();
+        let mut next: OsString = root.file_name().unwrap_or_default().to_os_string();
+        while !is_dir_following(&anc) {
+            match anc.parent() {
+                Some(p) => {
+                    next = anc.file_name().unwrap_or_default().to_os_string();
+                    anc = p.to_path_buf();
+                }
+                None => break,
+            }
+        }
+        let is_root = anc == parent;
+        let (nid, created) = self.index.ensure(&anc);
+        if created {
+            self.watch_node(nid, true, &[sid]);
+        }
+        let target = anc.join(&next);
+        let ft = lstat_type(&target).unwrap_or(None);
+        {
+            let node = self.index.get_mut(nid).expect("just ensured");
+            node.partial.push(Partial {
+                spec: sid,
+                name: next.clone(),
+                is_root,
+                root: root.to_path_buf(),
+            });
+            if !node.complete {
+                match ft {
+                    Some(t) => {
+                        node.entries.insert(next.clone(), t);
+                    }
+                    None => {
+                        node.entries.remove(&next);
+                    }
+                }
+            }
+        }
+        let Some(st) = self.specs.get_mut(&sid) else {
+            return;
+        };
+        st.partial_at.insert(root.to_path_buf(), nid);
+        if !is_root {
+            st.missing.insert(root.to_path_buf());
+            if ft == Some(FileType::Dir) {
+                // It appeared while we looked: walk down again.
+                self.reattach.push((sid, root.to_path_buf()));
+            }
+            return;
+        }
+        match ft {
+            None => {
+                st.missing.insert(root.to_path_buf());
+            }
+            Some(FileType::Dir) => {
+                st.missing.remove(root);
+                if report {
+                    st.coalescer.push(
+                        self.now,
+                        root.to_path_buf(),
+                        ChangeKind::Created,
+                        FileType::Dir,
+                    );
+                }
+                self.add_full(vec![sid], root.to_path_buf(), report);
+            }
+            Some(t) => {
+                st.missing.remove(root);
+                if report {
+                    st.coalescer
+                        .push(self.now, root.to_path_buf(), ChangeKind::Created, t);
+                }
+            }
+        }
+    }
+
+    /// Adds an OS watch for a node (native: its own; portable: unless a
+    /// recursive watch above covers it). `follow`: the node's path may be a
+    /// symlink (ancestors of roots), else it must be a real directory.
+    fn watch_node(&mut self, id: DirId, follow: bool, specs: &[SpecId]) -> bool {
+        let path = self.index.get(id).expect("live node").path.clone();
+        let result = match &mut self.os {
+            #[cfg(target_os = "linux")]
+            Os::Native(n) => match n.add(&path, follow) {
+                Ok(wd) => {
+                    if let Some(&other) = self.wds.get(&wd)
+                        && other != id
+                    {
+                        // The same inode under another path: that node is
+                        // stale (its directory moved here).
+                        self.wds.remove(&wd);
+                        if let Some(node) = self.index.get_mut(other) {
+                            node.wd = None;
+                        }
+                        self.remove_tree(other, true);
+                    }
+                    self.wds.insert(wd, id);
+                    if let Some(node) = self.index.get_mut(id) {
+                        node.wd = Some(wd);
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+            Os::Portable(p) => {
+                // Ancestors of roots (`follow`) are watched for their own
+                // entries only; covered directories recursively.
+                p.ensure_watch(&path, !follow)
+            }
+        };
+        match result {
+            Ok(()) => {
+                for s in specs {
+                    if let Some(st) = self.specs.get_mut(s)
+                        && st.errors.remove(&path).is_some()
+                    {
+                        st.dirty = true;
+                    }
+                }
+                true
+            }
+            Err(msg) => {
+                self.record_error(specs, &path, &format!("cannot watch: {msg}"));
+                false
+            }
+        }
+    }
+
+    fn record_error(&mut self, specs: &[SpecId], path: &Path, msg: &str) {
+        for s in specs {
+            if let Some(st) = self.specs.get_mut(s) {
+                st.errors.insert(path.to_path_buf(), msg.to_owned());
+                st.status.last_error = Some(format!("{}: {msg}", path.display()));
+                st.dirty = true;
+            }
+        }
+    }
+
+    /// Covers `dir` and what is below it (minus what each spec prunes) for
+    /// `specs`: watch first, then read, so nothing created in between is
+    /// missed. With `report`, entries read are reported as created.
+    fn add_full(&mut self, specs: Vec<SpecId>, dir: PathBuf, report: bool) {
+        let mut stack = vec![(dir, specs)];
+        // Portable: directories just watched recursively on our own, whose
+        // subdirectories need no watch call of their own.
+        let mut walked: Vec<PathBuf> = Vec::new();
+        while let Some((path, specs)) = stack.pop() {
+            let (id, created) = self.index.ensure(&path);
+            {
+                let node = self.index.get_mut(id).expect("just ensured");
+                for s in &specs {
+                    if !node.full.contains(s) {
+                        node.full.push(*s);
+                        if let Some(st) = self.specs.get_mut(s) {
+                            st.dirs += 1;
+                            st.dirty = true;
+                        }
+                    }
+                }
+            }
+            let needs_watch = match &self.os {
+                #[cfg(target_os = "linux")]
+                Os::Native(_) => self.index.get(id).is_some_and(|n| n.wd.is_none()),
+                Os::Portable(_) => created || !self.index.get(id).is_some_and(|n| n.complete),
+            };
+            if needs_watch {
+                if let (Os::Portable(p), true) = (&mut self.os, report) {
+                    let fresh = walked.iter().any(|w| path.starts_with(w));
+                    if p.covers(&path) && !fresh {
+                        match p.watch_new_dir(&path) {
+                            Ok(()) => walked.push(path.clone()),
+                            Err(e) => {
+                                self.record_error(&specs, &path, &format!("cannot watch: {e}"))
+                            }
+                        }
+                    }
+                }
+                self.watch_node(id, false, &specs);
+            }
+            if self.index.get(id).is_none() {
+                continue; // removed as stale while watching
+            }
+            if !self.index.get(id).is_some_and(|n| n.complete) {
+                match read_listing(&path) {
+                    Ok(list) => {
+                        let mut added = Vec::new();
+                        let node = self.index.get_mut(id).expect("live node");
+                        node.complete = true;
+                        for (name, ft) in list {
+                            if !node.entries.contains_key(&name) {
+                                node.entries.insert(name.clone(), ft);
+                                added.push((name, ft));
+                            }
+                        }
+                        if report {
+                            for (name, ft) in added {
+                                self.route(id, &name, ChangeKind::Created, ft);
+                            }
+                        }
+                        for s in &specs {
+                            if let Some(st) = self.specs.get_mut(s)
+                                && st.errors.remove(&path).is_some()
+                            {
+                                st.dirty = true;
+                            }
+                        }
+                    }
+                    Err(e) if gone(&e) => {
+                        // Vanished: the parent's event removes it.
+                        continue;
+                    }
+                    Err(e) => {
+                        self.record_error(&specs, &path, &format!("cannot read: {e}"));
+                    }
+                }
+            }
+            let node = self.index.get(id).expect("live node");
+            for (name, ft) in &node.entries {
+                if *ft != FileType::Dir {
+                    continue;
+                }
+                let child = path.join(name);
+                let cs: Vec<SpecId> = specs
+                    .iter()
+                    .copied()
+                    .filter(|s| {
+                        self.specs
+                            .get(s)
+                            .is_some_and(|st| !st.matcher.prunes(&child))
+                    })
+                    .collect();
+                if !cs.is_empty() {
+                    stack.push((child, cs));
+                }
+            }
+        }
+    }
+
+    // ----- routing -----------------------------------------------------
+
+    /// Hands a raw change at `node/name` to every spec it concerns.
+    fn route(&mut self, id: DirId, name: &OsStr, kind: ChangeKind, ft: FileType) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        Self::route_in(&mut self.specs, self.now, node, name, kind, ft);
+    }
+
+    fn route_in(
+        specs: &mut HashMap<SpecId, SpecState>,
+        now: Instant,
+        node: &DirNode,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        let targets = concerned(node, name);
+        if targets.is_empty() {
+            return;
+        }
+        let path = node.path.join(name);
+        for s in targets {
+            if let Some(st) = specs.get_mut(&s)
+                && !st.matcher.is_ignored(&path, ft == FileType::Dir)
+            {
+                st.coalescer.push(now, path.clone(), kind, ft);
+            }
+        }
+    }
+
+    // ----- reacting to hints -------------------------------------------
+
+    /// Something happened to `name` in directory `id`: look, diff, report.
+    fn handle_name(&mut self, id: DirId, name: &OsStr, hint: Hint) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        if !node.tracks(name) {
+            return;
+        }
+        let path = node.path.join(name);
+        let old = node.entries.get(name).copied();
+        let new = lstat_type(&path).unwrap_or_default();
+        self.wake_partials(id, name, old, new);
+        match (old, new) {
+            (None, None) => {}
+            (None, Some(t)) => self.add_entry(id, name, t),
+            (Some(_), None) => self.remove_entry(id, name, true),
+            (Some(o), Some(t)) if o != t => {
+                self.remove_entry(id, name, true);
+                self.add_entry(id, name, t);
+            }
+            (Some(FileType::Dir), Some(FileType::Dir)) => {
+                if matches!(hint, Hint::Removed | Hint::Moved) && self.dir_replaced(&path) {
+                    self.remove_entry(id, name, true);
+                    self.add_entry(id, name, FileType::Dir);
+                }
+            }
+            (Some(_), Some(t)) => {
+                if hint != Hint::Created {
+                    self.route(id, name, ChangeKind::Modified, t);
+                }
+            }
+        }
+    }
+
+    /// Roots waiting below `id/name` (not yet existing) re-attach when that
+    /// name changes.
+    fn wake_partials(
+        &mut self,
+        id: DirId,
+        name: &OsStr,
+        old: Option<FileType>,
+        new: Option<FileType>,
+    ) {
+        if old == new {
+            return;
+        }
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        for p in &node.partial {
+            if !p.is_root && p.name == name {
+                self.reattach.push((p.spec, p.root.clone()));
+            }
+        }
+    }
+
+    /// Whether the directory indexed at `path` is no longer the one on disk.
+    fn dir_replaced(&mut self, path: &Path) -> bool {
+        let Some(cid) = self.index.lookup(path) else {
+            return false; // pruned: nothing indexed below it
+        };
+        match &mut self.os {
+            #[cfg(target_os = "linux")]
+            Os::Native(n) => {
+                let Some(wd) = self.index.get(cid).and_then(|c| c.wd) else {
+                    return true;
+                };
+                // The kernel hands back the same descriptor for the same inode.
+                match n.add(path, false) {
+                    Ok(w) => w != wd,
+                    Err(_) => true,
+                }
+            }
+            Os::Portable(_) => true,
+        }
+    }
+
+    /// A new entry: index it, report it, and if it is a directory cover it
+    /// (watch, read, report its contents).
+    fn add_entry(&mut self, id: DirId, name: &OsStr, t: FileType) {
+        let Some(node) = self.index.get_mut(id) else {
+            return;
+        };
+        node.entries.insert(name.to_os_string(), t);
+        self.route(id, name, ChangeKind::Created, t);
+        if t != FileType::Dir {
+            self.root_appeared(id, name);
+            return;
+        }
+        let node = self.index.get(id).expect("live node");
+        let child = node.path.join(name);
+        let mut specs: Vec<SpecId> = node
+            .full
+            .iter()
+            .copied()
+            .filter(|s| {
+                self.specs
+                    .get(s)
+                    .is_some_and(|st| !st.matcher.prunes(&child))
+            })
+            .collect();
+        for p in &node.partial {
+            if p.is_root && p.name == name && !specs.contains(&p.spec) {
+                specs.push(p.spec);
+            }
+        }
+        self.root_appeared(id, name);
+        if !specs.is_empty() {
+            self.add_full(specs, child, true);
+        }
+    }
+
+    /// Marks roots that are exactly `id/name` as present again.
+    fn root_appeared(&mut self, id: DirId, name: &OsStr) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        for p in &node.partial {
+            if p.is_root
+                && p.name == name
+                && let Some(st) = self.specs.get_mut(&p.spec)
+                && st.missing.remove(&p.root)
+            {
+                st.status.monitor_start_time = Some(SystemTime::now());
+                st.dirty = true;
+            }
+        }
+    }
+
+    /// An entry is gone: report it and everything indexed below it.
+    fn remove_entry(&mut self, id: DirId, name: &OsStr, report: bool) {
+        let Some(node) = self.index.get_mut(id) else {
+            return;
+        };
+        let Some(t) = node.entries.remove(name) else {
+            return;
+        };
+        let child = node.path.join(name);
+        let node = self.index.get(id).expect("live node");
+        if report {
+            Self::route_in(
+                &mut self.specs,
+                self.now,
+                node,
+                name,
+                ChangeKind::Removed,
+                t,
+            );
+        }
+        for p in &node.partial {
+            if p.is_root
+                && p.name == name
+                && let Some(st) = self.specs.get_mut(&p.spec)
+            {
+                st.missing.insert(p.root.clone());
+                st.dirty = true;
+            }
+        }
+        if t == FileType::Dir
+            && let Some(cid) = self.index.lookup(&child)
+        {
+            self.remove_tree(cid, report);
+        }
+    }
+
+    /// Removes a directory node and all indexed below it, reporting every
+    /// entry as removed; roots that lived there are re-attached later.
+    fn remove_tree(&mut self, top: DirId, report: bool) {
+        let mut stack = vec![top];
+        while let Some(id) = stack.pop() {
+            let Some(node) = self.index.remove(id) else {
+                continue;
+            };
+            self.drop_watch(id, &node);
+            for (name, t) in &node.entries {
+                if report {
+                    Self::route_in(
+                        &mut self.specs,
+                        self.now,
+                        &node,
+                        name,
+                        ChangeKind::Removed,
+                        *t,
+                    );
+                }
+                if *t == FileType::Dir
+                    && let Some(cid) = self.index.lookup(&node.path.join(name))
+                {
+                    stack.push(cid);
+                }
+            }
+            for s in &node.full {
+                if let Some(st) = self.specs.get_mut(s) {
+                    st.dirs = st.dirs.saturating_sub(1);
+                    st.errors.remove(&node.path);
+                    st.dirty = true;
+                    if st.spec.paths.contains(&node.path) {
+                        st.missing.insert(node.path.clone());
+                        self.reattach.push((*s, node.path.clone()));
+                    }
+                }
+            }
+            for p in &node.partial {
+                self.reattach.push((p.spec, p.root.clone()));
+            }
+        }
+        self.portable_dirty = true;
+    }
+
+    /// Re-attaches roots whose watching point changed, then frees what no
+    /// spec needs and brings the portable backend's watches up to date.
+    fn settle(&mut self) {
+        let mut rounds = 0;
+        while !self.reattach.is_empty() && rounds < 64 {
+            rounds += 1;
+            let mut todo = std::mem::take(&mut self.reattach);
+            todo.sort();
+            todo.dedup();
+            for (sid, root) in todo {
+                let Some(st) = self.specs.get_mut(&sid) else {
+                    continue;
+                };
+                if !st.spec.paths.contains(&root) {
+                    continue;
+                }
+                // Unregister first, free later: freeing at once would drop a
+                // watch that the new attachment may need again.
+                let old = st.partial_at.remove(&root);
+                if let Some(old) = old
+                    && let Some(node) = self.index.get_mut(old)
+                {
+                    node.partial.retain(|p| !(p.spec == sid && p.root == root));
+                }
+                // A root that is still indexed as a directory keeps its tree.
+                let covered = self
+                    .index
+                    .lookup(&root)
+                    .and_then(|id| self.index.get(id))
+                    .is_some_and(|n| n.full.contains(&sid));
+                if covered {
+                    self.reattach_partial_only(sid, &root);
+                } else {
+                    self.attach_root(sid, &root, true);
+                }
+                if let Some(old) = old
+                    && self.index.get(old).is_some_and(|n| n.is_unused())
+                {
+                    self.free_node(old);
+                }
+            }
+        }
+        if self.portable_dirty {
+            self.portable_dirty = false;
+            self.sync_portable();
+        }
+    }
+
+    /// Re-registers only the parent watch of a root whose tree is intact.
+    fn reattach_partial_only(&mut self, sid: SpecId, root: &Path) {
+        let Some(parent) = root.parent() else {
+            return;
+        };
+        if !is_dir_following(parent) {
+            return;
+        }
+        let (nid, created) = self.index.ensure(parent);
+        if created {
+            self.watch_node(nid, true, &[sid]);
+        }
+        let name = root.file_name().unwrap_or_default().to_os_string();
+        let node = self.index.get_mut(nid).expect("just ensured");
+        if !node.complete {
+            node.entries.insert(name.clone(), FileType::Dir);
+        }
+        node.partial.push(Partial {
+            spec: sid,
+            name,
+            is_root: true,
+            root: root.to_path_buf(),
+        });
+        if let Some(st) = self.specs.get_mut(&sid) {
+            st.partial_at.insert(root.to_path_buf(), nid);
+        }
+    }
+
+    /// Portable backend: unwatch what no node needs any more, watch what an
+    /// uncovered node needs.
+    fn sync_portable(&mut self) {
+        let Os::Portable(_) = &self.os else {
+            return;
+        };
+        let mut desired: BTreeMap<PathBuf, bool> = BTreeMap::new();
+        let ids = self.index.ids();
+        let full_paths: BTreeSet<PathBuf> = ids
+            .iter()
+            .filter_map(|id| self.index.get(*id))
+            .filter(|n| !n.full.is_empty())
+            .map(|n| n.path.clone())
+            .collect();
+        let under_full = |p: &Path| p.ancestors().skip(1).any(|a| full_paths.contains(a));
+        for p in &full_paths {
+            if !under_full(p) {
+                desired.insert(p.clone(), true);
+            }
+        }
+        for id in &ids {
+            let Some(n) = self.index.get(*id) else {
+                continue;
+            };
+            if n.full.is_empty() && !n.partial.is_empty() && !under_full(&n.path) {
+                desired.insert(n.path.clone(), false);
+            }
+        }
+        let Os::Portable(p) = &mut self.os else {
+            return;
+        };
+        if p.watched() == &desired {
+            return;
+        }
+        let errors = p.set_watches(desired);
+        for (path, msg) in errors {
+            let specs: Vec<SpecId> = self
+                .index
+                .lookup(&path)
+                .and_then(|id| self.index.get(id))
+                .map(|n| {
+                    let mut v = n.full.clone();
+                    v.extend(n.partial.iter().map(|p| p.spec));
+                    v
+                })
+                .unwrap_or_default();
+            self.record_error(&specs, &path, &format!("cannot watch: {msg}"));
+        }
+    }
+
+    /// A directory with no tracked parent lost its watch or moved: if it is
+    /// no longer there, drop it (reporting its contents) and re-attach.
+    fn check_top(&mut self, id: DirId, moved: bool) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path.clone();
+        if let Some(parent) = path.parent()
+            && let Some(pid) = self.index.lookup(parent)
+        {
+            let tracked = self
+                .index
+                .get(pid)
+                .is_some_and(|p| p.tracks(path.file_name().unwrap_or_default()));
+            if tracked {
+                return; // the parent's own event handles it
+            }
+        }
+        if moved || !is_dir_following(&path) {
+            self.remove_tree(id, true);
+        }
+    }
+
+    /// After a lost-event signal: re-read every indexed directory and diff.
+    fn rescan_all(&mut self) {
+        for id in self.index.ids() {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            let path = node.path.clone();
+            if node.complete {
+                match read_listing(&path) {
+                    Ok(list) => {
+                        let node = self.index.get(id).expect("live node");
+                        for d in diff(&node.entries, list) {
+                            match d {
+                                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
+                                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
+                                EntryDiff::Retyped(n, _, t) => {
+                                    self.remove_entry(id, &n, true);
+                                    self.add_entry(id, &n, t);
+                                }
+                            }
+                        }
+                    }
+                    Err(e) if gone(&e) => self.check_top(id, false),
+                    Err(_) => {}
+                }
+            } else {
+                let names: Vec<OsString> = node.partial.iter().map(|p| p.name.clone()).collect();
+                for n in names {
+                    self.handle_name(id, &n, Hint::Moved);
+                }
+            }
+        }
+    }
+
+    // ----- backends ----------------------------------------------------
+
+    #[cfg(target_os = "linux")]
+    fn native_event(&mut self, e: RawEvent) {
+        if e.mask & native::IN_Q_OVERFLOW != 0 {
+            self.rescan_all();
+            return;
+        }
+        let Some(&id) = self.wds.get(&e.wd) else {
+            return; // a watch we already dropped
+        };
+        if e.mask & native::IN_IGNORED != 0 {
+            self.wds.remove(&e.wd);
+            if let Os::Native(n) = &mut self.os {
+                n.forget(e.wd);
+            }
+            if let Some(node) = self.index.get_mut(id) {
+                node.wd = None;
+            }
+            self.check_top(id, false);
+            return;
+        }
+        match &e.name {
+            None => {
+                if e.mask & native::IN_MOVE_SELF != 0 {
+                    self.check_top(id, true);
+                } else if e.mask & native::IN_DELETE_SELF != 0 {
+                    self.check_top(id, false);
+                }
+                // A directory's own modify/attrib events are noise.
+            }
+            Some(name) => {
+                let m = e.mask;
+                let hint = if m & (native::IN_MOVED_FROM | native::IN_MOVED_TO) != 0 {
+                    Hint::Moved
+                } else if m & native::IN_DELETE != 0 {
+                    Hint::Removed
+                } else if m & native::IN_CREATE != 0 {
+                    Hint::Created
+                } else if m & (native::IN_MODIFY | native::IN_ATTRIB) != 0 {
+                    Hint::Modified
+                } else {
+                    Hint::Moved
+                };
+                self.handle_name(id, name, hint);
+            }
+        }
+    }
+
+    fn notify_event(&mut self, event: notify::Event) {
+        use notify::EventKind;
+        use notify::event::ModifyKind;
+        if event.need_rescan() {
+            self.rescan_all();
+        }
+        let hint = match event.kind {
+            EventKind::Access(_) => return,
+            EventKind::Create(_) => Hint::Created,
+            EventKind::Remove(_) => Hint::Removed,
+            EventKind::Modify(ModifyKind::Name(_)) => Hint::Moved,
+            EventKind::Modify(_) => Hint::Modified,
+            EventKind::Any | EventKind::Other => Hint::Moved,
+        };
+        for path in &event.paths {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                continue;
+            };
+            if let Some(pid) = self.index.lookup(parent) {
+                self.handle_name(pid, name, hint);
+            } else if let Some(id) = self.index.lookup(path)
+                && matches!(hint, Hint::Removed | Hint::Moved)
+            {
+                self.check_top(id, hint == Hint::Moved);
+            }
+        }
+    }
+
+    // ----- output ------------------------------------------------------
+
+    fn flush_due(&mut self, now: Instant) {
+        for st in self.specs.values_mut() {
+            if let Some(changes) = st.coalescer.take_due(now) {
+                Self::emit(&self.shared, &mut self.next_seq, st, changes);
+            }
+        }
+    }
+
+    fn emit(
+        shared: &Shared,
+        next_seq: &mut u64,
+        st: &mut SpecState,
+        changes: Vec<crate::event::Change>,
+    ) {
+        if changes.is_empty() {
+            return;
+        }
+        let time = SystemTime::now();
+        let batch = Arc::new(ChangeBatch {
+            name: st.name.clone(),
+            generation: st.generation,
+            seq: Seq(*next_seq),
+            time,
+            changes,
+        });
+        *next_seq += 1;
+        let recent = &mut st.status.recent_batches;
+        if recent.len() == RECENT_BATCHES {
+            recent.remove(0);
+        }
+        recent.push(batch.clone());
+        st.status.last_event_time = Some(time);
+        st.dirty = true;
+        shared.send(Event::Changes(batch));
+    }
+
+    fn publish(&mut self) {
+        let mut any = false;
+        for st in self.specs.values_mut() {
+            let phase = if matches!(st.status.phase, Phase::Failed { .. }) {
+                st.status.phase.clone()
+            } else if st.missing.is_empty() && st.errors.is_empty() {
+                Phase::Watching
+            } else {
+                let mut parts = Vec::new();
+                if !st.missing.is_empty() {
+                    let list: Vec<String> =
+                        st.missing.iter().map(|p| p.display().to_string()).collect();
+                    parts.push(format!("waiting for {} to exist", list.join(", ")));
+                }
+                if !st.errors.is_empty() {
+                    let list: Vec<String> = st
+                        .errors
+                        .iter()
+                        .take(5)
+                        .map(|(p, e)| format!("{}: {e}", p.display()))
+                        .collect();
+                    let more = st.errors.len().saturating_sub(5);
+                    let tail = if more > 0 {
+                        format!(" (and {more} more)")
+                    } else {
+                        String::new()
+                    };
+                    parts.push(format!(
+                        "{} directories not watched: {}{tail}",
+                        st.errors.len(),
+                        list.join("; ")
+                    ));
+                }
+                Phase::Degraded {
+                    reason: parts.join("; "),
+                }
+            };
+            if st.status.phase != phase {
+                st.status.phase = phase;
+                st.dirty = true;
+            }
+            if st.status.watched_dirs != st.dirs {
+                st.status.watched_dirs = st.dirs;
+                st.dirty = true;
+            }
+            if !st.dirty {
+                continue;
+            }
+            st.dirty = false;
+            any = true;
+            let snapshot = Arc::new(st.status.clone());
+            self.shared
+                .statuses
+                .lock()
+                .insert(st.name.clone(), snapshot.clone());
+            self.shared.send(Event::Status(snapshot));
+        }
+        self.shared
+            .os_watches
+            .store(self.os.count(), Ordering::Relaxed);
+        self.shared
+            .indexed_dirs
+            .store(self.index.len(), Ordering::Relaxed);
+        self.shared
+            .indexed_entries
+            .store(self.index.entry_count(), Ordering::Relaxed);
+        if any {
+            self.shared.changed.notify_all();
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong when talking to a [`Manager`](crate::Manager).
+///
+/// Each variant names its culprit: the spec, the path or the pattern. Runtime
+/// trouble that happens *while* watching (a directory that cannot be read, a
+/// root that vanished) is not an `Error`: it is reported in
+/// [`WatchStatus`](crate::WatchStatus), because nobody is waiting on a call
+/// when it happens.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A spec name was empty.
+    #[error("a watch spec name must not be empty")]
+    EmptyName,
+
+    /// The same name appeared twice in one desired set.
+    #[error("watch spec name {spec:?} appears more than once in the desired set")]
+    DuplicateName {
+        /// The repeated name.
+        spec: String,
+    },
+
+    /// A spec listed no paths to watch.
+    #[error("watch spec {spec:?} has no paths")]
+    NoPaths {
+        /// The spec's name.
+        spec: String,
+    },
+
+    /// A path (to watch, or the base of an ignore rule) was relative and the
+    /// spec has no absolute `base_dir` to resolve it against.
+    #[error("watch spec {spec:?}: path {path:?} is relative and the spec has no absolute base_dir")]
+    RelativePath {
+        /// The spec's name.
+        spec: String,
+        /// The offending path, as given.
+        path: PathBuf,
+    },
+
+    /// An ignore pattern could not be parsed.
+    #[error("watch spec {spec:?}: invalid ignore pattern {pattern:?} (base {base:?}): {reason}")]
+    InvalidPattern {
+        /// The spec's name.
+        spec: String,
+        /// The pattern, exactly as given.
+        pattern: String,
+        /// The base directory of the rule the pattern belongs to.
+        base: PathBuf,
+        /// What the pattern parser said.
+        reason: String,
+    },
+
+    /// A spec option was out of range.
+    #[error("watch spec {spec:?}: invalid option {option}: {reason}")]
+    InvalidOption {
+        /// The spec's name.
+        spec: String,
+        /// The option's name.
+        option: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// A wait (for example [`Manager::wait_watching`](crate::Manager::wait_watching))
+    /// ran out of time.
+    #[error("watch spec {spec:?}: timed out after {timeout:?} waiting for {waited_for}")]
+    Timeout {
+        /// The spec's name.
+        spec: String,
+        /// What was awaited.
+        waited_for: &'static str,
+        /// How long the call waited.
+        timeout: Duration,
+    },
+
+    /// The named spec is not (or no longer) applied.
+    #[error("no watch spec named {spec:?}")]
+    NotFound {
+        /// The name that was asked for.
+        spec: String,
+    },
+
+    /// The spec is applied but its watch failed to start.
+    #[error("watch spec {spec:?} failed: {message}")]
+    Failed {
+        /// The spec's name.
+        spec: String,
+        /// The failure, as reported in its status.
+        message: String,
+    },
+
+    /// The manager's engine could not start (for example the inotify instance
+    /// could not be created) or has stopped.
+    #[error("the watch engine is not running: {message}")]
+    Engine {
+        /// What went wrong.
+        message: String,
+        /// The underlying I/O error, where there is one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,92 @@
+//! What subscribers receive: change batches and status snapshots.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::status::{Generation, WatchStatus};
+
+/// Sequence number of a [`ChangeBatch`].
+///
+/// Strictly increasing across all batches of one [`Manager`](crate::Manager)
+/// (so also across the batches of one spec, across its generations), starting
+/// at 1. Gaps mean batches of other specs, never lost batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Seq(pub u64);
+
+/// What happened to a path, net over one batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ChangeKind {
+    /// The path did not exist before the batch and exists after it.
+    Created,
+    /// The path existed before and after the batch, and was written, had its
+    /// metadata changed, or was replaced (an atomic save renames a new file
+    /// over it; a file can even be replaced by a directory: compare
+    /// [`Change::file_type`]).
+    Modified,
+    /// The path existed before the batch and does not exist after it.
+    Removed,
+}
+
+/// The type of a changed entry (for `Removed`: the type it had).
+///
+/// Symbolic links are not followed: a link is reported as `Symlink`, and a
+/// change to its target is not a change to the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (not followed).
+    Symlink,
+    /// Anything else: a socket, a FIFO, a device.
+    Other,
+}
+
+/// One changed path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Change {
+    /// The absolute path, as the file system spells it (bytes on Unix, never
+    /// a lossy rendering).
+    pub path: PathBuf,
+    /// What happened, net over the batch.
+    pub kind: ChangeKind,
+    /// The entry's type (after the change; for `Removed`, before it).
+    pub file_type: FileType,
+}
+
+/// The changes seen for one spec, closed after its quiet window.
+///
+/// Promises: at most one [`Change`] per path, sorted by path (bytewise, so a
+/// directory comes before what is inside it); the net difference between the
+/// engine's index before and after the batch (a file created and removed
+/// within one batch does not appear). Batches of one spec are delivered in
+/// `seq` order. Not promised: that a `Modified` file's content differs (a
+/// write of the same bytes is a modification).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeBatch {
+    /// The spec's name.
+    pub name: String,
+    /// The spec generation that was being watched.
+    pub generation: Generation,
+    /// The batch's sequence number.
+    pub seq: Seq,
+    /// When the batch closed (wall clock).
+    pub time: SystemTime,
+    /// The changes, sorted by path.
+    pub changes: Vec<Change>,
+}
+
+/// One message to a subscriber.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// A batch of changes of one spec.
+    Changes(Arc<ChangeBatch>),
+    /// A new status snapshot of one spec (sent whenever its status changes).
+    Status(Arc<WatchStatus>),
+    /// The named spec was deleted; no more events will come for it (until it
+    /// is applied again).
+    Deleted(String),
+}

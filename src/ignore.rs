@@ -1,0 +1,459 @@
+//! Ignore matching: gitignore-style rules with the "deepest match decides"
+//! rule, built-in editor-temp ignores, and the pruning question ("could a `!`
+//! pattern match anything below this ignored directory?").
+//!
+//! Pure: no I/O. The caller says whether a path is a directory.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use ::ignore::Match;
+use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
+use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+
+use crate::error::{Error, Result};
+use crate::spec::{IgnoreRule, WatchSpec};
+
+/// Name patterns of editors' temporary and backup files.
+const EDITOR_TEMP: &[&str] = &[
+    "*.swp",
+    "*.swx",
+    "*.swo",
+    "4913",
+    "#*#",
+    ".#*",
+    "*~",
+    "*___jb_tmp___",
+    "*___jb_old___",
+];
+
+/// Checks every pattern of `rule`; the error names the first bad one.
+pub(crate) fn validate(spec: &str, rule: &IgnoreRule) -> Result<()> {
+    compile_rule(rule)
+        .map(|_| ())
+        .map_err(|(pattern, reason)| Error::InvalidPattern {
+            spec: spec.to_owned(),
+            pattern,
+            base: rule.base.clone(),
+            reason,
+        })
+}
+
+/// The compiled ignore rules of one (normalised) spec.
+#[derive(Debug)]
+pub(crate) struct Matcher {
+    editor: Option<GlobSet>,
+    rules: Vec<CompiledRule>,
+    /// The spec's roots: built-in ignores apply strictly below them.
+    roots: Vec<PathBuf>,
+}
+
+#[derive(Debug)]
+struct CompiledRule {
+    base: PathBuf,
+    gitignore: Gitignore,
+    whitelist: Vec<Reinclude>,
+}
+
+/// What a `!` pattern could match, for pruning.
+#[derive(Debug)]
+enum Reinclude {
+    /// Unanchored: a name at any depth.
+    Anywhere,
+    /// Anchored to the base: one matcher per path segment.
+    Anchored(Vec<Segment>),
+}
+
+#[derive(Debug)]
+enum Segment {
+    /// `**`: any number of segments.
+    Any,
+    /// A glob (or literal) for exactly one segment; `None` when it could not be
+    /// compiled on its own (then it is assumed to match).
+    Glob(Option<GlobMatcher>),
+}
+
+fn compile_rule(rule: &IgnoreRule) -> std::result::Result<CompiledRule, (String, String)> {
+    let mut builder = GitignoreBuilder::new(&rule.base);
+    let mut whitelist = Vec::new();
+    for pattern in &rule.patterns {
+        builder
+            .add_line(None, pattern)
+            .map_err(|e| (pattern.clone(), e.to_string()))?;
+        if let Some(r) = reinclude_of(pattern) {
+            whitelist.push(r);
+        }
+    }
+    let gitignore = builder
+        .build()
+        .map_err(|e| (rule.patterns.join(" "), e.to_string()))?;
+    Ok(CompiledRule {
+        base: rule.base.clone(),
+        gitignore,
+        whitelist,
+    })
+}
+
+/// Parses a gitignore line far enough to know what a `!` pattern could match.
+fn reinclude_of(line: &str) -> Option<Reinclude> {
+    let line = line.trim_end_matches([' ', '\t']);
+    let pat = line.strip_prefix('!')?;
+    let pat = pat.strip_suffix('/').unwrap_or(pat);
+    if pat.is_empty() {
+        return None;
+    }
+    let anchored = pat.contains('/');
+    if !anchored {
+        return Some(Reinclude::Anywhere);
+    }
+    let pat = pat.strip_prefix('/').unwrap_or(pat);
+    let segments = pat
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s == "**" {
+                Segment::Any
+            } else {
+                Segment::Glob(
+                    GlobBuilder::new(s)
+                        .literal_separator(true)
+                        .backslash_escape(true)
+                        .allow_unclosed_class(true)
+                        .build()
+                        .ok()
+                        .map(|g| g.compile_matcher()),
+                )
+            }
+        })
+        .collect();
+    Some(Reinclude::Anchored(segments))
+}
+
+impl Reinclude {
+    /// Could this pattern match a path strictly below `dir` (given relative to
+    /// the rule's base, as segments)?
+    fn could_match_below(&self, dir: &[&OsStr]) -> bool {
+        let segs = match self {
+            Reinclude::Anywhere => return true,
+            Reinclude::Anchored(segs) => segs,
+        };
+        for (i, d) in dir.iter().enumerate() {
+            match segs.get(i) {
+                None => return false,
+                Some(Segment::Any) => return true,
+                Some(Segment::Glob(None)) => {}
+                Some(Segment::Glob(Some(g))) => {
+                    if !g.is_match(d) {
+                        return false;
+                    }
+                }
+            }
+        }
+        segs.len() > dir.len()
+    }
+}
+
+impl Matcher {
+    /// Compiles the rules of a spec that [`WatchSpec::normalized`] accepted.
+    pub(crate) fn new(spec: &WatchSpec) -> Result<Matcher> {
+        let editor = if spec.options.editor_ignores {
+            let mut b = GlobSetBuilder::new();
+            for p in EDITOR_TEMP {
+                b.add(
+                    GlobBuilder::new(p)
+                        .literal_separator(true)
+                        .build()
+                        .expect("built-in patterns are valid"),
+                );
+            }
+            Some(b.build().expect("built-in patterns are valid"))
+        } else {
+            None
+        };
+        let mut rules = Vec::with_capacity(spec.ignores.len());
+        for rule in &spec.ignores {
+            rules.push(
+                compile_rule(rule).map_err(|(pattern, reason)| Error::InvalidPattern {
+                    spec: String::new(),
+                    pattern,
+                    base: rule.base.clone(),
+                    reason,
+                })?,
+            );
+        }
+        Ok(Matcher {
+            editor,
+            rules,
+            roots: spec.paths.clone(),
+        })
+    }
+
+    /// The verdict of the patterns that match `p` itself (not its
+    /// ancestors): `Some(true)` ignored, `Some(false)` re-included, `None` no
+    /// pattern matches.
+    fn verdict_at(&self, p: &Path, is_dir: bool) -> Option<bool> {
+        let mut verdict = None;
+        if let Some(editor) = &self.editor
+            && let Some(name) = p.file_name()
+            && self.roots.iter().any(|r| p != r && p.starts_with(r))
+            && editor.is_match(name)
+        {
+            verdict = Some(true);
+        }
+        for rule in &self.rules {
+            let Ok(rel) = p.strip_prefix(&rule.base) else {
+                continue;
+            };
+            if rel.as_os_str().is_empty() {
+                continue;
+            }
+            match rule.gitignore.matched(rel, is_dir) {
+                Match::None => {}
+                Match::Ignore(_) => verdict = Some(true),
+                Match::Whitelist(_) => verdict = Some(false),
+            }
+        }
+        verdict
+    }
+
+    /// Whether `path` is ignored: the deepest of the path and its ancestors
+    /// that some pattern matches decides; among the patterns matching it, the
+    /// last wins.
+    pub(crate) fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
+        if self.editor.is_none() && self.rules.is_empty() {
+            return false;
+        }
+        let mut p = path;
+        let mut dir = is_dir;
+        loop {
+            if let Some(v) = self.verdict_at(p, dir) {
+                return v;
+            }
+            match p.parent() {
+                Some(parent) => {
+                    p = parent;
+                    dir = true;
+                }
+                None => return false,
+            }
+        }
+    }
+
+    /// Whether some `!` pattern could match a path strictly below `dir`.
+    pub(crate) fn could_reinclude_below(&self, dir: &Path) -> bool {
+        for rule in &self.rules {
+            if rule.whitelist.is_empty() {
+                continue;
+            }
+            if let Ok(rel) = dir.strip_prefix(&rule.base) {
+                let segs: Vec<&OsStr> = rel.iter().collect();
+                if rule.whitelist.iter().any(|w| w.could_match_below(&segs)) {
+                    return true;
+                }
+            } else if rule.base.starts_with(dir) {
+                // The rule's base lies below `dir`: its `!` patterns apply there.
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether the directory `dir` needs no OS watch and no reading: it is
+    /// ignored and nothing below it can be re-included.
+    pub(crate) fn prunes(&self, dir: &Path) -> bool {
+        self.is_ignored(dir, true) && !self.could_reinclude_below(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matcher(patterns: &[&str]) -> Matcher {
+        let spec = WatchSpec::new(["/r"])
+            .ignore(IgnoreRule::new("/r", patterns.iter().copied()))
+            .normalized("t")
+            .unwrap();
+        Matcher::new(&spec).unwrap()
+    }
+
+    fn ig(m: &Matcher, p: &str, dir: bool) -> bool {
+        m.is_ignored(Path::new(p), dir)
+    }
+
+    #[test]
+    fn bare_name_matches_at_any_depth() {
+        let m = matcher(&["*.o", "build"]);
+        assert!(ig(&m, "/r/a.o", false));
+        assert!(ig(&m, "/r/x/y/a.o", false));
+        assert!(ig(&m, "/r/build", true));
+        assert!(ig(&m, "/r/x/build", false));
+        assert!(!ig(&m, "/r/a.c", false));
+        // Everything below an ignored directory is ignored.
+        assert!(ig(&m, "/r/x/build/deep/file.c", false));
+    }
+
+    #[test]
+    fn anchored_patterns() {
+        let m = matcher(&["/top", "doc/gen"]);
+        assert!(ig(&m, "/r/top", false));
+        assert!(!ig(&m, "/r/x/top", false));
+        assert!(ig(&m, "/r/doc/gen", true));
+        assert!(!ig(&m, "/r/x/doc/gen", true));
+    }
+
+    #[test]
+    fn trailing_slash_means_directories_only() {
+        let m = matcher(&["out/"]);
+        assert!(ig(&m, "/r/out", true));
+        assert!(!ig(&m, "/r/out", false));
+        assert!(ig(&m, "/r/out/f", false));
+    }
+
+    #[test]
+    fn last_match_wins() {
+        let m = matcher(&["*.log", "!keep.log"]);
+        assert!(ig(&m, "/r/a.log", false));
+        assert!(!ig(&m, "/r/keep.log", false));
+        let m = matcher(&["!keep.log", "*.log"]);
+        assert!(ig(&m, "/r/keep.log", false));
+    }
+
+    #[test]
+    fn deepest_match_decides_so_negation_reaches_into_ignored_dirs() {
+        let m = matcher(&["gen/", "!gen/keep/"]);
+        assert!(ig(&m, "/r/gen", true));
+        assert!(ig(&m, "/r/gen/other.txt", false));
+        assert!(!ig(&m, "/r/gen/keep", true));
+        assert!(!ig(&m, "/r/gen/keep/a.txt", false));
+        assert!(!ig(&m, "/r/gen/keep/sub/b.txt", false));
+        // gen/ is ignored but must not be pruned; gen/other/ may be.
+        assert!(!m.prunes(Path::new("/r/gen")));
+        assert!(m.prunes(Path::new("/r/gen/other")));
+        assert!(!m.prunes(Path::new("/r/gen/keep")));
+    }
+
+    #[test]
+    fn pruning() {
+        let m = matcher(&["node_modules/", "target"]);
+        assert!(m.prunes(Path::new("/r/node_modules")));
+        assert!(m.prunes(Path::new("/r/a/b/node_modules")));
+        assert!(m.prunes(Path::new("/r/target")));
+        assert!(!m.prunes(Path::new("/r/src")));
+        // An unanchored negation could match anywhere: no pruning.
+        let m = matcher(&["node_modules/", "!*.keep"]);
+        assert!(m.is_ignored(Path::new("/r/node_modules"), true));
+        assert!(!m.prunes(Path::new("/r/node_modules")));
+        // An anchored negation elsewhere does not prevent pruning.
+        let m = matcher(&["vendor/", "!src/keep/"]);
+        assert!(m.prunes(Path::new("/r/vendor")));
+        // `**` in a negation reaches anywhere below.
+        let m = matcher(&["vendor/", "!vendor/**/keep"]);
+        assert!(!m.prunes(Path::new("/r/vendor")));
+        assert!(!m.prunes(Path::new("/r/vendor/a/b")));
+        // Glob segments are matched segment by segment.
+        let m = matcher(&["pkgs/", "!pkgs/lib-*/src/"]);
+        assert!(!m.prunes(Path::new("/r/pkgs")));
+        assert!(!m.prunes(Path::new("/r/pkgs/lib-a")));
+        assert!(m.prunes(Path::new("/r/pkgs/app")));
+        assert!(m.prunes(Path::new("/r/pkgs/lib-a/test")));
+    }
+
+    #[test]
+    fn negation_for_the_directory_itself_does_not_block_pruning_below() {
+        // `!gen/` matches gen itself: gen is kept; nothing re-includes below other/.
+        let m = matcher(&["gen/", "!gen/"]);
+        assert!(!ig(&m, "/r/gen", true));
+        assert!(!m.prunes(Path::new("/r/gen")));
+    }
+
+    #[test]
+    fn editor_temp_files() {
+        let m = matcher(&[]);
+        for p in [
+            "/r/.a.swp",
+            "/r/x/.a.swx",
+            "/r/4913",
+            "/r/#a#",
+            "/r/.#a",
+            "/r/a~",
+            "/r/a.txt___jb_tmp___",
+            "/r/a.txt___jb_old___",
+        ] {
+            assert!(ig(&m, p, false), "{p} should be ignored");
+        }
+        assert!(!ig(&m, "/r/a.txt", false));
+        // The root itself is never ignored by the built-ins.
+        let spec = WatchSpec::new(["/r~"]).normalized("t").unwrap();
+        let m2 = Matcher::new(&spec).unwrap();
+        assert!(!m2.is_ignored(Path::new("/r~"), true));
+        // Off switch.
+        let spec = WatchSpec::new(["/r"])
+            .editor_ignores(false)
+            .normalized("t")
+            .unwrap();
+        let m3 = Matcher::new(&spec).unwrap();
+        assert!(!m3.is_ignored(Path::new("/r/a~"), false));
+        // A user negation beats a built-in.
+        let m4 = matcher(&["!important~"]);
+        assert!(!ig(&m4, "/r/important~", false));
+        assert!(ig(&m4, "/r/other~", false));
+    }
+
+    #[test]
+    fn rules_only_apply_below_their_base() {
+        let spec = WatchSpec::new(["/r"])
+            .ignore(IgnoreRule::new("/r/sub", ["*.txt"]))
+            .normalized("t")
+            .unwrap();
+        let m = Matcher::new(&spec).unwrap();
+        assert!(!m.is_ignored(Path::new("/r/a.txt"), false));
+        assert!(m.is_ignored(Path::new("/r/sub/a.txt"), false));
+        assert!(m.is_ignored(Path::new("/r/sub/x/a.txt"), false));
+    }
+
+    #[test]
+    fn later_rules_beat_earlier_rules() {
+        let spec = WatchSpec::new(["/r"])
+            .ignore(IgnoreRule::new("/r", ["*.txt"]))
+            .ignore(IgnoreRule::new("/r/sub", ["!keep.txt"]))
+            .normalized("t")
+            .unwrap();
+        let m = Matcher::new(&spec).unwrap();
+        assert!(m.is_ignored(Path::new("/r/sub/a.txt"), false));
+        assert!(!m.is_ignored(Path::new("/r/sub/keep.txt"), false));
+        // A rule with a deeper base and a negation prevents pruning above it.
+        assert!(m.could_reinclude_below(Path::new("/r")));
+    }
+
+    #[test]
+    fn comments_blank_lines_and_escapes() {
+        let m = matcher(&["# comment", "", "\\#lit", "\\!bang"]);
+        assert!(ig(&m, "/r/#lit", false));
+        assert!(ig(&m, "/r/!bang", false));
+        assert!(!ig(&m, "/r/# comment", false));
+    }
+
+    #[test]
+    fn invalid_pattern_is_named() {
+        let rule = IgnoreRule::new("/r", ["ok", "a[z-a]", "b"]);
+        match validate("s", &rule) {
+            Err(Error::InvalidPattern { pattern, spec, .. }) => {
+                assert_eq!(pattern, "a[z-a]");
+                assert_eq!(spec, "s");
+            }
+            other => panic!("expected InvalidPattern, got {other:?}"),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn non_utf8_names() {
+        use std::os::unix::ffi::OsStrExt;
+        let m = matcher(&["*.o"]);
+        let p = Path::new(OsStr::from_bytes(b"/r/\xff\xfe.o"));
+        assert!(m.is_ignored(p, false));
+        let p = Path::new(OsStr::from_bytes(b"/r/\xff\xfe.c"));
+        assert!(!m.is_ignored(p, false));
+    }
+}

@@ -1,0 +1,410 @@
+//! The manager: the user's side. It keeps the last applied spec per name and
+//! sends the engine what changed; it never writes status.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use parking_lot::Mutex;
+
+use crate::backend::Backend;
+use crate::engine::{Engine, Msg, Os, Shared};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::ignore::Matcher;
+use crate::reconcile::{ReconcileSummary, plan};
+use crate::spec::WatchSpec;
+use crate::status::{Generation, Phase, WatchStatus};
+
+/// What [`Manager::apply`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// The name was new; watching starts at this generation (1).
+    Created(Generation),
+    /// The spec differed from the last applied one; this is the new
+    /// generation. The spec's status is reset.
+    Updated(Generation),
+    /// The spec equalled the last applied one (after normalisation): no OS
+    /// work was done and the status was not touched.
+    Unchanged(Generation),
+}
+
+impl Applied {
+    /// The generation now applied.
+    pub fn generation(self) -> Generation {
+        match self {
+            Applied::Created(g) | Applied::Updated(g) | Applied::Unchanged(g) => g,
+        }
+    }
+}
+
+/// Counters of the whole manager (all specs together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// OS watches held. Native backend: one per watched directory, shared by
+    /// all specs covering it, plus one on the parent of each root (to see the
+    /// root itself vanish and reappear). Portable backend: the watch calls
+    /// made on notify (one per root; notify holds one inotify watch per
+    /// directory below it).
+    pub os_watches: usize,
+    /// Directories in the index.
+    pub indexed_dirs: usize,
+    /// Entries (files, directories, links) in the index.
+    pub indexed_entries: usize,
+}
+
+/// Builds a [`Manager`].
+#[derive(Clone, Debug, Default)]
+pub struct ManagerBuilder {
+    backend: Backend,
+}
+
+impl ManagerBuilder {
+    /// Chooses the OS backend (default [`Backend::Auto`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Starts the engine thread (and, for the native backend, the inotify
+    /// instance and its reader thread).
+    pub fn build(self) -> Result<Manager> {
+        let (tx, rx) = unbounded();
+        let os = match self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Auto | Backend::Native => Os::Native(
+                crate::backend::native::Native::start(tx.clone()).map_err(|e| Error::Engine {
+                    message: format!("cannot create an inotify instance: {e}"),
+                    source: Some(e),
+                })?,
+            ),
+            #[cfg(not(target_os = "linux"))]
+            Backend::Native => {
+                return Err(Error::Engine {
+                    message: "the native backend exists on Linux only".into(),
+                    source: None,
+                });
+            }
+            #[cfg(not(target_os = "linux"))]
+            Backend::Auto => Os::Portable(start_portable(tx.clone())?),
+            Backend::Portable => Os::Portable(start_portable(tx.clone())?),
+        };
+        let shared = Arc::new(Shared::new());
+        let engine = Engine::new(rx, os, shared.clone());
+        let handle = std::thread::Builder::new()
+            .name("specwatch-engine".into())
+            .spawn(move || engine.run_guarded())
+            .map_err(|e| Error::Engine {
+                message: format!("cannot start the engine thread: {e}"),
+                source: Some(e),
+            })?;
+        Ok(Manager {
+            tx,
+            shared,
+            specs: Mutex::new(HashMap::new()),
+            engine: Mutex::new(Some(handle)),
+        })
+    }
+}
+
+fn start_portable(tx: Sender<Msg>) -> Result<crate::backend::portable::Portable> {
+    crate::backend::portable::Portable::start(tx).map_err(|e| Error::Engine {
+        message: format!("cannot start the notify watcher: {e}"),
+        source: None,
+    })
+}
+
+#[derive(Debug)]
+struct AppliedSpec {
+    spec: WatchSpec,
+    generation: Generation,
+}
+
+/// Keeps a set of named watches running.
+///
+/// The manager stores the last applied (normalised) spec per name; the
+/// engine thread it owns does the watching and writes every status. All
+/// methods take `&self` and may be called from many threads at once; calls
+/// that change specs are applied to the engine in the order they return.
+///
+/// Dropping the manager stops the engine, joins its threads and closes the
+/// inotify descriptor.
+pub struct Manager {
+    tx: Sender<Msg>,
+    shared: Arc<Shared>,
+    specs: Mutex<HashMap<String, AppliedSpec>>,
+    engine: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("specs", &self.specs.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A manager with the default backend.
+    pub fn new() -> Result<Manager> {
+        ManagerBuilder::default().build()
+    }
+
+    /// A builder, to choose options.
+    pub fn builder() -> ManagerBuilder {
+        ManagerBuilder::default()
+    }
+
+    fn check_alive(&self) -> Result<()> {
+        match &*self.shared.dead.lock() {
+            Some(reason) => Err(Error::Engine {
+                message: reason.clone(),
+                source: None,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, msg: Msg) -> Result<()> {
+        self.tx.send(msg).map_err(|_| Error::Engine {
+            message: "the engine thread has stopped".into(),
+            source: None,
+        })
+    }
+
+    /// Creates or updates the named watch.
+    ///
+    /// The spec is validated and normalised first (see
+    /// [`WatchSpec::normalized`]); an invalid spec changes nothing. Returns
+    /// as soon as the engine has been told: use
+    /// [`wait_watching`](Manager::wait_watching) to wait until the OS
+    /// watches are in place.
+    pub fn apply(&self, name: impl Into<String>, spec: WatchSpec) -> Result<Applied> {
+        let name = name.into();
+        let spec = spec.normalized(&name)?;
+        let mut specs = self.specs.lock();
+        self.check_alive()?;
+        let outcome = match specs.get(&name) {
+            Some(a) if a.spec == spec => return Ok(Applied::Unchanged(a.generation)),
+            Some(a) => Applied::Updated(a.generation.next()),
+            None => Applied::Created(Generation(1)),
+        };
+        let matcher = compile(&name, &spec)?;
+        let generation = outcome.generation();
+        self.send(Msg::Upsert {
+            name: name.clone(),
+            generation,
+            spec: spec.clone(),
+            matcher,
+        })?;
+        specs.insert(name, AppliedSpec { spec, generation });
+        Ok(outcome)
+    }
+
+    /// Deletes the named watch: its OS watches are released (those no other
+    /// spec needs), its pending changes dropped, its status removed, and
+    /// subscribers get [`Event::Deleted`]. Returns whether it existed.
+    pub fn delete(&self, name: &str) -> Result<bool> {
+        let mut specs = self.specs.lock();
+        self.check_alive()?;
+        if specs.remove(name).is_none() {
+            return Ok(false);
+        }
+        self.send(Msg::Delete {
+            name: name.to_owned(),
+        })?;
+        Ok(true)
+    }
+
+    /// Makes the applied set equal `desired`: creates, updates and deletes
+    /// as needed, and leaves equal specs alone. Every spec is validated
+    /// first; if any is invalid (or a name appears twice) nothing changes.
+    pub fn reconcile<I, N>(&self, desired: I) -> Result<ReconcileSummary>
+    where
+        I: IntoIterator<Item = (N, WatchSpec)>,
+        N: Into<String>,
+    {
+        let mut want: BTreeMap<String, WatchSpec> = BTreeMap::new();
+        for (name, spec) in desired {
+            let name = name.into();
+            let spec = spec.normalized(&name)?;
+            if want.contains_key(&name) {
+                return Err(Error::DuplicateName { spec: name });
+            }
+            want.insert(name, spec);
+        }
+        let mut specs = self.specs.lock();
+        self.check_alive()?;
+        let current: HashMap<String, &WatchSpec> =
+            specs.iter().map(|(n, a)| (n.clone(), &a.spec)).collect();
+        let want_refs: BTreeMap<String, &WatchSpec> =
+            want.iter().map(|(n, s)| (n.clone(), s)).collect();
+        let summary = plan(&current, &want_refs);
+        drop(current);
+        // Compile everything before sending anything.
+        let mut upserts = Vec::new();
+        for name in summary.created.iter().chain(&summary.updated) {
+            let spec = want.remove(name).expect("planned from want");
+            let matcher = compile(name, &spec)?;
+            let generation = specs
+                .get(name)
+                .map(|a| a.generation.next())
+                .unwrap_or(Generation(1));
+            upserts.push((name.clone(), generation, spec, matcher));
+        }
+        for name in &summary.deleted {
+            specs.remove(name);
+            self.send(Msg::Delete { name: name.clone() })?;
+        }
+        for (name, generation, spec, matcher) in upserts {
+            self.send(Msg::Upsert {
+                name: name.clone(),
+                generation,
+                spec: spec.clone(),
+                matcher,
+            })?;
+            specs.insert(name, AppliedSpec { spec, generation });
+        }
+        Ok(summary)
+    }
+
+    /// The applied (normalised) spec and its generation.
+    pub fn spec(&self, name: &str) -> Option<(WatchSpec, Generation)> {
+        self.specs
+            .lock()
+            .get(name)
+            .map(|a| (a.spec.clone(), a.generation))
+    }
+
+    /// The names applied, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.specs.lock().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The latest status the engine published for `name`. Never waits on
+    /// the engine. Right after [`apply`](Manager::apply) this may still be
+    /// the previous generation's status (or `None`): compare
+    /// `observed_generation`.
+    pub fn status(&self, name: &str) -> Option<WatchStatus> {
+        self.shared
+            .statuses
+            .lock()
+            .get(name)
+            .map(|s| WatchStatus::clone(s))
+    }
+
+    /// All published statuses, sorted by name.
+    pub fn statuses(&self) -> Vec<WatchStatus> {
+        let mut v: Vec<WatchStatus> = self
+            .shared
+            .statuses
+            .lock()
+            .values()
+            .map(|s| WatchStatus::clone(s))
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// A new subscription to every event of every spec from now on: change
+    /// batches, status snapshots and deletions, in the order the engine
+    /// produced them.
+    ///
+    /// The channel is unbounded: the engine never waits for a subscriber,
+    /// and a subscriber that stops reading lets events pile up (see Known
+    /// problems in the crate docs). Drop the receiver to unsubscribe.
+    pub fn subscribe(&self) -> Receiver<Event> {
+        let (tx, rx) = unbounded();
+        self.shared.subscribers.lock().push(tx);
+        rx
+    }
+
+    /// Waits until the current generation of `name` is being watched (phase
+    /// `Watching` or `Degraded`), and returns that status.
+    ///
+    /// Errors: [`Error::NotFound`] if the name is not applied,
+    /// [`Error::Failed`] if its watch failed, [`Error::Timeout`] if
+    /// `timeout` passed first.
+    pub fn wait_watching(&self, name: &str, timeout: Duration) -> Result<WatchStatus> {
+        let deadline = Instant::now() + timeout;
+        let mut statuses = self.shared.statuses.lock();
+        loop {
+            let want = self.specs.lock().get(name).map(|a| a.generation);
+            let Some(want) = want else {
+                return Err(Error::NotFound {
+                    spec: name.to_owned(),
+                });
+            };
+            if let Some(s) = statuses.get(name)
+                && s.observed_generation >= want
+            {
+                match &s.phase {
+                    Phase::Watching | Phase::Degraded { .. } => {
+                        return Ok(WatchStatus::clone(s));
+                    }
+                    Phase::Failed { error } => {
+                        return Err(Error::Failed {
+                            spec: name.to_owned(),
+                            message: error.clone(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            self.check_alive()?;
+            if self
+                .shared
+                .changed
+                .wait_until(&mut statuses, deadline)
+                .timed_out()
+            {
+                return Err(Error::Timeout {
+                    spec: name.to_owned(),
+                    waited_for: "the spec to be watched",
+                    timeout,
+                });
+            }
+        }
+    }
+
+    /// Manager-wide counters, as of the engine's last pass.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            os_watches: self.shared.os_watches.load(Ordering::Relaxed),
+            indexed_dirs: self.shared.indexed_dirs.load(Ordering::Relaxed),
+            indexed_entries: self.shared.indexed_entries.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn compile(name: &str, spec: &WatchSpec) -> Result<Matcher> {
+    Matcher::new(spec).map_err(|e| match e {
+        Error::InvalidPattern {
+            pattern,
+            base,
+            reason,
+            ..
+        } => Error::InvalidPattern {
+            spec: name.to_owned(),
+            pattern,
+            base,
+            reason,
+        },
+        other => other,
+    })
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Shutdown);
+        if let Some(h) = self.engine.lock().take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Per-watch status, written by the engine alone.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::event::ChangeBatch;
+
+/// How many recent batches a [`WatchStatus`] keeps.
+pub const RECENT_BATCHES: usize = 20;
+
+/// Generation of a spec: 1 when a name is created, +1 on every update that
+/// changes the (normalised) spec. A name deleted and applied again starts
+/// again at 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Generation(pub u64);
+
+impl Generation {
+    /// The generation after this one.
+    pub fn next(self) -> Generation {
+        Generation(self.0 + 1)
+    }
+}
+
+/// Where a watch is in its life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Phase {
+    /// The spec was accepted and the engine has not set up its watching yet.
+    Starting,
+    /// Every path of the spec is being watched.
+    Watching,
+    /// Watching is established but incomplete; `reason` says what is missing
+    /// (a path that does not exist yet, a directory that could not be read or
+    /// watched). Changes are still delivered for the rest.
+    Degraded {
+        /// Human-readable, names the paths involved.
+        reason: String,
+    },
+    /// Nothing could be watched; `error` says why.
+    Failed {
+        /// Human-readable, names the path involved.
+        error: String,
+    },
+}
+
+/// The observed state of one named watch.
+///
+/// Written only by the engine; read it with
+/// [`Manager::status`](crate::Manager::status) at any time (it never waits on
+/// the engine) or receive it as [`Event::Status`](crate::Event::Status). It is
+/// reset when the spec changes: `recent_batches` is emptied, the counters start
+/// again, and `monitor_start_time` moves. A consumer that keeps its own
+/// watermark can compare it against `max(last_event_time, monitor_start_time)`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct WatchStatus {
+    /// The spec's name.
+    pub name: String,
+    /// The generation this status describes.
+    pub observed_generation: Generation,
+    /// The phase.
+    pub phase: Phase,
+    /// When OS watching for this generation was (re)started: set when the spec
+    /// is created or updated and whenever a root is watched again after it
+    /// vanished.
+    pub monitor_start_time: Option<SystemTime>,
+    /// When the last batch of this generation closed.
+    pub last_event_time: Option<SystemTime>,
+    /// The most recent batches, oldest first, at most [`RECENT_BATCHES`].
+    pub recent_batches: Vec<Arc<ChangeBatch>>,
+    /// Directories of this spec that the engine reads and watches (shared
+    /// directories count for every spec that covers them).
+    pub watched_dirs: usize,
+    /// The most recent runtime error (a directory that could not be read or
+    /// watched), naming the path.
+    pub last_error: Option<String>,
+}
+
+impl WatchStatus {
+    /// A fresh status in phase `Starting`.
+    pub(crate) fn starting(name: &str, generation: Generation) -> WatchStatus {
+        WatchStatus {
+            name: name.to_owned(),
+            observed_generation: generation,
+            phase: Phase::Starting,
+            monitor_start_time: None,
+            last_event_time: None,
+            recent_batches: Vec::new(),
+            watched_dirs: 0,
+            last_error: None,
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Test helpers: a collector that waits on conditions with deadlines (never
+//! a fixed sleep), and a mirror that rebuilds a tree from change batches.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use specwatch::{
+    Backend, Change, ChangeBatch, ChangeKind, Event, FileType, Manager, WatchSpec, WatchStatus,
+};
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub fn backends() -> Vec<Backend> {
+    vec![Backend::Native, Backend::Portable]
+}
+
+pub fn manager(backend: Backend) -> Manager {
+    Manager::builder()
+        .backend(backend)
+        .build()
+        .expect("manager starts")
+}
+
+/// A spec with a short quiet window, so tests are quick.
+pub fn spec(paths: &[&Path]) -> WatchSpec {
+    WatchSpec::new(paths.iter().map(|p| p.to_path_buf())).quiet_window(Duration::from_millis(10))
+}
+
+pub fn start(m: &Manager, name: &str, spec: WatchSpec) -> WatchStatus {
+    m.apply(name, spec).expect("apply");
+    m.wait_watching(name, WAIT)
+        .unwrap_or_else(|e| panic!("spec {name} never became watched: {e}"))
+}
+
+/// Everything received, per spec.
+pub struct Collector {
+    rx: Receiver<Event>,
+    pub batches: HashMap<String, Vec<Arc<ChangeBatch>>>,
+    pub statuses: HashMap<String, Vec<Arc<WatchStatus>>>,
+    pub deleted: Vec<String>,
+}
+
+impl Collector {
+    pub fn new(rx: Receiver<Event>) -> Collector {
+        Collector {
+            rx,
+            batches: HashMap::new(),
+            statuses: HashMap::new(),
+            deleted: Vec::new(),
+        }
+    }
+
+    fn take(&mut self, ev: Event) {
+        match ev {
+            Event::Changes(b) => self.batches.entry(b.name.clone()).or_default().push(b),
+            Event::Status(s) => self.statuses.entry(s.name.clone()).or_default().push(s),
+            Event::Deleted(n) => self.deleted.push(n),
+            _ => {}
+        }
+    }
+
+    /// Receives until `done` holds; panics naming `what` at the deadline.
+    pub fn wait(&mut self, what: &str, mut done: impl FnMut(&Collector) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if done(self) {
+                return;
+            }
+            match self.rx.recv_deadline(deadline) {
+                Ok(ev) => self.take(ev),
+                Err(_) => {
+                    let summary: Vec<String> = self
+                        .batches
+                        .iter()
+                        .map(|(n, b)| {
+                            let all: Vec<String> = b
+                                .iter()
+                                .flat_map(|b| b.changes.iter())
+                                .take(30)
+                                .map(|c| format!("{:?} {}", c.kind, c.path.display()))
+                                .collect();
+                            format!("{n}: {all:?}")
+                        })
+                        .collect();
+                    panic!(
+                        "timed out after {WAIT:?} waiting for {what}; received so far: {summary:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes whatever is already queued, without waiting.
+    pub fn drain(&mut self) {
+        while let Ok(ev) = self.rx.try_recv() {
+            self.take(ev);
+        }
+    }
+
+    pub fn changes(&self, spec: &str) -> Vec<Change> {
+        self.batches
+            .get(spec)
+            .map(|b| b.iter().flat_map(|b| b.changes.iter().cloned()).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn kinds(&self, spec: &str, path: &Path) -> Vec<ChangeKind> {
+        self.changes(spec)
+            .into_iter()
+            .filter(|c| c.path == path)
+            .map(|c| c.kind)
+            .collect()
+    }
+
+    pub fn has(&self, spec: &str, path: &Path, kind: ChangeKind) -> bool {
+        self.batches.get(spec).is_some_and(|bs| {
+            bs.iter()
+                .any(|b| b.changes.iter().any(|c| c.path == path && c.kind == kind))
+        })
+    }
+
+    pub fn clear(&mut self) {
+        self.batches.clear();
+        self.statuses.clear();
+    }
+
+    /// Writes a fresh marker file in `dir` and waits until `spec` reports
+    /// it: every event the OS queued before it has been handled and batched
+    /// by then. Returns the marker's path.
+    pub fn barrier(&mut self, spec: &str, dir: &Path) -> PathBuf {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = dir.join(format!("barrier-{}-{n}", std::process::id()));
+        std::fs::write(&p, b"b").unwrap();
+        self.wait(&format!("barrier {} in spec {spec}", p.display()), |c| {
+            c.has(spec, &p, ChangeKind::Created)
+        });
+        p
+    }
+}
+
+/// A tree rebuilt from change batches.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Mirror(pub BTreeMap<PathBuf, FileType>);
+
+impl Mirror {
+    /// The tree below `root` as on disk now (symlinks not followed),
+    /// `root` itself excluded.
+    pub fn of_disk(root: &Path) -> Mirror {
+        let mut m = BTreeMap::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let ft = e.file_type().unwrap();
+                let t = if ft.is_dir() {
+                    stack.push(e.path());
+                    FileType::Dir
+                } else if ft.is_file() {
+                    FileType::File
+                } else if ft.is_symlink() {
+                    FileType::Symlink
+                } else {
+                    FileType::Other
+                };
+                m.insert(e.path(), t);
+            }
+        }
+        Mirror(m)
+    }
+
+    pub fn apply(&mut self, c: &Change) {
+        match c.kind {
+            ChangeKind::Created | ChangeKind::Modified => {
+                if c.file_type != FileType::Dir {
+                    self.remove_below(&c.path);
+                }
+                self.0.insert(c.path.clone(), c.file_type);
+            }
+            ChangeKind::Removed => {
+                self.0.remove(&c.path);
+                self.remove_below(&c.path);
+            }
+        }
+    }
+
+    fn remove_below(&mut self, p: &Path) {
+        let below: Vec<PathBuf> = self
+            .0
+            .range(p.to_path_buf()..)
+            .map(|(k, _)| k.clone())
+            .take_while(|k| k.starts_with(p))
+            .filter(|k| k != p)
+            .collect();
+        for k in below {
+            self.0.remove(&k);
+        }
+    }
+
+    pub fn without(mut self, pred: impl Fn(&Path) -> bool) -> Mirror {
+        self.0.retain(|k, _| !pred(k));
+        self
+    }
+}
