@@ -15,7 +15,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Condvar, Mutex};
@@ -46,9 +46,28 @@ pub(crate) enum Msg {
     Delete { name: String },
     /// Stop the engine.
     Shutdown,
-    /// Events read from the native inotify instance.
+    /// Events read from the native inotify instance, and when the read
+    /// started.
     #[cfg(target_os = "linux")]
-    Inotify(Vec<RawEvent>),
+    Inotify(Vec<RawEvent>, SystemTime),
+    /// Register a sync barrier: reply once every cookie has been seen.
+    Sync {
+        id: u64,
+        name: String,
+        cookies: Vec<PathBuf>,
+        reply: Sender<()>,
+    },
+    /// A cookie could not be written: rescan `root` instead, then count the
+    /// cookie as seen.
+    SyncRescan {
+        id: u64,
+        cookie: PathBuf,
+        root: PathBuf,
+    },
+    /// The caller stopped waiting.
+    SyncCancel { id: u64 },
+    /// Test hook: behave as if the kernel queue had overflowed.
+    Overflow,
     /// An event from the portable backend.
     Notify(notify::Result<notify::Event>),
     /// The backend's reader stopped.
@@ -135,6 +154,14 @@ pub(crate) struct Engine {
     now: Instant,
     reattach: Vec<(SpecId, PathBuf)>,
     portable_dirty: bool,
+    syncs: Vec<SyncWait>,
+    /// Cookies found by directory reads, to be counted as seen.
+    cookies_found: Vec<PathBuf>,
+    /// Native: when the read before the latest one started. Portable: when
+    /// the event before the latest one was handled.
+    prev_read_at: SystemTime,
+    last_read_at: SystemTime,
+    overflow_margin: Duration,
 }
 
 fn file_type_of(ft: std::fs::FileType) -> FileType {
@@ -162,7 +189,9 @@ fn lstat_type(path: &Path) -> io::Result<Option<FileType>> {
     }
 }
 
-fn read_listing(dir: &Path) -> io::Result<Vec<(OsString, FileType)>> {
+/// Reads a directory's entries (types from `d_type` where the file system
+/// gives them). Sync cookies are left out and their paths put in `cookies`.
+fn read_listing(dir: &Path, cookies: &mut Vec<PathBuf>) -> io::Result<Vec<(OsString, FileType)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = match entry {
@@ -170,6 +199,10 @@ fn read_listing(dir: &Path) -> io::Result<Vec<(OsString, FileType)>> {
             Err(e) if gone(&e) => continue,
             Err(e) => return Err(e),
         };
+        if is_cookie(&entry.file_name()) {
+            cookies.push(entry.path());
+            continue;
+        }
         let ft = match entry.file_type() {
             Ok(t) => file_type_of(t),
             Err(_) => match lstat_type(&entry.path()) {
@@ -180,6 +213,52 @@ fn read_listing(dir: &Path) -> io::Result<Vec<(OsString, FileType)>> {
         out.push((entry.file_name(), ft));
     }
     Ok(out)
+}
+
+/// Name prefix of sync cookies. Entries with it are never indexed or
+/// reported.
+pub(crate) const COOKIE_PREFIX: &str = ".specwatch-cookie-";
+
+fn is_cookie(name: &OsStr) -> bool {
+    name.as_encoded_bytes()
+        .starts_with(COOKIE_PREFIX.as_bytes())
+}
+
+/// Default of how far before the last complete read an overflow may have
+/// hidden changes: file systems' timestamps are coarser than the wall clock.
+pub(crate) const OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
+
+/// Whether the inode at `path` changed (content or metadata) at or after
+/// `since`, by its ctime, which user code cannot set back.
+fn changed_since(path: &Path, since: SystemTime) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => ctime_of(&m) >= since,
+        Err(_) => false,
+    }
+}
+
+#[cfg(unix)]
+fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
+    use std::os::unix::fs::MetadataExt;
+    let secs = m.ctime();
+    let nanos = m.ctime_nsec().clamp(0, 999_999_999) as u32;
+    if secs >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::new(secs as u64, nanos)
+    } else {
+        SystemTime::UNIX_EPOCH
+    }
+}
+
+#[cfg(not(unix))]
+fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
+    m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+struct SyncWait {
+    id: u64,
+    name: String,
+    remaining: BTreeSet<PathBuf>,
+    reply: Sender<()>,
 }
 
 fn is_dir_following(path: &Path) -> bool {
@@ -213,7 +292,16 @@ impl Engine {
             now: Instant::now(),
             reattach: Vec::new(),
             portable_dirty: false,
+            syncs: Vec::new(),
+            cookies_found: Vec::new(),
+            prev_read_at: SystemTime::now(),
+            last_read_at: SystemTime::now(),
+            overflow_margin: OVERFLOW_MARGIN,
         }
+    }
+
+    pub(crate) fn set_overflow_margin(&mut self, margin: Duration) {
+        self.overflow_margin = margin;
     }
 
     /// Runs until shutdown; a panic marks every spec failed instead of
@@ -278,6 +366,7 @@ impl Engine {
                 }
             }
             self.settle();
+            self.complete_syncs();
             self.flush_due(Instant::now());
             self.publish();
         }
@@ -303,12 +392,42 @@ impl Engine {
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
             #[cfg(target_os = "linux")]
-            Msg::Inotify(events) => {
+            Msg::Inotify(events, read_at) => {
+                self.prev_read_at = self.last_read_at;
+                self.last_read_at = read_at;
                 for e in events {
                     self.native_event(e);
                 }
             }
-            Msg::Notify(Ok(event)) => self.notify_event(event),
+            Msg::Notify(Ok(event)) => {
+                self.prev_read_at = self.last_read_at;
+                self.last_read_at = SystemTime::now();
+                self.notify_event(event)
+            }
+            Msg::Sync {
+                id,
+                name,
+                cookies,
+                reply,
+            } => {
+                self.syncs.push(SyncWait {
+                    id,
+                    name,
+                    remaining: cookies.into_iter().collect(),
+                    reply,
+                });
+                self.complete_syncs();
+            }
+            Msg::SyncRescan { id, cookie, root } => {
+                let since = self.overflow_since();
+                self.rescan_under(&root, Some(since));
+                for s in self.syncs.iter_mut().filter(|s| s.id == id) {
+                    s.remaining.remove(&cookie);
+                }
+                self.complete_syncs();
+            }
+            Msg::SyncCancel { id } => self.syncs.retain(|s| s.id != id),
+            Msg::Overflow => self.overflow(self.last_read_at),
             Msg::Notify(Err(e)) => {
                 let msg = e.to_string();
                 let path = e.paths.first().cloned().unwrap_or_default();
@@ -609,7 +728,7 @@ impl Engine {
                 continue; // removed as stale while watching
             }
             if !self.index.get(id).is_some_and(|n| n.complete) {
-                match read_listing(&path) {
+                match read_listing(&path, &mut self.cookies_found) {
                     Ok(list) => {
                         let mut added = Vec::new();
                         let node = self.index.get_mut(id).expect("live node");
@@ -703,6 +822,14 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
+        if is_cookie(name) {
+            if hint != Hint::Removed {
+                let p = node.path.join(name);
+                self.cookies_found.push(p);
+                self.complete_syncs();
+            }
+            return;
+        }
         if !node.tracks(name) {
             return;
         }
@@ -719,13 +846,19 @@ impl Engine {
                 self.add_entry(id, name, t);
             }
             (Some(FileType::Dir), Some(FileType::Dir)) => {
-                if matches!(hint, Hint::Removed | Hint::Moved) && self.dir_replaced(&path) {
+                let suspect = match hint {
+                    Hint::Removed | Hint::Moved => true,
+                    // Only the native backend can tell cheaply.
+                    Hint::Rescan => !matches!(self.os, Os::Portable(_)),
+                    Hint::Created | Hint::Modified => false,
+                };
+                if suspect && self.dir_replaced(&path) {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
                 }
             }
             (Some(_), Some(t)) => {
-                if hint != Hint::Created {
+                if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
                     self.route(id, name, ChangeKind::Modified, t);
                 }
             }
@@ -986,38 +1119,77 @@ impl Engine {
     /// Portable backend: unwatch what no node needs any more, watch what an
     /// uncovered node needs.
     fn sync_portable(&mut self) {
-        let Os::Portable(_) = &self.os else {
+        let Os::Portable(p) = &self.os else {
             return;
         };
-        let mut desired: BTreeMap<PathBuf, bool> = BTreeMap::new();
-        let ids = self.index.ids();
-        let full_paths: BTreeSet<PathBuf> = ids
-            .iter()
-            .filter_map(|id| self.index.get(*id))
-            .filter(|n| !n.full.is_empty())
-            .map(|n| n.path.clone())
-            .collect();
-        let under_full = |p: &Path| p.ancestors().skip(1).any(|a| full_paths.contains(a));
-        for p in &full_paths {
-            if !under_full(p) {
-                desired.insert(p.clone(), true);
-            }
-        }
-        for id in &ids {
-            let Some(n) = self.index.get(*id) else {
+        let mut node_paths: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut full_paths: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut partial_only: Vec<PathBuf> = Vec::new();
+        for id in self.index.ids() {
+            let Some(n) = self.index.get(id) else {
                 continue;
             };
-            if n.full.is_empty() && !n.partial.is_empty() && !under_full(&n.path) {
-                desired.insert(n.path.clone(), false);
+            if n.is_unused() {
+                continue;
+            }
+            node_paths.insert(n.path.clone());
+            if n.full.is_empty() {
+                partial_only.push(n.path.clone());
+            } else {
+                full_paths.insert(n.path.clone());
+            }
+        }
+        // A watch goes only when nothing at or below it is needed: notify
+        // drops every watch below a recursive one with it, and re-adding
+        // them would leave a gap.
+        let stale: Vec<PathBuf> = p
+            .watched()
+            .keys()
+            .filter(|w| {
+                !node_paths
+                    .range((*w).clone()..)
+                    .next()
+                    .is_some_and(|n| n.starts_with(w))
+            })
+            .cloned()
+            .collect();
+        let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
+        {
+            let kept_recursive: BTreeSet<&PathBuf> = p
+                .watched()
+                .iter()
+                .filter(|(w, r)| **r && !stale.contains(w))
+                .map(|(w, _)| w)
+                .collect();
+            let covered = |x: &Path| {
+                x.ancestors()
+                    .skip(1)
+                    .any(|a| full_paths.contains(a) || kept_recursive.contains(&a.to_path_buf()))
+                    || p.covers(x)
+            };
+            for f in &full_paths {
+                if !covered(f) && p.watched().get(f) != Some(&true) {
+                    wanted.push((f.clone(), true));
+                }
+            }
+            for f in &partial_only {
+                if !covered(f) && !p.watched().contains_key(f) {
+                    wanted.push((f.clone(), false));
+                }
             }
         }
         let Os::Portable(p) = &mut self.os else {
             return;
         };
-        if p.watched() == &desired {
-            return;
+        for w in &stale {
+            p.unwatch(w);
         }
-        let errors = p.set_watches(desired);
+        let mut errors = Vec::new();
+        for (path, recursive) in wanted {
+            if let Err(e) = p.ensure_watch(&path, recursive) {
+                errors.push((path, e));
+            }
+        }
         for (path, msg) in errors {
             let specs: Vec<SpecId> = self
                 .index
@@ -1056,37 +1228,164 @@ impl Engine {
         }
     }
 
-    /// After a lost-event signal: re-read every indexed directory and diff.
-    fn rescan_all(&mut self) {
+    /// The earliest moment a change hidden by lost events can have
+    /// happened.
+    /// `complete_read`: the moment after which events may be missing (the
+    /// start of the last read whose events all arrived).
+    fn since_with_margin(&self, complete_read: SystemTime) -> SystemTime {
+        complete_read
+            .checked_sub(self.overflow_margin)
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    fn overflow_since(&self) -> SystemTime {
+        self.since_with_margin(self.last_read_at)
+    }
+
+    /// The kernel dropped events: re-read everything, diff, and report files
+    /// changed since `complete_read` (minus the margin) as modified.
+    fn overflow(&mut self, complete_read: SystemTime) {
+        let since = self.since_with_margin(complete_read);
+        for st in self.specs.values_mut() {
+            st.status.overflow_recoveries += 1;
+            st.dirty = true;
+        }
         for id in self.index.ids() {
-            let Some(node) = self.index.get(id) else {
-                continue;
-            };
-            let path = node.path.clone();
-            if node.complete {
-                match read_listing(&path) {
-                    Ok(list) => {
-                        let node = self.index.get(id).expect("live node");
-                        for d in diff(&node.entries, list) {
-                            match d {
-                                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
-                                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
-                                EntryDiff::Retyped(n, _, t) => {
-                                    self.remove_entry(id, &n, true);
-                                    self.add_entry(id, &n, t);
-                                }
-                            }
-                        }
-                    }
-                    Err(e) if gone(&e) => self.check_top(id, false),
-                    Err(_) => {}
-                }
-            } else {
-                let names: Vec<OsString> = node.partial.iter().map(|p| p.name.clone()).collect();
-                for n in names {
-                    self.handle_name(id, &n, Hint::Moved);
+            self.rescan_node(id, Some(since));
+        }
+    }
+
+    /// Rescans every indexed directory at or below `root` (or `root`'s
+    /// entry in its parent when it is not a directory).
+    fn rescan_under(&mut self, root: &Path, since: Option<SystemTime>) {
+        if let Some(parent) = root.parent()
+            && let (Some(pid), Some(name)) = (self.index.lookup(parent), root.file_name())
+        {
+            self.handle_name(pid, name, Hint::Rescan);
+            if let Some(since) = since {
+                self.report_if_changed(pid, name, since);
+            }
+        }
+        let ids: Vec<DirId> = self
+            .index
+            .ids()
+            .into_iter()
+            .filter(|id| {
+                self.index
+                    .get(*id)
+                    .is_some_and(|n| n.path.starts_with(root))
+            })
+            .collect();
+        for id in ids {
+            self.rescan_node(id, since);
+        }
+    }
+
+    fn report_if_changed(&mut self, id: DirId, name: &OsStr, since: SystemTime) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        match node.entries.get(name) {
+            Some(t) if *t != FileType::Dir => {
+                let t = *t;
+                if changed_since(&node.path.join(name), since) {
+                    self.route(id, name, ChangeKind::Modified, t);
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// Re-reads one directory and applies the diff. With `since`, entries
+    /// present before and after whose inode changed since then are reported
+    /// modified.
+    fn rescan_node(&mut self, id: DirId, since: Option<SystemTime>) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path.clone();
+        if !node.complete {
+            let names: Vec<OsString> = node.partial.iter().map(|p| p.name.clone()).collect();
+            for n in names {
+                self.handle_name(id, &n, Hint::Rescan);
+                if let Some(since) = since {
+                    self.report_if_changed(id, &n, since);
+                }
+            }
+            return;
+        }
+        let list = match read_listing(&path, &mut self.cookies_found) {
+            Ok(l) => l,
+            Err(e) if gone(&e) => {
+                self.check_top(id, false);
+                return;
+            }
+            Err(_) => return,
+        };
+        let node = self.index.get(id).expect("live node");
+        let diffs = diff(&node.entries, list);
+        let changed: Vec<OsString> = match since {
+            Some(_) => {
+                let touched: BTreeSet<&OsString> = diffs
+                    .iter()
+                    .map(|d| match d {
+                        EntryDiff::Added(n, _)
+                        | EntryDiff::Removed(n, _)
+                        | EntryDiff::Retyped(n, _, _) => n,
+                    })
+                    .collect();
+                node.entries
+                    .keys()
+                    .filter(|n| !touched.contains(n))
+                    .cloned()
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        for d in diffs {
+            match d {
+                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
+                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
+                EntryDiff::Retyped(n, _, t) => {
+                    self.remove_entry(id, &n, true);
+                    self.add_entry(id, &n, t);
+                }
+            }
+        }
+        if let Some(since) = since {
+            for n in changed {
+                self.report_if_changed(id, &n, since);
+            }
+        }
+    }
+
+    /// Counts cookies seen; answers every sync whose cookies are all seen,
+    /// after closing its spec's open batch so everything before the cookie
+    /// has been delivered.
+    fn complete_syncs(&mut self) {
+        if self.syncs.is_empty() {
+            self.cookies_found.clear();
+            return;
+        }
+        for c in self.cookies_found.drain(..) {
+            for s in &mut self.syncs {
+                s.remaining.remove(&c);
+            }
+        }
+        let mut i = 0;
+        while i < self.syncs.len() {
+            if !self.syncs[i].remaining.is_empty() {
+                i += 1;
+                continue;
+            }
+            let done = self.syncs.swap_remove(i);
+            if let Some(sid) = self.by_name.get(&done.name).copied()
+                && let Some(st) = self.specs.get_mut(&sid)
+            {
+                let changes = st.coalescer.take();
+                Self::emit(&self.shared, &mut self.next_seq, st, changes);
+            }
+            let _ = done.reply.send(());
         }
     }
 
@@ -1095,7 +1394,9 @@ impl Engine {
     #[cfg(target_os = "linux")]
     fn native_event(&mut self, e: RawEvent) {
         if e.mask & native::IN_Q_OVERFLOW != 0 {
-            self.rescan_all();
+            // Events of this read up to the marker arrived; what the queue
+            // dropped came after the previous read.
+            self.overflow(self.prev_read_at);
             return;
         }
         let Some(&id) = self.wds.get(&e.wd) else {
@@ -1143,7 +1444,7 @@ impl Engine {
         use notify::EventKind;
         use notify::event::ModifyKind;
         if event.need_rescan() {
-            self.rescan_all();
+            self.overflow(self.prev_read_at);
         }
         let hint = match event.kind {
             EventKind::Access(_) => return,

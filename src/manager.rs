@@ -2,8 +2,9 @@
 //! sends the engine what changed; it never writes status.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -61,12 +62,23 @@ pub struct Stats {
 #[derive(Clone, Debug, Default)]
 pub struct ManagerBuilder {
     backend: Backend,
+    overflow_margin: Option<Duration>,
 }
 
 impl ManagerBuilder {
     /// Chooses the OS backend (default [`Backend::Auto`]).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// After the OS lost events (a queue overflow), every indexed file whose
+    /// ctime is at most this long before the last read of events that was
+    /// complete is reported modified. Default 2 s, for file systems with
+    /// coarse timestamps; on ext4, xfs, btrfs and tmpfs (nanoseconds, with a
+    /// clock a few milliseconds coarse) 50 ms is plenty.
+    pub fn overflow_margin(mut self, margin: Duration) -> Self {
+        self.overflow_margin = Some(margin);
         self
     }
 
@@ -93,8 +105,16 @@ impl ManagerBuilder {
             Backend::Auto => Os::Portable(start_portable(tx.clone())?),
             Backend::Portable => Os::Portable(start_portable(tx.clone())?),
         };
+        #[cfg(target_os = "linux")]
+        let pause = match &os {
+            Os::Native(n) => Some(n.pause.clone()),
+            _ => None,
+        };
         let shared = Arc::new(Shared::new());
-        let engine = Engine::new(rx, os, shared.clone());
+        let mut engine = Engine::new(rx, os, shared.clone());
+        if let Some(m) = self.overflow_margin {
+            engine.set_overflow_margin(m);
+        }
         let handle = std::thread::Builder::new()
             .name("specwatch-engine".into())
             .spawn(move || engine.run_guarded())
@@ -105,6 +125,9 @@ impl ManagerBuilder {
         Ok(Manager {
             tx,
             shared,
+            next_sync: AtomicU64::new(1),
+            #[cfg(target_os = "linux")]
+            pause,
             specs: Mutex::new(HashMap::new()),
             engine: Mutex::new(Some(handle)),
         })
@@ -136,6 +159,9 @@ struct AppliedSpec {
 pub struct Manager {
     tx: Sender<Msg>,
     shared: Arc<Shared>,
+    next_sync: AtomicU64,
+    #[cfg(target_os = "linux")]
+    pause: Option<Arc<crate::backend::native::ReaderPause>>,
     specs: Mutex<HashMap<String, AppliedSpec>>,
     engine: Mutex<Option<JoinHandle<()>>>,
 }
@@ -373,6 +399,108 @@ impl Manager {
         }
     }
 
+    /// A barrier: returns once every change made to the spec's paths before
+    /// the call has been delivered to subscribers.
+    ///
+    /// How: a uniquely named cookie file (`.specwatch-cookie-*`) is created
+    /// in each root directory of the spec (for a file root, or a root that
+    /// does not exist yet, in the nearest existing directory above it). The
+    /// OS reports events of one watcher in order, so once the engine has
+    /// seen every cookie it has handled every earlier event; it then closes
+    /// the spec's open batch and answers. Cookies are never indexed or
+    /// reported, and are removed before `sync` returns (so do not name your
+    /// own files `.specwatch-cookie-*`).
+    ///
+    /// Where a cookie cannot be created (a read-only or permission-denied
+    /// directory), the engine instead rescans that root and diffs it
+    /// against its index, reporting files whose ctime is recent as modified;
+    /// that is a weaker barrier (it cannot prove that the OS has handed over
+    /// every event), but it loses no created or removed entry.
+    ///
+    /// Errors: [`Error::NotFound`] for an unknown name, [`Error::Timeout`]
+    /// when the cookies were not all seen in time.
+    pub fn sync(&self, name: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let roots = match self.specs.lock().get(name) {
+            Some(a) => a.spec.paths.clone(),
+            None => {
+                return Err(Error::NotFound {
+                    spec: name.to_owned(),
+                });
+            }
+        };
+        self.check_alive()?;
+        let id = self.next_sync.fetch_add(1, Ordering::Relaxed);
+        let mut cookies = Vec::new();
+        for (i, root) in roots.iter().enumerate() {
+            let dir = cookie_dir(root);
+            let cookie = dir.join(format!(
+                "{}{}-{id}-{i}",
+                crate::engine::COOKIE_PREFIX,
+                std::process::id()
+            ));
+            cookies.push((cookie, root.clone()));
+        }
+        let (reply, done) = crossbeam_channel::bounded(1);
+        self.send(Msg::Sync {
+            id,
+            name: name.to_owned(),
+            cookies: cookies.iter().map(|(c, _)| c.clone()).collect(),
+            reply,
+        })?;
+        let mut written = Vec::new();
+        for (cookie, root) in &cookies {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(cookie)
+            {
+                Ok(_) => written.push(cookie.clone()),
+                Err(_) => self.send(Msg::SyncRescan {
+                    id,
+                    cookie: cookie.clone(),
+                    root: root.clone(),
+                })?,
+            }
+        }
+        let result = done.recv_deadline(deadline);
+        for c in &written {
+            let _ = std::fs::remove_file(c);
+        }
+        match result {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                let _ = self.send(Msg::SyncCancel { id });
+                self.check_alive()?;
+                Err(Error::Timeout {
+                    spec: name.to_owned(),
+                    waited_for: "the sync cookies to be seen",
+                    timeout,
+                })
+            }
+        }
+    }
+
+    /// Test hook: makes the engine behave as if the OS had dropped events
+    /// (inotify `IN_Q_OVERFLOW`). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn inject_overflow(&self) -> Result<()> {
+        self.send(Msg::Overflow)
+    }
+
+    /// Test hook: stops (true) or resumes (false) reading the native
+    /// inotify queue, so that a real kernel queue overflow can be provoked.
+    /// No effect on the portable backend. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn pause_os_reader(&self, paused: bool) {
+        #[cfg(target_os = "linux")]
+        if let Some(p) = &self.pause {
+            p.set(paused);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = paused;
+    }
+
     /// Manager-wide counters, as of the engine's last pass.
     pub fn stats(&self) -> Stats {
         Stats {
@@ -381,6 +509,22 @@ impl Manager {
             indexed_entries: self.shared.indexed_entries.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Where a root's sync cookie goes: the root if it is a directory, else the
+/// nearest existing directory above it (which the engine watches).
+fn cookie_dir(root: &Path) -> PathBuf {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
+        return root.to_path_buf();
+    }
+    let mut dir = root.parent().unwrap_or(root);
+    while !dir.is_dir() {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    dir.to_path_buf()
 }
 
 fn compile(name: &str, spec: &WatchSpec) -> Result<Matcher> {

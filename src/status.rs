@@ -71,6 +71,9 @@ pub struct WatchStatus {
     /// Directories of this spec that the engine reads and watches (shared
     /// directories count for every spec that covers them).
     pub watched_dirs: usize,
+    /// How many times lost OS events (a kernel queue overflow) were
+    /// recovered from by rescanning, for this generation.
+    pub overflow_recoveries: u64,
     /// The most recent runtime error (a directory that could not be read or
     /// watched), naming the path.
     pub last_error: Option<String>,
@@ -87,6 +90,7 @@ impl WatchStatus {
             last_event_time: None,
             recent_batches: Vec::new(),
             watched_dirs: 0,
+            overflow_recoveries: 0,
             last_error: None,
         }
     }

@@ -35,6 +35,9 @@ pub(crate) enum Hint {
     Removed,
     /// The name was renamed away or renamed over.
     Moved,
+    /// Nothing is known: the engine is re-checking (after lost events).
+    /// Does not by itself mean the entry was written or replaced.
+    Rescan,
 }
 
 /// One raw inotify event, owned (read by the reader thread).

@@ -10,7 +10,11 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use parking_lot::{Condvar, Mutex};
 
 use crossbeam_channel::Sender;
 use inotify::{Inotify, WatchDescriptor, WatchMask, Watches};
@@ -51,7 +55,44 @@ pub(crate) const IN_MOVED_TO: u32 = 0x80;
 pub(crate) const IN_DELETE_SELF: u32 = 0x400;
 pub(crate) const IN_MOVE_SELF: u32 = 0x800;
 
+/// A switch that makes the reader stop reading (test hook: lets the kernel
+/// queue overflow for real without touching machine-wide settings).
+#[derive(Default)]
+pub(crate) struct ReaderPause {
+    paused: Mutex<bool>,
+    resumed: Condvar,
+}
+
+impl ReaderPause {
+    pub(crate) fn set(&self, paused: bool) {
+        *self.paused.lock() = paused;
+        self.resumed.notify_all();
+    }
+
+    fn wait_while_paused(&self, stop: RawFd) {
+        let mut p = self.paused.lock();
+        while *p {
+            if stop_requested(stop) {
+                return;
+            }
+            self.resumed
+                .wait_for(&mut p, std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+fn stop_requested(stop: RawFd) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: stop,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: one valid pollfd, zero timeout.
+    unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) > 0 }
+}
+
 pub(crate) struct Native {
+    pub(crate) pause: Arc<ReaderPause>,
     watches: Watches,
     by_id: HashMap<i32, WatchDescriptor>,
     stop: OwnedFd,
@@ -70,10 +111,13 @@ impl Native {
         // SAFETY: efd is a fresh descriptor we own.
         let stop = unsafe { OwnedFd::from_raw_fd(efd) };
         let stop_fd = stop.as_raw_fd();
+        let pause = Arc::new(ReaderPause::default());
+        let p = pause.clone();
         let reader = std::thread::Builder::new()
             .name("specwatch-inotify".into())
-            .spawn(move || read_loop(inotify, stop_fd, inbox))?;
+            .spawn(move || read_loop(inotify, stop_fd, inbox, &p))?;
         Ok(Native {
+            pause,
             watches,
             by_id: HashMap::new(),
             stop,
@@ -109,6 +153,7 @@ impl Native {
 
 impl Drop for Native {
     fn drop(&mut self) {
+        self.pause.set(false);
         let one: u64 = 1;
         // SAFETY: writing 8 bytes from a valid u64 to our eventfd.
         unsafe {
@@ -126,9 +171,10 @@ impl Drop for Native {
     }
 }
 
-fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>) {
+fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>, pause: &ReaderPause) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
+        pause.wait_while_paused(stop);
         let mut fds = [
             libc::pollfd {
                 fd: inotify.as_raw_fd(),
@@ -155,6 +201,10 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>) {
             return;
         }
         loop {
+            // Taken before the read: every event still queued after this
+            // read was queued after this moment (used to bound what an
+            // overflow may have hidden).
+            let read_at = SystemTime::now();
             match inotify.read_events(&mut buf) {
                 Ok(events) => {
                     let batch: Vec<RawEvent> = events
@@ -164,7 +214,7 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>) {
                             name: e.name.map(|n| n.to_os_string()),
                         })
                         .collect();
-                    if inbox.send(Msg::Inotify(batch)).is_err() {
+                    if inbox.send(Msg::Inotify(batch, read_at)).is_err() {
                         return;
                     }
                 }

@@ -37,44 +37,15 @@ impl Portable {
         })
     }
 
-    /// Makes the watched set equal `desired`; returns the paths that could
-    /// not be watched, with the reason.
-    pub(crate) fn set_watches(
-        &mut self,
-        desired: BTreeMap<PathBuf, bool>,
-    ) -> Vec<(PathBuf, String)> {
-        let mut errors = Vec::new();
-        let stale: Vec<PathBuf> = self
-            .watched
-            .iter()
-            .filter(|(p, r)| desired.get(*p) != Some(r))
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in stale {
-            let recursive = self.watched.remove(&p).unwrap_or(false);
-            let _ = self.watcher.unwatch(&p);
+    /// Drops the watch on `path` (and, as notify does, every watch below a
+    /// recursive one).
+    pub(crate) fn unwatch(&mut self, path: &Path) {
+        if let Some(recursive) = self.watched.remove(path) {
+            let _ = self.watcher.unwatch(path);
             if recursive {
-                // notify drops every watch below a recursive root with it.
-                self.extra.retain(|e| !e.starts_with(&p));
+                self.extra.retain(|e| !e.starts_with(path));
             }
         }
-        for (p, recursive) in desired {
-            if self.watched.contains_key(&p) {
-                continue;
-            }
-            let mode = if recursive {
-                RecursiveMode::Recursive
-            } else {
-                RecursiveMode::NonRecursive
-            };
-            match self.watcher.watch(&p, mode) {
-                Ok(()) => {
-                    self.watched.insert(p, recursive);
-                }
-                Err(e) => errors.push((p, e.to_string())),
-            }
-        }
-        errors
     }
 
     /// Called before reading a directory that just appeared below a
@@ -102,13 +73,12 @@ impl Portable {
         if self.covers(path) {
             return Ok(());
         }
-        match self.watched.get(path) {
-            Some(&r) if r || !recursive => return Ok(()),
-            Some(_) => {
-                let _ = self.watcher.unwatch(path);
-                self.watched.remove(path);
-            }
-            None => {}
+        // An upgrade from non-recursive is a plain recursive watch call:
+        // notify merges it into the existing watch, leaving no gap.
+        if let Some(&r) = self.watched.get(path)
+            && (r || !recursive)
+        {
+            return Ok(());
         }
         let mode = if recursive {
             RecursiveMode::Recursive

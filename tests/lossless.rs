@@ -1,0 +1,298 @@
+//! Never lose a change: sync barrier, overflow recovery, missing and vanished
+//! roots, awkward names.
+
+mod common;
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::PathBuf;
+
+use common::*;
+use specwatch::{Backend, ChangeKind, Phase};
+
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod native {
+            $(#[test] fn $name() { super::$name(specwatch::Backend::Native) })*
+        }
+        mod portable {
+            $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
+        }
+    };
+}
+
+both_backends!(
+    sync_delivers_everything_before_it,
+    sync_on_file_root_and_missing_root,
+    mkdir_p_of_missing_root,
+    root_renamed_away_counts_as_deleted,
+    deep_trees_and_long_names,
+    injected_overflow_is_recovered_precisely,
+);
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn sync_delivers_everything_before_it(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    // A long quiet window: without sync's flush these would still be pending.
+    start(
+        &m,
+        "s",
+        specwatch::WatchSpec::new([root])
+            .quiet_window(std::time::Duration::from_secs(5))
+            .max_delay(std::time::Duration::from_secs(5)),
+    );
+    let mut want = Vec::new();
+    for i in 0..200 {
+        let p = root.join(format!("f{i}"));
+        fs::write(&p, "x").unwrap();
+        want.push(p);
+    }
+    m.sync("s", WAIT).expect("sync");
+    c.drain(); // no waiting: sync promised delivery
+    for p in &want {
+        assert!(
+            c.has("s", p, ChangeKind::Created),
+            "{} not delivered by sync",
+            p.display()
+        );
+    }
+    // Cookies are never reported and are cleaned up.
+    let all = c.changes("s");
+    assert!(
+        all.iter()
+            .all(|x| !x.path.to_string_lossy().contains("specwatch-cookie")),
+        "cookie reported: {all:?}"
+    );
+    let left: Vec<_> = fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("specwatch-cookie"))
+        .collect();
+    assert!(left.is_empty(), "cookie left on disk");
+    // Repeated syncs with nothing in between work too.
+    for _ in 0..20 {
+        m.sync("s", WAIT).expect("sync");
+    }
+    c.drain();
+    assert_eq!(
+        c.changes("s").len(),
+        all.len(),
+        "syncs alone produced changes"
+    );
+    assert!(matches!(
+        m.sync("nope", WAIT),
+        Err(specwatch::Error::NotFound { .. })
+    ));
+}
+
+fn sync_on_file_root_and_missing_root(b: Backend) {
+    let d = tmp();
+    let f = d.path().join("file.txt");
+    fs::write(&f, "1").unwrap();
+    let missing = d.path().join("not/yet");
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&f, &missing]));
+    fs::write(&f, "2").unwrap();
+    m.sync("s", WAIT).expect("sync");
+    c.drain();
+    assert!(c.has("s", &f, ChangeKind::Modified));
+}
+
+fn mkdir_p_of_missing_root(b: Backend) {
+    let d = tmp();
+    let base = d.path();
+    let root = base.join("a/b/c");
+    fs::create_dir(base.join("sibling")).unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    let st = start(&m, "s", spec(&[&root]));
+    assert!(matches!(st.phase, Phase::Degraded { .. }), "{:?}", st.phase);
+    if b == Backend::Native {
+        // Only the nearest existing ancestor is watched, not its other
+        // subdirectories.
+        assert_eq!(m.stats().os_watches, 1);
+    }
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("f"), "x").unwrap();
+    c.wait("the new root and its file", |c| {
+        c.has("s", &root, ChangeKind::Created) && c.has("s", &root.join("f"), ChangeKind::Created)
+    });
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    // Nothing outside the root is reported.
+    let outside: Vec<_> = c
+        .changes("s")
+        .into_iter()
+        .filter(|x| !x.path.starts_with(&root))
+        .collect();
+    assert!(outside.is_empty(), "{outside:?}");
+    c.wait("status watching", |_| {
+        m.status("s").is_some_and(|s| s.phase == Phase::Watching)
+    });
+    fs::write(root.join("g"), "y").unwrap();
+    c.wait("later file", |c| {
+        c.has("s", &root.join("g"), ChangeKind::Created)
+    });
+}
+
+fn root_renamed_away_counts_as_deleted(b: Backend) {
+    let d = tmp();
+    let root = d.path().join("r");
+    fs::create_dir_all(root.join("x")).unwrap();
+    fs::write(root.join("x/f"), "").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&root]));
+    fs::rename(&root, d.path().join("elsewhere")).unwrap();
+    c.wait("root and contents removed", |c| {
+        c.has("s", &root, ChangeKind::Removed) && c.has("s", &root.join("x/f"), ChangeKind::Removed)
+    });
+    c.wait("status degraded", |_| {
+        m.status("s").is_some_and(
+            |s| matches!(s.phase, Phase::Degraded { ref reason } if reason.contains("/r")),
+        )
+    });
+    // Changes in the moved tree are not reported under the old path.
+    c.clear();
+    fs::write(d.path().join("elsewhere/x/g"), "").unwrap();
+    fs::create_dir(&root).unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(!c.has("s", &root.join("x/g"), ChangeKind::Created));
+    assert!(c.has("s", &root, ChangeKind::Created));
+}
+
+fn deep_trees_and_long_names(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]));
+    let mut deep = root.to_path_buf();
+    for _ in 0..200 {
+        deep.push("d");
+    }
+    fs::create_dir_all(&deep).unwrap();
+    let long = "n".repeat(255);
+    let f = deep.join(&long);
+    fs::write(&f, "x").unwrap();
+    let g = root.join(&long);
+    fs::write(&g, "x").unwrap();
+    c.wait("deep file with a 255-byte name", |c| {
+        c.has("s", &f, ChangeKind::Created) && c.has("s", &g, ChangeKind::Created)
+    });
+    fs::remove_dir_all(root.join("d")).unwrap();
+    c.wait("deep tree removed", |c| c.has("s", &f, ChangeKind::Removed));
+}
+
+fn injected_overflow_is_recovered_precisely(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir(root.join("sub")).unwrap();
+    for i in 0..50 {
+        fs::write(root.join(format!("sub/old{i}")), "o").unwrap();
+    }
+    // Age the old files past the overflow margin: not a wait for an event,
+    // just time passing so their ctime is provably older.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let m = specwatch::Manager::builder()
+        .backend(b)
+        .overflow_margin(std::time::Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]));
+    c.barrier("s", root);
+    // Hide the events from the engine (native: stop reading the queue).
+    m.pause_os_reader(true);
+    for i in 0..20 {
+        fs::write(root.join(format!("new{i}")), "n").unwrap();
+    }
+    fs::write(root.join("sub/old3"), "changed").unwrap();
+    fs::remove_file(root.join("sub/old4")).unwrap();
+    fs::create_dir_all(root.join("fresh/deeper")).unwrap();
+    fs::write(root.join("fresh/deeper/x"), "x").unwrap();
+    m.inject_overflow().unwrap();
+    c.wait("changes found by the rescan", |c| {
+        (0..20).all(|i| c.has("s", &root.join(format!("new{i}")), ChangeKind::Created))
+            && c.has("s", &root.join("sub/old3"), ChangeKind::Modified)
+            && c.has("s", &root.join("sub/old4"), ChangeKind::Removed)
+            && c.has("s", &root.join("fresh/deeper/x"), ChangeKind::Created)
+    });
+    if b == Backend::Native {
+        // Found by the rescan alone: the reader is still paused.
+        let st = m.status("s").unwrap();
+        assert_eq!(st.overflow_recoveries, 1);
+    }
+    m.pause_os_reader(false);
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    // Precise, not "everything changed": the untouched old files are not
+    // reported (they are older than the margin before the last read).
+    let vague: Vec<_> = c
+        .changes("s")
+        .into_iter()
+        .filter(|x| x.path.starts_with(root.join("sub")))
+        .filter(|x| x.path != root.join("sub/old3") && x.path != root.join("sub/old4"))
+        .collect();
+    assert!(vague.is_empty(), "untouched files reported: {vague:?}");
+}
+
+/// A real kernel queue overflow: the reader stops reading while far more
+/// than `max_queued_events` (16,384 by default) events happen.
+#[test]
+fn real_queue_overflow_is_recovered() {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir(root.join("bulk")).unwrap();
+    fs::write(root.join("keep"), "1").unwrap();
+    fs::write(root.join("gone"), "1").unwrap();
+    let m = manager(Backend::Native);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]));
+    m.pause_os_reader(true);
+    let limit: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    // Each file: IN_CREATE + IN_MODIFY.
+    let n = limit / 2 + 4000;
+    let mut want = Vec::with_capacity(n);
+    for i in 0..n {
+        let p = root.join(format!("bulk/f{i}"));
+        fs::write(&p, "x").unwrap();
+        want.push(p);
+    }
+    fs::write(root.join("keep"), "2").unwrap();
+    fs::remove_file(root.join("gone")).unwrap();
+    m.pause_os_reader(false);
+    let mut missing: HashSet<PathBuf> = want.into_iter().collect();
+    c.wait("every file of the overflowed burst", |c| {
+        if let Some(bs) = c.batches.get("s") {
+            for b in bs {
+                for x in &b.changes {
+                    if x.kind == ChangeKind::Created {
+                        missing.remove(&x.path);
+                    }
+                }
+            }
+        }
+        missing.is_empty()
+    });
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("s", &root.join("keep"), ChangeKind::Modified));
+    assert!(c.has("s", &root.join("gone"), ChangeKind::Removed));
+    let st = m.status("s").unwrap();
+    assert!(
+        st.overflow_recoveries >= 1,
+        "the queue did not overflow ({n} files): test proves nothing"
+    );
+}
