@@ -28,6 +28,7 @@ use crate::backend::native::{self, Native};
 use crate::backend::portable::Portable;
 use crate::coalesce::Coalescer;
 use crate::event::{ChangeBatch, ChangeKind, Event, FileType, Seq};
+use crate::fanout::Subscriber;
 use crate::ignore::Matcher;
 use crate::index::{DirId, DirNode, EntryDiff, Index, Partial, SpecId, diff};
 use crate::spec::WatchSpec;
@@ -68,6 +69,8 @@ pub(crate) enum Msg {
     SyncCancel { id: u64 },
     /// Test hook: behave as if the kernel queue had overflowed.
     Overflow,
+    /// Test hook: check the index's invariants; reply with violations.
+    Check { reply: Sender<Vec<String>> },
     /// An event from the portable backend.
     Notify(notify::Result<notify::Event>),
     /// The backend's reader stopped.
@@ -79,7 +82,10 @@ pub(crate) enum Msg {
 pub(crate) struct Shared {
     pub statuses: Mutex<HashMap<String, Arc<WatchStatus>>>,
     pub changed: Condvar,
-    pub subscribers: Mutex<Vec<Sender<Event>>>,
+    pub subscribers: Mutex<Vec<Subscriber>>,
+    /// Whether some subscriber has a backlog (the engine then retries).
+    pub behind: std::sync::atomic::AtomicBool,
+    pub backlog_paths: AtomicUsize,
     pub os_watches: AtomicUsize,
     pub indexed_dirs: AtomicUsize,
     pub indexed_entries: AtomicUsize,
@@ -93,6 +99,8 @@ impl Shared {
             statuses: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
+            behind: std::sync::atomic::AtomicBool::new(false),
+            backlog_paths: AtomicUsize::new(0),
             os_watches: AtomicUsize::new(0),
             indexed_dirs: AtomicUsize::new(0),
             indexed_entries: AtomicUsize::new(0),
@@ -102,7 +110,29 @@ impl Shared {
 
     fn send(&self, event: Event) {
         let mut subs = self.subscribers.lock();
-        subs.retain(|s| s.send(event.clone()).is_ok());
+        subs.retain_mut(|s| s.send(event.clone()));
+        self.note_backlog(&subs);
+    }
+
+    /// Moves backlogs into channels where room appeared.
+    fn flush(&self) {
+        if !self.behind.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut subs = self.subscribers.lock();
+        subs.retain_mut(|s| s.flush());
+        self.note_backlog(&subs);
+    }
+
+    fn note_backlog(&self, subs: &[Subscriber]) {
+        let behind = subs.iter().any(|s| s.behind());
+        self.behind.store(behind, Ordering::Relaxed);
+        let paths = if behind {
+            subs.iter().map(|s| s.backlog_paths()).sum()
+        } else {
+            0
+        };
+        self.backlog_paths.store(paths, Ordering::Relaxed);
     }
 }
 
@@ -214,6 +244,9 @@ fn read_listing(dir: &Path, cookies: &mut Vec<PathBuf>) -> io::Result<Vec<(OsStr
     }
     Ok(out)
 }
+
+/// How often a backlogged subscriber's channel is checked for room.
+const BACKLOG_RETRY: Duration = Duration::from_millis(5);
 
 /// Name prefix of sync cookies. Entries with it are never indexed or
 /// reported.
@@ -367,16 +400,26 @@ impl Engine {
             }
             self.settle();
             self.complete_syncs();
+            self.shared.flush();
             self.flush_due(Instant::now());
             self.publish();
         }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.specs
+        let batches = self
+            .specs
             .values()
             .filter_map(|s| s.coalescer.deadline())
-            .min()
+            .min();
+        if self.shared.behind.load(Ordering::Relaxed) {
+            // A subscriber is behind: look for room again soon. This is the
+            // only timer besides batch deadlines, and it only runs while some
+            // subscriber has a backlog.
+            let retry = Instant::now() + BACKLOG_RETRY;
+            return Some(batches.map_or(retry, |b| b.min(retry)));
+        }
+        batches
     }
 
     /// Returns false on shutdown.
@@ -428,6 +471,9 @@ impl Engine {
             }
             Msg::SyncCancel { id } => self.syncs.retain(|s| s.id != id),
             Msg::Overflow => self.overflow(self.last_read_at),
+            Msg::Check { reply } => {
+                let _ = reply.send(self.check_invariants());
+            }
             Msg::Notify(Err(e)) => {
                 let msg = e.to_string();
                 let path = e.paths.first().cloned().unwrap_or_default();
@@ -1387,6 +1433,60 @@ impl Engine {
             }
             let _ = done.reply.send(());
         }
+    }
+
+    /// The index's invariants, for tests: every node with a tracked parent
+    /// is listed there as a directory; every directory entry of a complete,
+    /// covered node that a covering spec does not prune has a node; native
+    /// watch descriptors map back to their node.
+    fn check_invariants(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for id in self.index.ids() {
+            let n = self.index.get(id).expect("listed");
+            if let Some(wd) = n.wd
+                && self.wds.get(&wd) != Some(&id)
+            {
+                out.push(format!("{}: wd {wd} does not map back", n.path.display()));
+            }
+            if !n.full.is_empty()
+                && let (Some(parent), Some(name)) = (n.path.parent(), n.path.file_name())
+                && let Some(pid) = self.index.lookup(parent)
+            {
+                let p = self.index.get(pid).expect("live");
+                if p.tracks(name) && p.entries.get(name) != Some(&FileType::Dir) {
+                    out.push(format!(
+                        "{}: node exists but its parent lists it as {:?}",
+                        n.path.display(),
+                        p.entries.get(name)
+                    ));
+                }
+            }
+            if n.complete && !n.full.is_empty() {
+                for (name, t) in &n.entries {
+                    if *t != FileType::Dir {
+                        continue;
+                    }
+                    let child = n.path.join(name);
+                    let needed = n.full.iter().any(|s| {
+                        self.specs
+                            .get(s)
+                            .is_some_and(|st| !st.matcher.prunes(&child))
+                    });
+                    if needed && self.index.lookup(&child).is_none() {
+                        out.push(format!(
+                            "{}: directory entry without a node",
+                            child.display()
+                        ));
+                    }
+                }
+            }
+        }
+        for (wd, id) in &self.wds {
+            if self.index.get(*id).is_none_or(|n| n.wd != Some(*wd)) {
+                out.push(format!("wd {wd} maps to a node without it"));
+            }
+        }
+        out
     }
 
     // ----- backends ----------------------------------------------------

@@ -63,12 +63,10 @@
 //!
 //! # Known problems
 //!
-//! - **Subscribers are unbounded channels.** A subscriber that stops reading
-//!   makes memory grow with every batch until it reads again or is dropped.
 //! - **Queue overflow** (`IN_Q_OVERFLOW`) triggers a re-read of every
 //!   indexed directory, which finds every created and removed entry, but
 //!   not files modified in place while events were lost.
-//! - **No fallback when the OS refuses a watch** (inotify's
+//! - **No fallback yet when the OS refuses a watch** (inotify's
 //!   `max_user_watches`): the directory's status names it and its changes
 //!   are missed until it is watched again.
 //! - **Symlinks are not followed**, roots included: a root that is itself a
@@ -88,6 +86,7 @@ mod coalesce;
 mod engine;
 mod error;
 mod event;
+mod fanout;
 mod ignore;
 mod index;
 mod manager;
@@ -98,7 +97,7 @@ mod status;
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use event::{Change, ChangeBatch, ChangeKind, Event, FileType, Seq};
-pub use manager::{Applied, Manager, ManagerBuilder, Stats};
+pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, Stats};
 pub use reconcile::ReconcileSummary;
 pub use spec::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, IgnoreRule, WatchOptions, WatchSpec};
 pub use status::{Generation, Phase, RECENT_BATCHES, WatchStatus};

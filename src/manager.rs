@@ -56,6 +56,9 @@ pub struct Stats {
     pub indexed_dirs: usize,
     /// Entries (files, directories, links) in the index.
     pub indexed_entries: usize,
+    /// Distinct paths waiting in the backlogs of subscribers that are
+    /// behind (0 when every subscriber keeps up).
+    pub backlog_paths: usize,
 }
 
 /// Builds a [`Manager`].
@@ -63,7 +66,11 @@ pub struct Stats {
 pub struct ManagerBuilder {
     backend: Backend,
     overflow_margin: Option<Duration>,
+    subscriber_capacity: Option<usize>,
 }
+
+/// Default capacity of a subscriber's channel, in events.
+pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
 impl ManagerBuilder {
     /// Chooses the OS backend (default [`Backend::Auto`]).
@@ -79,6 +86,14 @@ impl ManagerBuilder {
     /// clock a few milliseconds coarse) 50 ms is plenty.
     pub fn overflow_margin(mut self, margin: Duration) -> Self {
         self.overflow_margin = Some(margin);
+        self
+    }
+
+    /// How many events a subscriber's channel holds before the engine starts
+    /// merging that subscriber's pending batches (default
+    /// [`DEFAULT_SUBSCRIBER_CAPACITY`], at least 1).
+    pub fn subscriber_capacity(mut self, events: usize) -> Self {
+        self.subscriber_capacity = Some(events.max(1));
         self
     }
 
@@ -125,6 +140,9 @@ impl ManagerBuilder {
         Ok(Manager {
             tx,
             shared,
+            capacity: self
+                .subscriber_capacity
+                .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
             next_sync: AtomicU64::new(1),
             #[cfg(target_os = "linux")]
             pause,
@@ -159,6 +177,7 @@ struct AppliedSpec {
 pub struct Manager {
     tx: Sender<Msg>,
     shared: Arc<Shared>,
+    capacity: usize,
     next_sync: AtomicU64,
     #[cfg(target_os = "linux")]
     pause: Option<Arc<crate::backend::native::ReaderPause>>,
@@ -342,12 +361,21 @@ impl Manager {
     /// batches, status snapshots and deletions, in the order the engine
     /// produced them.
     ///
-    /// The channel is unbounded: the engine never waits for a subscriber,
-    /// and a subscriber that stops reading lets events pile up (see Known
-    /// problems in the crate docs). Drop the receiver to unsubscribe.
+    /// The engine never waits for a subscriber. The channel holds
+    /// [`ManagerBuilder::subscriber_capacity`] events; while it is full, the
+    /// subscriber's further batches of one spec generation are merged per
+    /// path (net, as within a batch: created then removed is nothing) and
+    /// only its latest status snapshot per spec is kept, so its backlog is
+    /// bounded by the number of distinct changed paths. When it reads again
+    /// it gets every changed path: a merged batch carries the newest seq and
+    /// time of the batches in it (so seq numbers then skip). Drop the
+    /// receiver to unsubscribe.
     pub fn subscribe(&self) -> Receiver<Event> {
-        let (tx, rx) = unbounded();
-        self.shared.subscribers.lock().push(tx);
+        let (tx, rx) = crossbeam_channel::bounded(self.capacity);
+        self.shared
+            .subscribers
+            .lock()
+            .push(crate::fanout::Subscriber::new(tx));
         rx
     }
 
@@ -488,6 +516,18 @@ impl Manager {
         self.send(Msg::Overflow)
     }
 
+    /// Test hook: the engine's index invariant violations (empty when
+    /// consistent). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn check_index(&self) -> Result<Vec<String>> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(Msg::Check { reply })?;
+        rx.recv().map_err(|_| Error::Engine {
+            message: "the engine thread has stopped".into(),
+            source: None,
+        })
+    }
+
     /// Test hook: stops (true) or resumes (false) reading the native
     /// inotify queue, so that a real kernel queue overflow can be provoked.
     /// No effect on the portable backend. Not part of the stable API.
@@ -507,6 +547,7 @@ impl Manager {
             os_watches: self.shared.os_watches.load(Ordering::Relaxed),
             indexed_dirs: self.shared.indexed_dirs.load(Ordering::Relaxed),
             indexed_entries: self.shared.indexed_entries.load(Ordering::Relaxed),
+            backlog_paths: self.shared.backlog_paths.load(Ordering::Relaxed),
         }
     }
 }

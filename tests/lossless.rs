@@ -28,6 +28,7 @@ both_backends!(
     root_renamed_away_counts_as_deleted,
     deep_trees_and_long_names,
     injected_overflow_is_recovered_precisely,
+    slow_consumer_gets_every_path_with_bounded_backlog,
 );
 
 fn tmp() -> tempfile::TempDir {
@@ -295,4 +296,59 @@ fn real_queue_overflow_is_recovered() {
         st.overflow_recoveries >= 1,
         "the queue did not overflow ({n} files): test proves nothing"
     );
+}
+
+fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    let files: Vec<PathBuf> = (0..1000).map(|i| root.join(format!("f{i}"))).collect();
+    for f in &files {
+        fs::write(f, "0").unwrap();
+    }
+    let m = specwatch::Manager::builder()
+        .backend(b)
+        .subscriber_capacity(8)
+        .build()
+        .unwrap();
+    // Subscribed, then not read at all while 100,000 changes happen.
+    let slow = m.subscribe();
+    start(
+        &m,
+        "s",
+        specwatch::WatchSpec::new([root]).quiet_window(std::time::Duration::ZERO),
+    );
+    for round in 0..100 {
+        for f in &files {
+            fs::write(f, round.to_string()).unwrap();
+        }
+    }
+    // The engine is not blocked by the full channel: sync still completes.
+    m.sync("s", WAIT)
+        .expect("engine blocked by a slow subscriber");
+    let backlog = m.stats().backlog_paths;
+    assert!(
+        backlog <= files.len(),
+        "backlog must be bounded by distinct paths: {backlog} > {}",
+        files.len()
+    );
+    // Now read: every file is there, coalesced.
+    let mut c = Collector::new(slow);
+    let mut missing: HashSet<PathBuf> = files.iter().cloned().collect();
+    c.wait("every changed path after the backlog drains", |c| {
+        if let Some(bs) = c.batches.get("s") {
+            for b in bs {
+                for x in &b.changes {
+                    missing.remove(&x.path);
+                }
+            }
+        }
+        missing.is_empty()
+    });
+    let total: usize = c.batches["s"].iter().map(|b| b.changes.len()).sum();
+    assert!(
+        total < 100_000,
+        "changes were not coalesced for the slow subscriber ({total} lines)"
+    );
+    let seqs: Vec<u64> = c.batches["s"].iter().map(|b| b.seq.0).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq must increase");
 }

@@ -1,0 +1,312 @@
+//! The core test: seeded random file operations against a watched tree while
+//! a consumer rebuilds the tree from change batches. After every `sync` the
+//! rebuilt tree equals a fresh listing of the disk, and every file written
+//! since the previous checkpoint was reported.
+//!
+//! Environment: `SPECWATCH_SEED` (one seed; default: a few fixed ones),
+//! `SPECWATCH_OPS` (operations per seed; default 2000). The soak run:
+//!
+//! ```sh
+//! SPECWATCH_SEED=7 SPECWATCH_OPS=200000 cargo test --release --test mirror -- --nocapture
+//! ```
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use specwatch::{Backend, ChangeKind, FileType, WatchSpec};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn seeds() -> Vec<u64> {
+    match std::env::var("SPECWATCH_SEED") {
+        Ok(s) => vec![s.parse().expect("SPECWATCH_SEED is a number")],
+        Err(_) => vec![1, 2, 3],
+    }
+}
+
+fn ops() -> usize {
+    std::env::var("SPECWATCH_OPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000)
+}
+
+fn name(rng: &mut Rng) -> std::ffi::OsString {
+    const NAMES: &[&str] = &["a", "b", "c", "d", "e", "f", "g", "h", "data.txt", "x.rs"];
+    #[cfg(unix)]
+    if rng.chance(3) {
+        use std::os::unix::ffi::OsStringExt;
+        return std::ffi::OsString::from_vec(vec![b'n', 0xff, b'0' + rng.below(3) as u8]);
+    }
+    NAMES[rng.below(NAMES.len())].into()
+}
+
+/// Current entries below `root`, split by type.
+fn entries(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let m = Mirror::of_disk(root);
+    let mut dirs = vec![root.to_path_buf()];
+    let mut files = Vec::new();
+    for (p, t) in m.0 {
+        match t {
+            FileType::Dir => dirs.push(p),
+            _ => files.push(p),
+        }
+    }
+    (dirs, files)
+}
+
+/// One random operation. Returns paths whose content it wrote, and logs
+/// what it did into `log`.
+fn step(
+    rng: &mut Rng,
+    root: &Path,
+    outside: &Path,
+    serial: &mut u64,
+    log: &mut Vec<String>,
+) -> Vec<PathBuf> {
+    let (dirs, files) = entries(root);
+    let pick_dir = |rng: &mut Rng| dirs[rng.below(dirs.len())].clone();
+    let mut written = Vec::new();
+    let write = |p: &Path, rng: &mut Rng, written: &mut Vec<PathBuf>| {
+        if fs::write(p, vec![b'x'; 1 + rng.below(64)]).is_ok() {
+            written.push(p.to_path_buf());
+        }
+    };
+    *serial += 1;
+    let op = rng.below(15);
+    log.push(format!(
+        "op {op} (dirs {}, files {})",
+        dirs.len(),
+        files.len()
+    ));
+    match op {
+        0 | 1 => {
+            let p = pick_dir(rng).join(name(rng));
+            if !p.exists() {
+                write(&p, rng, &mut written);
+            }
+        }
+        2 | 3 if !files.is_empty() => {
+            let p = &files[rng.below(files.len())];
+            if fs::symlink_metadata(p).is_ok_and(|m| m.is_file()) {
+                write(p, rng, &mut written);
+            }
+        }
+        4 if !files.is_empty() => {
+            let p = &files[rng.below(files.len())];
+            if fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
+                && let Ok(f) = fs::OpenOptions::new().append(true).open(p) {
+                    use std::io::Write;
+                    let mut f = f;
+                    if f.write_all(b"more").is_ok() {
+                        written.push(p.clone());
+                    }
+                }
+        }
+        5 if !files.is_empty() => {
+            // Rename a file within the tree, possibly over another file (an
+            // atomic save when the target exists).
+            let from = &files[rng.below(files.len())];
+            let to = pick_dir(rng).join(name(rng));
+            if to != *from && !to.is_dir() && fs::rename(from, &to).is_ok() {
+                log.push(format!("  renamed {} -> {}", from.display(), to.display()));
+                written.push(to);
+            }
+        }
+        6
+            // Rename a directory within the tree (not into itself).
+            if dirs.len() > 1 => {
+                let from = &dirs[1 + rng.below(dirs.len() - 1)];
+                let to = pick_dir(rng).join(name(rng));
+                if !to.starts_with(from) && !to.exists() {
+                    let _ = fs::rename(from, &to);
+                }
+            }
+        7 => {
+            // Move a small tree in from outside.
+            let src = outside.join(format!("in{serial}"));
+            fs::create_dir_all(src.join("sub")).unwrap();
+            fs::write(src.join("f"), "f").unwrap();
+            fs::write(src.join("sub/g"), "g").unwrap();
+            let to = pick_dir(rng).join(name(rng));
+            if !to.exists() {
+                let _ = fs::rename(&src, &to);
+            }
+        }
+        8 => {
+            // Move something out.
+            let all: Vec<&PathBuf> = dirs.iter().skip(1).chain(files.iter()).collect();
+            if !all.is_empty() {
+                let from = all[rng.below(all.len())];
+                let _ = fs::rename(from, outside.join(format!("out{serial}")));
+            }
+        }
+        9 => {
+            let mut p = pick_dir(rng);
+            for _ in 0..(2 + rng.below(5)) {
+                p.push(name(rng));
+            }
+            if fs::create_dir_all(&p).is_ok() {
+                write(&p.join("leaf"), rng, &mut written);
+            }
+        }
+        10 if dirs.len() > 1 => {
+            let d = &dirs[1 + rng.below(dirs.len() - 1)];
+            let _ = fs::remove_dir_all(d);
+        }
+        11 if !files.is_empty() => {
+            let _ = fs::remove_file(&files[rng.below(files.len())]);
+        }
+        12 => {
+            #[cfg(unix)]
+            {
+                let p = pick_dir(rng).join(name(rng));
+                let _ = std::os::unix::fs::symlink(name(rng), p);
+            }
+        }
+        13 if !files.is_empty() => {
+            // Replace a file by a directory.
+            let p = &files[rng.below(files.len())];
+            if fs::remove_file(p).is_ok() && fs::create_dir(p).is_ok() {
+                log.push(format!("  file {} replaced by a directory", p.display()));
+                write(&p.join("inside"), rng, &mut written);
+            }
+        }
+        14 if dirs.len() > 1 => {
+            // Replace a directory by a file.
+            let d = &dirs[1 + rng.below(dirs.len() - 1)];
+            if fs::remove_dir_all(d).is_ok() {
+                log.push(format!("  directory {} replaced by a file", d.display()));
+                write(d, rng, &mut written);
+            }
+        }
+        _ => {}
+    }
+    written
+}
+
+fn run(backend: Backend, seed: u64, n: usize) {
+    let d = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    fs::create_dir(&root).unwrap();
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let m = manager(backend);
+    let mut c = Collector::new(m.subscribe());
+    let quiet = Duration::from_millis(rng.below(20) as u64);
+    let spec = WatchSpec::new([&root])
+        .quiet_window(quiet)
+        .max_delay(quiet.max(Duration::from_millis(100)))
+        .editor_ignores(false);
+    start(&m, "s", spec);
+    let mut mirror = Mirror::of_disk(&root);
+    let mut written: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut serial = 0;
+    let mut done = 0;
+    let mut checkpoints = 0;
+    let mut log: Vec<String> = Vec::new();
+    while done < n {
+        log.clear();
+        let burst = 1 + rng.below(150);
+        for _ in 0..burst.min(n - done) {
+            written.extend(step(&mut rng, &root, out.path(), &mut serial, &mut log));
+            done += 1;
+        }
+        m.sync("s", WAIT).unwrap_or_else(|e| {
+            panic!("seed {seed} ({backend:?}): sync failed after {done} ops: {e}")
+        });
+        c.drain();
+        let batches = c.batches.remove("s").unwrap_or_default();
+        let mut reported: BTreeSet<PathBuf> = BTreeSet::new();
+        for b in &batches {
+            for x in &b.changes {
+                mirror.apply(x);
+                if x.kind != ChangeKind::Removed {
+                    reported.insert(x.path.clone());
+                }
+            }
+        }
+        let disk = Mirror::of_disk(&root);
+        let broken = m.check_index().unwrap();
+        let trail = || {
+            let changes: Vec<String> = batches
+                .iter()
+                .flat_map(|b| b.changes.iter())
+                .map(|c| format!("{:?} {:?} {}", c.kind, c.file_type, c.path.display()))
+                .collect();
+            format!("\n operations of this interval: {log:?}\n changes reported in it: {changes:?}")
+        };
+        assert!(
+            broken.is_empty(),
+            "seed {seed} ({backend:?}): index inconsistent after {done} ops: {broken:?}{}",
+            trail()
+        );
+        if mirror != disk {
+            let missing: Vec<_> = disk
+                .0
+                .iter()
+                .filter(|(k, v)| mirror.0.get(*k) != Some(v))
+                .collect();
+            let extra: Vec<_> = mirror
+                .0
+                .iter()
+                .filter(|(k, v)| disk.0.get(*k) != Some(v))
+                .collect();
+            panic!(
+                "seed {seed} ({backend:?}, quiet {quiet:?}): mirror differs from disk after {done} ops \
+                 (checkpoint {checkpoints}).\n on disk, not mirrored: {missing:?}\n mirrored, not on disk: {extra:?}\n \
+                 rerun: SPECWATCH_SEED={seed} SPECWATCH_OPS={n}{}",
+                trail()
+            );
+        }
+        for p in &written {
+            if disk.0.get(p) == Some(&FileType::File) {
+                assert!(
+                    reported.contains(p),
+                    "seed {seed} ({backend:?}): {} was written and not reported (after {done} ops); \
+                     rerun: SPECWATCH_SEED={seed} SPECWATCH_OPS={n}{}",
+                    p.display(),
+                    trail()
+                );
+            }
+        }
+        written.clear();
+        checkpoints += 1;
+    }
+    eprintln!("seed {seed} ({backend:?}): {n} operations, {checkpoints} checkpoints, mirror equal");
+}
+
+#[test]
+fn mirror_native() {
+    for seed in seeds() {
+        run(Backend::Native, seed, ops());
+    }
+}
+
+#[test]
+fn mirror_portable() {
+    for seed in seeds() {
+        run(Backend::Portable, seed, ops());
+    }
+}
