@@ -680,12 +680,16 @@ impl Engine {
                         && other != id
                     {
                         // The same inode under another path: that node is
-                        // stale (its directory moved here).
+                        // stale (its directory moved here and we have not
+                        // handled the move away yet). Drop it with its
+                        // entry in the parent, so that the index keeps one
+                        // node per directory entry; the events still queued
+                        // for the old name re-read whatever is there now.
                         self.wds.remove(&wd);
                         if let Some(node) = self.index.get_mut(other) {
                             node.wd = None;
                         }
-                        self.remove_tree(other, true);
+                        self.drop_stale(other);
                     }
                     self.wds.insert(wd, id);
                     if let Some(node) = self.index.get_mut(id) {
@@ -898,7 +902,7 @@ impl Engine {
                     Hint::Rescan => !matches!(self.os, Os::Portable(_)),
                     Hint::Created | Hint::Modified => false,
                 };
-                if suspect && self.dir_replaced(&path) {
+                if suspect && self.dir_replaced(id, name, &path) {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
                 }
@@ -933,10 +937,39 @@ impl Engine {
         }
     }
 
+    /// Removes a node that no longer describes what is on disk at its path,
+    /// together with its entry in its parent (reporting both).
+    fn drop_stale(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path.clone();
+        if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+            && let Some(pid) = self.index.lookup(parent)
+            && pid != id
+            && self
+                .index
+                .get(pid)
+                .is_some_and(|p| p.entries.get(name) == Some(&FileType::Dir))
+        {
+            self.remove_entry(pid, name, true);
+        }
+        if self.index.get(id).is_some() {
+            self.remove_tree(id, true);
+        }
+    }
+
     /// Whether the directory indexed at `path` is no longer the one on disk.
-    fn dir_replaced(&mut self, path: &Path) -> bool {
+    fn dir_replaced(&mut self, id: DirId, name: &OsStr, path: &Path) -> bool {
         let Some(cid) = self.index.lookup(path) else {
-            return false; // pruned: nothing indexed below it
+            // No node: right if every covering spec prunes it; otherwise the
+            // index lost it, and re-adding it is the repair.
+            return self.index.get(id).is_some_and(|n| {
+                n.full
+                    .iter()
+                    .any(|s| self.specs.get(s).is_some_and(|st| !st.matcher.prunes(path)))
+                    || n.partial.iter().any(|p| p.is_root && p.name == name)
+            });
         };
         match &mut self.os {
             #[cfg(target_os = "linux")]
