@@ -30,7 +30,7 @@ use crate::coalesce::Coalescer;
 use crate::event::{ChangeBatch, ChangeKind, Event, FileType, Seq};
 use crate::fanout::Subscriber;
 use crate::ignore::Matcher;
-use crate::index::{DirId, DirNode, EntryDiff, Index, Partial, SpecId, diff};
+use crate::index::{DirId, DirNode, EntryDiff, Index, Partial, Sig, SpecId, diff};
 use crate::spec::WatchSpec;
 use crate::status::{Generation, Phase, RECENT_BATCHES, WatchStatus};
 
@@ -192,6 +192,17 @@ pub(crate) struct Engine {
     prev_read_at: SystemTime,
     last_read_at: SystemTime,
     overflow_margin: Duration,
+    /// Directories polled because the OS refused a watch.
+    polled: BTreeSet<DirId>,
+    poll_interval: Duration,
+    next_poll: Option<Instant>,
+    /// The manager's cap on native watches.
+    max_watches: Option<usize>,
+    /// Why the last watch was refused for lack of watches.
+    limit_reason: Option<String>,
+    /// A native watch was released since the last pass (polled directories
+    /// may move back).
+    freed: bool,
 }
 
 fn file_type_of(ft: std::fs::FileType) -> FileType {
@@ -287,6 +298,55 @@ fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
     m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
+fn st_id_of(by_name: &HashMap<String, SpecId>, name: &str) -> SpecId {
+    by_name.get(name).copied().unwrap_or(SpecId::MAX)
+}
+
+/// The stat signature of an entry (polled directories only).
+fn sig_of(path: &Path) -> Option<Sig> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(Sig {
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            ino: m.ino(),
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let t = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        Some(Sig {
+            size: m.len(),
+            mtime: (t.as_secs() as i64, t.subsec_nanos() as i64),
+            ctime: (0, 0),
+            ino: 0,
+        })
+    }
+}
+
+/// Whether a watch error means "the OS will not give more watches".
+fn is_watch_limit(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc_errno::ENOSPC) | Some(libc_errno::EMFILE)
+    ) || e.kind() == io::ErrorKind::QuotaExceeded
+}
+
+mod libc_errno {
+    pub const ENOSPC: i32 = 28;
+    pub const EMFILE: i32 = 24;
+}
+
+/// Default interval of polling for directories without an OS watch.
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
+
 struct SyncWait {
     id: u64,
     name: String,
@@ -330,11 +390,25 @@ impl Engine {
             prev_read_at: SystemTime::now(),
             last_read_at: SystemTime::now(),
             overflow_margin: OVERFLOW_MARGIN,
+            polled: BTreeSet::new(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            next_poll: None,
+            max_watches: None,
+            limit_reason: None,
+            freed: false,
         }
     }
 
     pub(crate) fn set_overflow_margin(&mut self, margin: Duration) {
         self.overflow_margin = margin;
+    }
+
+    pub(crate) fn set_poll_interval(&mut self, interval: Duration) {
+        self.poll_interval = interval.max(Duration::from_millis(1));
+    }
+
+    pub(crate) fn set_max_watches(&mut self, max: usize) {
+        self.max_watches = Some(max);
     }
 
     /// Runs until shutdown; a panic marks every spec failed instead of
@@ -399,6 +473,7 @@ impl Engine {
                 }
             }
             self.settle();
+            self.poll_due(Instant::now());
             self.complete_syncs();
             self.shared.flush();
             self.flush_due(Instant::now());
@@ -412,6 +487,10 @@ impl Engine {
             .values()
             .filter_map(|s| s.coalescer.deadline())
             .min();
+        let batches = match (batches, self.next_poll) {
+            (Some(b), Some(p)) => Some(b.min(p)),
+            (b, p) => b.or(p),
+        };
         if self.shared.behind.load(Ordering::Relaxed) {
             // A subscriber is behind: look for room again soon. This is the
             // only timer besides batch deadlines, and it only runs while some
@@ -571,6 +650,10 @@ impl Engine {
                 {
                     self.wds.remove(&wd);
                     n.remove(wd);
+                    self.freed = true;
+                }
+                if node.polled {
+                    self.polled.remove(&id);
                 }
             }
             Os::Portable(p) => {
@@ -674,7 +757,34 @@ impl Engine {
         let path = self.index.get(id).expect("live node").path.clone();
         let result = match &mut self.os {
             #[cfg(target_os = "linux")]
-            Os::Native(n) => match n.add(&path, follow) {
+            Os::Native(n) => match self
+                .max_watches
+                .filter(|max| n.count() >= *max)
+                .map(|max| {
+                    Err(io::Error::new(
+                        io::ErrorKind::QuotaExceeded,
+                        format!("the manager's cap of {max} OS watches is reached"),
+                    ))
+                })
+                .unwrap_or_else(|| n.add(&path, follow))
+            {
+                Err(e) if is_watch_limit(&e) => {
+                    // No watch to be had: poll this directory instead.
+                    if let Some(node) = self.index.get_mut(id) {
+                        node.polled = true;
+                    }
+                    self.polled.insert(id);
+                    if self.next_poll.is_none() {
+                        self.next_poll = Some(Instant::now() + self.poll_interval);
+                    }
+                    self.limit_reason = Some(e.to_string());
+                    for s in specs {
+                        if let Some(st) = self.specs.get_mut(s) {
+                            st.dirty = true;
+                        }
+                    }
+                    return false;
+                }
                 Ok(wd) => {
                     if let Some(&other) = self.wds.get(&wd)
                         && other != id
@@ -788,6 +898,14 @@ impl Engine {
                                 node.entries.insert(name.clone(), ft);
                                 added.push((name, ft));
                             }
+                        }
+                        if node.polled {
+                            let sigs = node
+                                .entries
+                                .keys()
+                                .filter_map(|n| Some((n.clone(), sig_of(&node.path.join(n))?)))
+                                .collect();
+                            node.sigs = sigs;
                         }
                         if report {
                             for (name, ft) in added {
@@ -1165,6 +1283,7 @@ impl Engine {
             self.portable_dirty = false;
             self.sync_portable();
         }
+        self.unpoll();
     }
 
     /// Re-registers only the parent watch of a root whose tree is intact.
@@ -1458,6 +1577,22 @@ impl Engine {
                 continue;
             }
             let done = self.syncs.swap_remove(i);
+            if let Some(sid) = self.by_name.get(&done.name).copied() {
+                // Directories without an OS watch have no events to wait
+                // for: poll them now, so the barrier covers them too.
+                let polled: Vec<DirId> = self
+                    .polled
+                    .iter()
+                    .copied()
+                    .filter(|id| self.index.get(*id).is_some_and(|n| n.full.contains(&sid)))
+                    .collect();
+                for id in polled {
+                    self.poll_node(id);
+                }
+                if !self.reattach.is_empty() {
+                    self.settle();
+                }
+            }
             if let Some(sid) = self.by_name.get(&done.name).copied()
                 && let Some(st) = self.specs.get_mut(&sid)
             {
@@ -1465,6 +1600,118 @@ impl Engine {
                 Self::emit(&self.shared, &mut self.next_seq, st, changes);
             }
             let _ = done.reply.send(());
+        }
+    }
+
+    /// Polls every polled directory when the poll interval is up.
+    fn poll_due(&mut self, now: Instant) {
+        if self.polled.is_empty() {
+            self.next_poll = None;
+            return;
+        }
+        match self.next_poll {
+            Some(t) if t <= now => {}
+            Some(_) => return,
+            None => {
+                self.next_poll = Some(now + self.poll_interval);
+                return;
+            }
+        }
+        self.now = Instant::now();
+        let ids: Vec<DirId> = self.polled.iter().copied().collect();
+        for id in ids {
+            self.poll_node(id);
+        }
+        self.next_poll = if self.polled.is_empty() {
+            None
+        } else {
+            Some(Instant::now() + self.poll_interval)
+        };
+    }
+
+    /// One poll of a directory without an OS watch: read, diff names and
+    /// types, compare stat signatures of the rest.
+    fn poll_node(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            self.polled.remove(&id);
+            return;
+        };
+        let path = node.path.clone();
+        let list = match read_listing(&path, &mut self.cookies_found) {
+            Ok(l) => l,
+            Err(e) if gone(&e) => {
+                // Its parent's poll or events remove it; a top one goes here.
+                self.check_top(id, false);
+                return;
+            }
+            Err(_) => return,
+        };
+        let node = self.index.get(id).expect("live node");
+        for d in diff(&node.entries, list) {
+            match d {
+                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
+                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
+                EntryDiff::Retyped(n, _, t) => {
+                    self.remove_entry(id, &n, true);
+                    self.add_entry(id, &n, t);
+                }
+            }
+        }
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let mut modified = Vec::new();
+        let mut sigs = HashMap::with_capacity(node.entries.len());
+        for (name, t) in &node.entries {
+            let Some(sig) = sig_of(&node.path.join(name)) else {
+                continue;
+            };
+            if *t != FileType::Dir && node.sigs.get(name).is_some_and(|old| *old != sig) {
+                modified.push((name.clone(), *t));
+            }
+            sigs.insert(name.clone(), sig);
+        }
+        if let Some(node) = self.index.get_mut(id) {
+            node.sigs = sigs;
+        }
+        for (name, t) in modified {
+            self.route(id, &name, ChangeKind::Modified, t);
+        }
+    }
+
+    /// Watches freed up: move polled directories back to OS watches. The
+    /// watch is added first, then a last poll catches what happened since
+    /// the previous one.
+    fn unpoll(&mut self) {
+        if !std::mem::take(&mut self.freed) || self.polled.is_empty() {
+            return;
+        }
+        let ids: Vec<DirId> = self.polled.iter().copied().collect();
+        for id in ids {
+            let Some(node) = self.index.get(id) else {
+                self.polled.remove(&id);
+                continue;
+            };
+            let specs: Vec<SpecId> = node.full.clone();
+            self.polled.remove(&id);
+            if let Some(n) = self.index.get_mut(id) {
+                n.polled = false;
+            }
+            if !self.watch_node(id, false, &specs) {
+                break; // still no room (it is polled again)
+            }
+            self.poll_node(id);
+            if let Some(n) = self.index.get_mut(id) {
+                n.sigs = HashMap::new();
+            }
+            for s in &specs {
+                if let Some(st) = self.specs.get_mut(s) {
+                    st.dirty = true;
+                }
+            }
+        }
+        if self.polled.is_empty() {
+            self.limit_reason = None;
         }
     }
 
@@ -1642,12 +1889,37 @@ impl Engine {
     fn publish(&mut self) {
         let mut any = false;
         for st in self.specs.values_mut() {
+            let polled = if self.polled.is_empty() {
+                0
+            } else {
+                self.polled
+                    .iter()
+                    .filter(|id| {
+                        self.index
+                            .get(**id)
+                            .is_some_and(|n| n.full.contains(&st_id_of(&self.by_name, &st.name)))
+                    })
+                    .count()
+            };
+            if st.status.polled_dirs != polled {
+                st.status.polled_dirs = polled;
+                st.dirty = true;
+            }
             let phase = if matches!(st.status.phase, Phase::Failed { .. }) {
                 st.status.phase.clone()
-            } else if st.missing.is_empty() && st.errors.is_empty() {
+            } else if st.missing.is_empty() && st.errors.is_empty() && polled == 0 {
                 Phase::Watching
             } else {
                 let mut parts = Vec::new();
+                if polled > 0 {
+                    parts.push(format!(
+                        "{polled} directories polled every {:?} for want of OS watches ({})",
+                        self.poll_interval,
+                        self.limit_reason
+                            .as_deref()
+                            .unwrap_or("watch limit reached")
+                    ));
+                }
                 if !st.missing.is_empty() {
                     let list: Vec<String> =
                         st.missing.iter().map(|p| p.display().to_string()).collect();

@@ -45,6 +45,20 @@ pub(crate) struct DirNode {
     pub wd: Option<i32>,
     /// Whether the directory has been read in full.
     pub complete: bool,
+    /// Whether the OS refused a watch and the directory is polled instead.
+    pub polled: bool,
+    /// Polled directories only: a stat signature per entry, to tell a
+    /// modification without OS events.
+    pub sigs: HashMap<OsString, Sig>,
+}
+
+/// What a poll compares to tell that an entry changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sig {
+    pub size: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+    pub ino: u64,
 }
 
 impl DirNode {
@@ -56,6 +70,8 @@ impl DirNode {
             partial: Vec::new(),
             wd: None,
             complete: false,
+            polled: false,
+            sigs: HashMap::new(),
         }
     }
 

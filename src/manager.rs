@@ -67,6 +67,8 @@ pub struct ManagerBuilder {
     backend: Backend,
     overflow_margin: Option<Duration>,
     subscriber_capacity: Option<usize>,
+    poll_interval: Option<Duration>,
+    max_os_watches: Option<usize>,
 }
 
 /// Default capacity of a subscriber's channel, in events.
@@ -94,6 +96,22 @@ impl ManagerBuilder {
     /// [`DEFAULT_SUBSCRIBER_CAPACITY`], at least 1).
     pub fn subscriber_capacity(mut self, events: usize) -> Self {
         self.subscriber_capacity = Some(events.max(1));
+        self
+    }
+
+    /// How often directories without an OS watch are polled (default 1 s).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = Some(interval);
+        self
+    }
+
+    /// Caps the OS watches this manager may hold (native backend). Beyond
+    /// the cap, directories are polled exactly as when the OS itself refuses
+    /// (inotify `ENOSPC` from `max_user_watches`, or `EMFILE`), and the
+    /// status of every spec concerned says so. Useful to leave watches to
+    /// other programs, and to test the fallback.
+    pub fn max_os_watches(mut self, max: usize) -> Self {
+        self.max_os_watches = Some(max);
         self
     }
 
@@ -129,6 +147,12 @@ impl ManagerBuilder {
         let mut engine = Engine::new(rx, os, shared.clone());
         if let Some(m) = self.overflow_margin {
             engine.set_overflow_margin(m);
+        }
+        if let Some(i) = self.poll_interval {
+            engine.set_poll_interval(i);
+        }
+        if let Some(m) = self.max_os_watches {
+            engine.set_max_watches(m);
         }
         let handle = std::thread::Builder::new()
             .name("specwatch-engine".into())
@@ -438,6 +462,9 @@ impl Manager {
     /// the spec's open batch and answers. Cookies are never indexed or
     /// reported, and are removed before `sync` returns (so do not name your
     /// own files `.specwatch-cookie-*`).
+    ///
+    /// Directories of the spec that are polled (no OS watch to be had) are
+    /// polled once more before the answer.
     ///
     /// Where a cookie cannot be created (a read-only or permission-denied
     /// directory), the engine instead rescans that root and diffs it

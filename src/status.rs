@@ -71,6 +71,12 @@ pub struct WatchStatus {
     /// Directories of this spec that the engine reads and watches (shared
     /// directories count for every spec that covers them).
     pub watched_dirs: usize,
+    /// Directories of this spec that are polled (every
+    /// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval))
+    /// because the OS refused more watches (inotify's `max_user_watches`,
+    /// `EMFILE`, or the manager's own cap). They move back to OS watches
+    /// when watches are released. Non-zero makes the phase `Degraded`.
+    pub polled_dirs: usize,
     /// How many times lost OS events (a kernel queue overflow) were
     /// recovered from by rescanning, for this generation.
     pub overflow_recoveries: u64,
@@ -90,6 +96,7 @@ impl WatchStatus {
             last_event_time: None,
             recent_batches: Vec::new(),
             watched_dirs: 0,
+            polled_dirs: 0,
             overflow_recoveries: 0,
             last_error: None,
         }

@@ -352,3 +352,67 @@ fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
     let seqs: Vec<u64> = c.batches["s"].iter().map(|b| b.seq.0).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq must increase");
 }
+
+/// Beyond the OS watch budget (simulated by the manager's own cap, never by
+/// changing machine-wide limits), directories are polled, the status says
+/// so, nothing is missed, and they move back to OS watches once another
+/// spec releases its watches.
+#[test]
+fn watch_limit_falls_back_to_polling_and_back() {
+    let d = tmp();
+    let a = d.path().join("a");
+    let b = d.path().join("b");
+    for i in 0..3 {
+        fs::create_dir_all(a.join(format!("x{i}"))).unwrap();
+    }
+    for i in 0..6 {
+        fs::create_dir_all(b.join(format!("y{i}"))).unwrap();
+        fs::write(b.join(format!("y{i}/old")), "o").unwrap();
+    }
+    let m = specwatch::Manager::builder()
+        .backend(Backend::Native)
+        .max_os_watches(8)
+        .poll_interval(std::time::Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let mut c = Collector::new(m.subscribe());
+    // a: its parent, a, 3 subdirectories = 5 watches.
+    let st = start(&m, "a", spec(&[&a]));
+    assert_eq!(st.phase, Phase::Watching);
+    assert_eq!(m.stats().os_watches, 5);
+    // b needs 7 more (its parent is shared): only 3 fit.
+    let st = start(&m, "b", spec(&[&b]));
+    assert_eq!(m.stats().os_watches, 8, "the cap is respected");
+    assert_eq!(st.polled_dirs, 4);
+    match &st.phase {
+        Phase::Degraded { reason } => assert!(reason.contains("4 directories polled"), "{reason}"),
+        other => panic!("expected degraded, got {other:?}"),
+    }
+    // Changes in polled directories are still reported: creations,
+    // modifications, removals.
+    for i in 0..6 {
+        fs::write(b.join(format!("y{i}/new")), "n").unwrap();
+        fs::write(b.join(format!("y{i}/old")), "changed, longer").unwrap();
+    }
+    fs::remove_file(b.join("y5/new")).unwrap();
+    fs::create_dir(b.join("y0/deeper")).unwrap();
+    fs::write(b.join("y0/deeper/f"), "f").unwrap();
+    c.wait("changes in polled and watched directories", |c| {
+        (0..5).all(|i| c.has("b", &b.join(format!("y{i}/new")), ChangeKind::Created))
+            && (0..6).all(|i| c.has("b", &b.join(format!("y{i}/old")), ChangeKind::Modified))
+            && c.has("b", &b.join("y0/deeper/f"), ChangeKind::Created)
+    });
+    // Watches released (a's 4; the parent stays, b shares it): four of
+    // b's five polled directories move back to OS watches, one stays polled
+    // at the cap.
+    m.delete("a").unwrap();
+    c.wait("b mostly watched natively again", |_| {
+        m.status("b").is_some_and(|s| s.polled_dirs == 1)
+    });
+    let g = b.join("after"); // b itself always had an OS watch
+    fs::write(&g, "g").unwrap();
+    m.sync("b", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("b", &g, ChangeKind::Created));
+    assert_eq!(m.stats().os_watches, 8, "at the cap again");
+}

@@ -207,12 +207,23 @@ fn step(
 }
 
 fn run(backend: Backend, seed: u64, n: usize) {
+    run_with(backend, seed, n, None)
+}
+
+/// `cap`: the manager's OS watch cap, so that part of the tree is polled.
+fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
     let d = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let root = d.path().join("tree");
     fs::create_dir(&root).unwrap();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let m = manager(backend);
+    let mut builder = specwatch::Manager::builder().backend(backend);
+    if let Some(cap) = cap {
+        builder = builder
+            .max_os_watches(cap)
+            .poll_interval(Duration::from_millis(10));
+    }
+    let m = builder.build().unwrap();
     let mut c = Collector::new(m.subscribe());
     let quiet = Duration::from_millis(rng.below(20) as u64);
     let spec = WatchSpec::new([&root])
@@ -308,5 +319,14 @@ fn mirror_native() {
 fn mirror_portable() {
     for seed in seeds() {
         run(Backend::Portable, seed, ops());
+    }
+}
+
+/// Native with a cap of 6 OS watches: most of the tree is polled, and
+/// directories move between polling and watches as the tree changes.
+#[test]
+fn mirror_native_watch_capped() {
+    for seed in seeds() {
+        run_with(Backend::Native, seed, ops() / 2, Some(6));
     }
 }
