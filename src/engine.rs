@@ -690,6 +690,10 @@ impl Engine {
         let (nid, created) = self.index.ensure(&anc);
         if created {
             self.watch_node(nid, true, &[sid]);
+            if self.index.get(nid).is_none() {
+                self.reattach.push((sid, root.to_path_buf()));
+                return;
+            }
         }
         let target = anc.join(&next);
         let ft = lstat_type(&target).unwrap_or(None);
@@ -800,6 +804,14 @@ impl Engine {
                             node.wd = None;
                         }
                         self.drop_stale(other);
+                        if self.index.get(id).is_none() {
+                            // Our node was below the stale one and went with
+                            // it: the events for the names above re-add it.
+                            if let Os::Native(n) = &mut self.os {
+                                n.remove(wd);
+                            }
+                            return false;
+                        }
                     }
                     self.wds.insert(wd, id);
                     if let Some(node) = self.index.get_mut(id) {
@@ -1299,7 +1311,10 @@ impl Engine {
             self.watch_node(nid, true, &[sid]);
         }
         let name = root.file_name().unwrap_or_default().to_os_string();
-        let node = self.index.get_mut(nid).expect("just ensured");
+        let Some(node) = self.index.get_mut(nid) else {
+            self.reattach.push((sid, root.to_path_buf()));
+            return;
+        };
         if !node.complete {
             node.entries.insert(name.clone(), FileType::Dir);
         }
@@ -1418,7 +1433,13 @@ impl Engine {
                 .get(pid)
                 .is_some_and(|p| p.tracks(path.file_name().unwrap_or_default()));
             if tracked {
-                return; // the parent's own event handles it
+                // The parent's own event handles it, unless the parent is
+                // polled (no events): then drop the node with its entry, and
+                // the parent's next poll finds whatever is there now.
+                if self.index.get(pid).is_some_and(|p| p.polled) {
+                    self.drop_stale(id);
+                }
+                return;
             }
         }
         if moved || !is_dir_following(&path) {
@@ -1656,6 +1677,29 @@ impl Engine {
                     self.add_entry(id, &n, t);
                 }
             }
+        }
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        // A directory entry that lost its node (it was replaced while this
+        // directory had no events to tell) is covered again.
+        let orphans: Vec<OsString> = node
+            .entries
+            .iter()
+            .filter(|(n, t)| {
+                **t == FileType::Dir
+                    && self.index.lookup(&node.path.join(n)).is_none()
+                    && node.full.iter().any(|s| {
+                        self.specs
+                            .get(s)
+                            .is_some_and(|st| !st.matcher.prunes(&node.path.join(n)))
+                    })
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in orphans {
+            self.remove_entry(id, &n, true);
+            self.add_entry(id, &n, FileType::Dir);
         }
         let Some(node) = self.index.get(id) else {
             return;
