@@ -860,9 +860,6 @@ impl Engine {
     /// missed. With `report`, entries read are reported as created.
     fn add_full(&mut self, specs: Vec<SpecId>, dir: PathBuf, report: bool) {
         let mut stack = vec![(dir, specs)];
-        // Portable: directories just watched recursively on our own, whose
-        // subdirectories need no watch call of their own.
-        let mut walked: Vec<PathBuf> = Vec::new();
         while let Some((path, specs)) = stack.pop() {
             let (id, created) = self.index.ensure(&path);
             {
@@ -883,16 +880,15 @@ impl Engine {
                 Os::Portable(_) => created || !self.index.get(id).is_some_and(|n| n.complete),
             };
             if needs_watch {
-                if let (Os::Portable(p), true) = (&mut self.os, report) {
-                    let fresh = walked.iter().any(|w| path.starts_with(w));
-                    if p.covers(&path) && !fresh {
-                        match p.watch_new_dir(&path) {
-                            Ok(()) => walked.push(path.clone()),
-                            Err(e) => {
-                                self.record_error(&specs, &path, &format!("cannot watch: {e}"))
-                            }
-                        }
-                    }
+                // Portable: every new directory gets its own watch call, even
+                // below one just walked: a directory created after that walk
+                // is only auto-watched by notify some time after its creation
+                // event, and reading it before then could miss files.
+                if let (Os::Portable(p), true) = (&mut self.os, report)
+                    && p.covers(&path)
+                    && let Err(e) = p.watch_new_dir(&path)
+                {
+                    self.record_error(&specs, &path, &format!("cannot watch: {e}"));
                 }
                 self.watch_node(id, false, &specs);
             }
