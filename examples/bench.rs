@@ -41,14 +41,62 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// inotify descriptors open now.
+fn inotify_fds() -> HashSet<std::ffi::OsString> {
+    let mut out = HashSet::new();
+    if let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") {
+        for e in rd.flatten() {
+            if std::fs::read(e.path()).is_ok_and(|b| b.windows(11).any(|w| w == b"inotify wd:"))
+                || std::fs::read_link(format!("/proc/self/fd/{}", e.file_name().to_string_lossy()))
+                    .is_ok_and(|l| l.to_string_lossy().contains("inotify"))
+            {
+                out.insert(e.file_name());
+            }
+        }
+    }
+    out
+}
+
+/// inotify watches held by descriptors not in `before` (a watcher dropped
+/// earlier may still be closing its descriptor on its own thread).
+fn new_inotify_watches(before: &HashSet<std::ffi::OsString>) -> usize {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") {
+        for e in rd.flatten() {
+            if before.contains(&e.file_name()) {
+                continue;
+            }
+            if let Ok(b) = std::fs::read(e.path()) {
+                n += b
+                    .split(|c| *c == b'\n')
+                    .filter(|l| l.starts_with(b"inotify wd:"))
+                    .count();
+            }
+        }
+    }
+    n
+}
+
 /// inotify watches held by this process (all instances), from fdinfo.
+#[allow(dead_code)]
 fn inotify_watches() -> usize {
     let mut n = 0;
     if let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") {
         for e in rd.flatten() {
-            if let Ok(s) = std::fs::read_to_string(e.path()) {
-                n += s.lines().filter(|l| l.starts_with("inotify wd:")).count();
+            // Read in one go with a large buffer: fdinfo is generated per read.
+            use std::io::Read;
+            let mut buf = Vec::new();
+            if let Ok(mut f) = std::fs::File::open(e.path()) {
+                let _ = f.read_to_end(&mut buf);
             }
+            let c = buf
+                .split(|b| *b == b'\n')
+                .filter(|l| l.starts_with(b"inotify wd:"))
+                .count();
+            if std::env::var_os("BENCH_DEBUG").is_some() && c > 0 {
+                eprintln!("fd {:?}: {c} watches, {} bytes", e.file_name(), buf.len());
+            }
+            n += c;
         }
     }
     n
@@ -96,13 +144,16 @@ fn ratio(a: f64, b: f64) -> String {
 
 fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, f64, Manager) {
     let rss0 = rss_kib();
-    let w0 = inotify_watches();
+    let w0 = inotify_fds();
     let t = Instant::now();
     let m = Manager::builder().backend(backend).build().unwrap();
     m.apply("b", WatchSpec::new([root])).unwrap();
     m.wait_watching("b", Duration::from_secs(120)).unwrap();
     let took = t.elapsed();
-    let watches = inotify_watches() - w0;
+    let watches = new_inotify_watches(&w0);
+    if std::env::var_os("BENCH_DEBUG").is_some() {
+        eprintln!("{backend:?}: fdinfo {watches}, stats {:?}", m.stats());
+    }
     let files = m.stats().indexed_entries.max(1);
     let per_file = (rss_kib().saturating_sub(rss0) * 1024) as f64 / files as f64;
     (took, watches, per_file, m)
@@ -110,12 +161,12 @@ fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, f64, Ma
 
 fn startup_notify(root: &Path) -> (Duration, usize, f64, notify::RecommendedWatcher) {
     let rss0 = rss_kib();
-    let w0 = inotify_watches();
+    let w0 = inotify_fds();
     let t = Instant::now();
     let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).unwrap();
     w.watch(root, RecursiveMode::Recursive).unwrap();
     let took = t.elapsed();
-    let watches = inotify_watches() - w0;
+    let watches = new_inotify_watches(&w0);
     let per_file = (rss_kib().saturating_sub(rss0) * 1024) as f64;
     (took, watches, per_file, w)
 }
