@@ -1557,16 +1557,7 @@ impl Engine {
             }
             None => Vec::new(),
         };
-        for d in diffs {
-            match d {
-                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
-                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
-                EntryDiff::Retyped(n, _, t) => {
-                    self.remove_entry(id, &n, true);
-                    self.add_entry(id, &n, t);
-                }
-            }
-        }
+        self.apply_diffs(id, diffs);
         if let Some(since) = since {
             for n in changed {
                 self.report_if_changed(id, &n, since);
@@ -1620,6 +1611,21 @@ impl Engine {
         }
     }
 
+    /// Applies a listing diff of directory `id`: new entries are covered and
+    /// reported, gone ones reported with everything below them.
+    fn apply_diffs(&mut self, id: DirId, diffs: Vec<EntryDiff>) {
+        for d in diffs {
+            match d {
+                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
+                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
+                EntryDiff::Retyped(n, _, t) => {
+                    self.remove_entry(id, &n, true);
+                    self.add_entry(id, &n, t);
+                }
+            }
+        }
+    }
+
     /// Polls every polled directory when the poll interval is up.
     fn poll_due(&mut self, now: Instant) {
         if self.polled.is_empty() {
@@ -1664,16 +1670,8 @@ impl Engine {
             Err(_) => return,
         };
         let node = self.index.get(id).expect("live node");
-        for d in diff(&node.entries, list) {
-            match d {
-                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
-                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
-                EntryDiff::Retyped(n, _, t) => {
-                    self.remove_entry(id, &n, true);
-                    self.add_entry(id, &n, t);
-                }
-            }
-        }
+        let diffs = diff(&node.entries, list);
+        self.apply_diffs(id, diffs);
         let Some(node) = self.index.get(id) else {
             return;
         };

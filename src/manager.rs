@@ -245,6 +245,26 @@ impl Manager {
         })
     }
 
+    /// Tells the engine, then records the spec as applied (under the specs
+    /// lock, so the engine sees changes in the order they are recorded).
+    fn upsert(
+        &self,
+        specs: &mut HashMap<String, AppliedSpec>,
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Matcher,
+    ) -> Result<()> {
+        self.send(Msg::Upsert {
+            name: name.clone(),
+            generation,
+            spec: spec.clone(),
+            matcher,
+        })?;
+        specs.insert(name, AppliedSpec { spec, generation });
+        Ok(())
+    }
+
     /// Creates or updates the named watch.
     ///
     /// The spec is validated and normalised first (see
@@ -263,14 +283,7 @@ impl Manager {
             None => Applied::Created(Generation(1)),
         };
         let matcher = compile(&name, &spec)?;
-        let generation = outcome.generation();
-        self.send(Msg::Upsert {
-            name: name.clone(),
-            generation,
-            spec: spec.clone(),
-            matcher,
-        })?;
-        specs.insert(name, AppliedSpec { spec, generation });
+        self.upsert(&mut specs, name, outcome.generation(), spec, matcher)?;
         Ok(outcome)
     }
 
@@ -330,13 +343,7 @@ impl Manager {
             self.send(Msg::Delete { name: name.clone() })?;
         }
         for (name, generation, spec, matcher) in upserts {
-            self.send(Msg::Upsert {
-                name: name.clone(),
-                generation,
-                spec: spec.clone(),
-                matcher,
-            })?;
-            specs.insert(name, AppliedSpec { spec, generation });
+            self.upsert(&mut specs, name, generation, spec, matcher)?;
         }
         Ok(summary)
     }

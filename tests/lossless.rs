@@ -10,17 +10,6 @@ use std::path::PathBuf;
 use common::*;
 use specwatch::{Backend, ChangeKind, Phase};
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod native {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Native) })*
-        }
-        mod portable {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
-        }
-    };
-}
-
 both_backends!(
     sync_delivers_everything_before_it,
     sync_on_file_root_and_missing_root,
@@ -30,10 +19,6 @@ both_backends!(
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
 );
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
 
 fn sync_delivers_everything_before_it(b: Backend) {
     let d = tmp();

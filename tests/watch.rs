@@ -12,18 +12,6 @@ use specwatch::{
     Applied, Backend, ChangeKind, FileType, Generation, IgnoreRule, Manager, Phase, WatchSpec,
 };
 
-/// Runs a test body once per backend, as two tests.
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod native {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Native) })*
-        }
-        mod portable {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
-        }
-    };
-}
-
 both_backends!(
     create_modify_remove,
     burst_of_nested_dirs_loses_nothing,
@@ -43,10 +31,6 @@ both_backends!(
     mirror_of_mixed_operations,
     non_utf8_names_are_kept,
 );
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
 
 fn create_modify_remove(b: Backend) {
     let d = tmp();

@@ -14,6 +14,24 @@ use specwatch::{
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// Runs each named test body (`fn(Backend)`) once per backend, as two tests
+/// in modules `native` and `portable`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod native {
+            $(#[test] fn $name() { super::$name(specwatch::Backend::Native) })*
+        }
+        mod portable {
+            $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
+        }
+    };
+}
+
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
 pub fn backends() -> Vec<Backend> {
     vec![Backend::Native, Backend::Portable]
 }
