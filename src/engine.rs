@@ -69,6 +69,8 @@ pub(crate) enum Msg {
     SyncCancel { id: u64 },
     /// Test hook: behave as if the kernel queue had overflowed.
     Overflow,
+    /// Test hook: make the next native watch calls fail.
+    FailWatches(u32),
     /// Test hook: check the index's invariants; reply with violations.
     Check { reply: Sender<Vec<String>> },
     /// An event from the portable backend.
@@ -200,6 +202,11 @@ pub(crate) struct Engine {
     max_watches: Option<usize>,
     /// Why the last watch was refused for lack of watches.
     limit_reason: Option<String>,
+    /// Directories whose watch failed for another reason: attempts so far
+    /// and when to try again.
+    retries: BTreeMap<DirId, (u32, Instant, SystemTime)>,
+    /// Test hook: how many coming watch calls fail.
+    inject_failures: u32,
     /// A native watch was released since the last pass (polled directories
     /// may move back).
     freed: bool,
@@ -344,6 +351,11 @@ mod libc_errno {
     pub const EMFILE: i32 = 24;
 }
 
+/// First delay before a failed watch is tried again; it doubles per attempt.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+/// Longest delay between two attempts.
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
 /// Default interval of polling for directories without an OS watch.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
@@ -395,6 +407,8 @@ impl Engine {
             next_poll: None,
             max_watches: None,
             limit_reason: None,
+            retries: BTreeMap::new(),
+            inject_failures: 0,
             freed: false,
         }
     }
@@ -474,6 +488,7 @@ impl Engine {
             }
             self.settle();
             self.poll_due(Instant::now());
+            self.retry_due(Instant::now());
             self.complete_syncs();
             self.shared.flush();
             self.flush_due(Instant::now());
@@ -490,6 +505,11 @@ impl Engine {
         let batches = match (batches, self.next_poll) {
             (Some(b), Some(p)) => Some(b.min(p)),
             (b, p) => b.or(p),
+        };
+        let retry = self.retries.values().map(|r| r.1).min();
+        let batches = match (batches, retry) {
+            (Some(b), Some(r)) => Some(b.min(r)),
+            (b, r) => b.or(r),
         };
         if self.shared.behind.load(Ordering::Relaxed) {
             // A subscriber is behind: look for room again soon. This is the
@@ -550,6 +570,7 @@ impl Engine {
             }
             Msg::SyncCancel { id } => self.syncs.retain(|s| s.id != id),
             Msg::Overflow => self.overflow(self.last_read_at),
+            Msg::FailWatches(n) => self.inject_watch_failures(n),
             Msg::Check { reply } => {
                 let _ = reply.send(self.check_invariants());
             }
@@ -770,8 +791,14 @@ impl Engine {
                         format!("the manager's cap of {max} OS watches is reached"),
                     ))
                 })
-                .unwrap_or_else(|| n.add(&path, follow))
-            {
+                .unwrap_or_else(|| {
+                    if self.inject_failures > 0 {
+                        self.inject_failures -= 1;
+                        Err(io::Error::other("injected watch failure"))
+                    } else {
+                        n.add(&path, follow)
+                    }
+                }) {
                 Err(e) if is_watch_limit(&e) => {
                     // No watch to be had: poll this directory instead.
                     if let Some(node) = self.index.get_mut(id) {
@@ -819,7 +846,27 @@ impl Engine {
                     }
                     Ok(())
                 }
-                Err(e) => Err(e.to_string()),
+                Err(e) => {
+                    if !gone(&e) {
+                        // Possibly transient (EIO, EACCES that a chmod
+                        // lifts, ...): try again later, backing off.
+                        let (attempts, first) = self
+                            .retries
+                            .get(&id)
+                            .map_or((1, SystemTime::now()), |r| (r.0 + 1, r.2));
+                        let delay = RETRY_FIRST
+                            .saturating_mul(1 << (attempts - 1).min(16))
+                            .min(RETRY_MAX);
+                        self.retries
+                            .insert(id, (attempts, Instant::now() + delay, first));
+                        for s in specs {
+                            if let Some(st) = self.specs.get_mut(s) {
+                                st.status.watch_retries += 1;
+                            }
+                        }
+                    }
+                    Err(e.to_string())
+                }
             },
             Os::Portable(p) => {
                 // Ancestors of roots (`follow`) are watched for their own
@@ -1624,6 +1671,52 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Tries failed watches again whose backoff is over; a directory that
+    /// gets its watch is re-read (and files changed meanwhile, by ctime,
+    /// reported), since no events came while it had none.
+    fn retry_due(&mut self, now: Instant) {
+        let due: Vec<DirId> = self
+            .retries
+            .iter()
+            .filter(|(_, r)| r.1 <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let Some(node) = self.index.get(id) else {
+                self.retries.remove(&id);
+                continue;
+            };
+            if node.wd.is_some() || node.polled {
+                self.retries.remove(&id);
+                continue;
+            }
+            let follow = node.full.is_empty();
+            let mut specs = node.full.clone();
+            specs.extend(node.partial.iter().map(|p| p.spec));
+            let first = self.retries.get(&id).map_or(SystemTime::now(), |r| r.2);
+            if self.watch_node(id, follow, &specs) {
+                self.retries.remove(&id);
+                // Changes since the first failure had no events.
+                let since = self.since_with_margin(first);
+                if self.index.get(id).is_some_and(|n| n.complete) {
+                    self.rescan_node(id, Some(since));
+                } else if let Some(n) = self.index.get(id) {
+                    let full = !n.full.is_empty();
+                    let path = n.path.clone();
+                    let specs = n.full.clone();
+                    if full {
+                        self.add_full(specs, path, true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Test hook: the next `n` native watch calls fail with an I/O error.
+    pub(crate) fn inject_watch_failures(&mut self, n: u32) {
+        self.inject_failures = n;
     }
 
     /// Polls every polled directory when the poll interval is up.

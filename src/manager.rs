@@ -550,6 +550,13 @@ impl Manager {
         self.send(Msg::Overflow)
     }
 
+    /// Test hook: the next `n` native watch calls fail with an I/O error
+    /// (to test the retry with backoff). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn inject_watch_failures(&self, n: u32) -> Result<()> {
+        self.send(Msg::FailWatches(n))
+    }
+
     /// Test hook: the engine's index invariant violations (empty when
     /// consistent). Not part of the stable API.
     #[doc(hidden)]

@@ -77,6 +77,11 @@ pub struct WatchStatus {
     /// `EMFILE`, or the manager's own cap). They move back to OS watches
     /// when watches are released. Non-zero makes the phase `Degraded`.
     pub polled_dirs: usize,
+    /// Watch attempts that failed for a reason other than the watch limit
+    /// (an I/O error, permission denied) for this generation. Each such
+    /// directory is tried again with backoff (50 ms, doubling, at most 30 s)
+    /// and re-read once its watch lands.
+    pub watch_retries: u64,
     /// How many times lost OS events (a kernel queue overflow) were
     /// recovered from by rescanning, for this generation.
     pub overflow_recoveries: u64,
@@ -97,6 +102,7 @@ impl WatchStatus {
             recent_batches: Vec::new(),
             watched_dirs: 0,
             polled_dirs: 0,
+            watch_retries: 0,
             overflow_recoveries: 0,
             last_error: None,
         }

@@ -401,3 +401,39 @@ fn watch_limit_falls_back_to_polling_and_back() {
     assert!(c.has("b", &g, ChangeKind::Created));
     assert_eq!(m.stats().os_watches, 8, "at the cap again");
 }
+
+/// A watch that fails for a transient reason (an injected I/O error) is
+/// retried with backoff; the status shows the attempts; what changed while
+/// the directory had no watch is reported once the watch lands.
+#[test]
+fn failed_watch_is_retried_with_backoff() {
+    let d = tmp();
+    let root = d.path().join("r");
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::write(root.join("old"), "o").unwrap();
+    let m = manager(Backend::Native);
+    let mut c = Collector::new(m.subscribe());
+    // The root's parent and the root itself fail twice each.
+    m.inject_watch_failures(4).unwrap();
+    m.apply("s", spec(&[&root])).unwrap();
+    let st = m.wait_watching("s", WAIT).unwrap();
+    assert!(st.watch_retries >= 1, "{st:?}");
+    assert!(matches!(st.phase, Phase::Degraded { .. }), "{:?}", st.phase);
+    // Changed while the root had no watch.
+    fs::write(root.join("new"), "n").unwrap();
+    fs::write(root.join("old"), "changed").unwrap();
+    c.wait("changes found once the retried watch landed", |c| {
+        c.has("s", &root.join("new"), ChangeKind::Created)
+            && c.has("s", &root.join("old"), ChangeKind::Modified)
+    });
+    c.wait("watching, with the attempts counted", |_| {
+        m.status("s")
+            .is_some_and(|s| s.phase == Phase::Watching && s.watch_retries == 4)
+    });
+    // Watched for real now: events arrive (sync proves delivery).
+    let f = root.join("after");
+    fs::write(&f, "a").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("s", &f, ChangeKind::Created));
+}
