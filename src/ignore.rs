@@ -226,6 +226,15 @@ impl Matcher {
         let mut p = path;
         let mut dir = is_dir;
         loop {
+            // Above every rule base and every root nothing can match.
+            let below_something = self
+                .rules
+                .iter()
+                .any(|r| p != r.base && p.starts_with(&r.base))
+                || (self.editor.is_some() && self.roots.iter().any(|r| p != r && p.starts_with(r)));
+            if !below_something {
+                return false;
+            }
             if let Some(v) = self.verdict_at(p, dir) {
                 return v;
             }

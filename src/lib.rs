@@ -129,3 +129,54 @@ pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder,
 pub use reconcile::ReconcileSummary;
 pub use spec::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, IgnoreRule, WatchOptions, WatchSpec};
 pub use status::{Generation, Phase, RECENT_BATCHES, WatchStatus};
+
+/// Entry points for the criterion benchmarks (`benches/`): thin wrappers
+/// over internal pure code. Not part of the stable API.
+#[doc(hidden)]
+pub mod bench_api {
+    use std::collections::{BTreeMap, HashMap};
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    use crate::{ChangeKind, FileType, ReconcileSummary, Result, WatchSpec};
+
+    /// The spec differ.
+    pub fn plan(
+        current: &HashMap<String, WatchSpec>,
+        desired: &BTreeMap<String, WatchSpec>,
+    ) -> ReconcileSummary {
+        crate::reconcile::plan(current, desired)
+    }
+
+    /// A compiled ignore matcher.
+    pub struct Matcher(crate::ignore::Matcher);
+
+    impl Matcher {
+        /// Compiles the rules of `spec` (normalised first).
+        pub fn new(spec: &WatchSpec) -> Result<Matcher> {
+            let n = spec.normalized("bench")?;
+            Ok(Matcher(crate::ignore::Matcher::new(&n)?))
+        }
+        /// Whether `path` is ignored.
+        pub fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
+            self.0.is_ignored(path, is_dir)
+        }
+    }
+
+    /// The listing diff; returns the number of differences.
+    pub fn diff(old: &BTreeMap<OsString, FileType>, fresh: Vec<(OsString, FileType)>) -> usize {
+        crate::index::diff(old, fresh).len()
+    }
+
+    /// Coalesces raw changes into one batch; returns its length.
+    pub fn coalesce(raw: &[(PathBuf, ChangeKind, FileType)]) -> usize {
+        let t = Instant::now();
+        let mut c =
+            crate::coalesce::Coalescer::new(Duration::from_millis(50), Duration::from_secs(1));
+        for (p, k, f) in raw {
+            c.push(t, p.clone(), *k, *f);
+        }
+        c.take().len()
+    }
+}
