@@ -77,31 +77,6 @@ fn new_inotify_watches(before: &HashSet<std::ffi::OsString>) -> usize {
     n
 }
 
-/// inotify watches held by this process (all instances), from fdinfo.
-#[allow(dead_code)]
-fn inotify_watches() -> usize {
-    let mut n = 0;
-    if let Ok(rd) = std::fs::read_dir("/proc/self/fdinfo") {
-        for e in rd.flatten() {
-            // Read in one go with a large buffer: fdinfo is generated per read.
-            use std::io::Read;
-            let mut buf = Vec::new();
-            if let Ok(mut f) = std::fs::File::open(e.path()) {
-                let _ = f.read_to_end(&mut buf);
-            }
-            let c = buf
-                .split(|b| *b == b'\n')
-                .filter(|l| l.starts_with(b"inotify wd:"))
-                .count();
-            if std::env::var_os("BENCH_DEBUG").is_some() && c > 0 {
-                eprintln!("fd {:?}: {c} watches, {} bytes", e.file_name(), buf.len());
-            }
-            n += c;
-        }
-    }
-    n
-}
-
 fn cpu_ms() -> f64 {
     // SAFETY: getrusage fills the struct we pass.
     unsafe {
