@@ -217,23 +217,21 @@ fn burst_files(root: &Path) -> Vec<PathBuf> {
 
 /// Reported paths out of 5,000 and ms from the last write to the last
 /// report (waiting until 1 s passes without news).
-fn burst_specwatch(backend: Backend, root: &Path) -> (usize, f64) {
-    let m = Manager::builder().backend(backend).build().unwrap();
-    let rx = m.subscribe();
-    m.apply("b", WatchSpec::new([root])).unwrap();
-    m.wait_watching("b", Duration::from_secs(30)).unwrap();
-    let want = burst_files(root);
+/// Writes the burst, then counts the burst files among the paths each
+/// received item yields, until all are seen or 1 s passes without news.
+fn count_burst<T>(
+    root: &Path,
+    rx: &crossbeam_channel::Receiver<T>,
+    paths: impl Fn(T) -> Vec<PathBuf>,
+) -> (usize, f64) {
+    let want: HashSet<PathBuf> = burst_files(root).into_iter().collect();
     let done = Instant::now();
-    let want: HashSet<PathBuf> = want.into_iter().collect();
     let mut seen = HashSet::new();
     let mut last = done;
-    while let Ok(ev) = rx.recv_timeout(Duration::from_secs(1)) {
-        if let Event::Changes(b) = ev {
-            for c in &b.changes {
-                if c.kind == ChangeKind::Created && want.contains(&c.path) {
-                    seen.insert(c.path.clone());
-                    last = Instant::now();
-                }
+    while let Ok(item) = rx.recv_timeout(Duration::from_secs(1)) {
+        for p in paths(item) {
+            if want.contains(&p) && seen.insert(p) {
+                last = Instant::now();
             }
         }
         if seen.len() == want.len() {
@@ -243,6 +241,22 @@ fn burst_specwatch(backend: Backend, root: &Path) -> (usize, f64) {
     (seen.len(), last.duration_since(done).as_secs_f64() * 1000.0)
 }
 
+fn burst_specwatch(backend: Backend, root: &Path) -> (usize, f64) {
+    let m = Manager::builder().backend(backend).build().unwrap();
+    let rx = m.subscribe();
+    m.apply("b", WatchSpec::new([root])).unwrap();
+    m.wait_watching("b", Duration::from_secs(30)).unwrap();
+    count_burst(root, &rx, |ev| match ev {
+        Event::Changes(b) => b
+            .changes
+            .iter()
+            .filter(|c| c.kind == ChangeKind::Created)
+            .map(|c| c.path.clone())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
 fn burst_notify(root: &Path) -> (usize, f64) {
     let (tx, rx) = unbounded();
     let mut w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
@@ -250,24 +264,7 @@ fn burst_notify(root: &Path) -> (usize, f64) {
     })
     .unwrap();
     w.watch(root, RecursiveMode::Recursive).unwrap();
-    let want = burst_files(root);
-    let done = Instant::now();
-    let want: HashSet<PathBuf> = want.into_iter().collect();
-    let mut seen = HashSet::new();
-    let mut last = done;
-    while let Ok(ev) = rx.recv_timeout(Duration::from_secs(1)) {
-        if let Ok(ev) = ev {
-            for p in ev.paths {
-                if want.contains(&p) && seen.insert(p) {
-                    last = Instant::now();
-                }
-            }
-        }
-        if seen.len() == want.len() {
-            break;
-        }
-    }
-    (seen.len(), last.duration_since(done).as_secs_f64() * 1000.0)
+    count_burst(root, &rx, |ev| ev.map(|e| e.paths).unwrap_or_default())
 }
 
 fn idle_cpu_ms(f: impl FnOnce() -> Box<dyn std::any::Any>) -> f64 {

@@ -14,7 +14,7 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -69,6 +69,10 @@ pub(crate) enum Msg {
     SyncCancel { id: u64 },
     /// Test hook: behave as if the kernel queue had overflowed.
     Overflow,
+    /// Answer with the counters once this pass has settled.
+    Stats {
+        reply: Sender<crate::manager::Stats>,
+    },
     /// Test hook: make the next native watch calls fail.
     FailWatches(u32),
     /// Test hook: check the index's invariants; reply with violations.
@@ -87,10 +91,7 @@ pub(crate) struct Shared {
     pub subscribers: Mutex<Vec<Subscriber>>,
     /// Whether some subscriber has a backlog (the engine then retries).
     pub behind: std::sync::atomic::AtomicBool,
-    pub backlog_paths: AtomicUsize,
-    pub os_watches: AtomicUsize,
-    pub indexed_dirs: AtomicUsize,
-    pub indexed_entries: AtomicUsize,
+
     /// Set when the engine stopped for good, with the reason.
     pub dead: Mutex<Option<String>>,
 }
@@ -102,10 +103,7 @@ impl Shared {
             changed: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
             behind: std::sync::atomic::AtomicBool::new(false),
-            backlog_paths: AtomicUsize::new(0),
-            os_watches: AtomicUsize::new(0),
-            indexed_dirs: AtomicUsize::new(0),
-            indexed_entries: AtomicUsize::new(0),
+
             dead: Mutex::new(None),
         }
     }
@@ -127,14 +125,16 @@ impl Shared {
     }
 
     fn note_backlog(&self, subs: &[Subscriber]) {
-        let behind = subs.iter().any(|s| s.behind());
-        self.behind.store(behind, Ordering::Relaxed);
-        let paths = if behind {
-            subs.iter().map(|s| s.backlog_paths()).sum()
-        } else {
-            0
-        };
-        self.backlog_paths.store(paths, Ordering::Relaxed);
+        self.behind
+            .store(subs.iter().any(|s| s.behind()), Ordering::Relaxed);
+    }
+
+    fn backlog_paths(&self) -> usize {
+        self.subscribers
+            .lock()
+            .iter()
+            .map(|s| s.backlog_paths())
+            .sum()
     }
 }
 
@@ -207,6 +207,8 @@ pub(crate) struct Engine {
     retries: BTreeMap<DirId, (u32, Instant, SystemTime)>,
     /// Test hook: how many coming watch calls fail.
     inject_failures: u32,
+    /// Callers of `Manager::stats` waiting for the end of this pass.
+    stats_waiters: Vec<Sender<crate::manager::Stats>>,
     /// A native watch was released since the last pass (polled directories
     /// may move back).
     freed: bool,
@@ -225,7 +227,10 @@ fn file_type_of(ft: std::fs::FileType) -> FileType {
 }
 
 fn gone(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(20 /* ENOTDIR */)
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
 }
 
 /// The type of `path` without following a final symlink; `None` if absent.
@@ -305,10 +310,6 @@ fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
     m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-fn st_id_of(by_name: &HashMap<String, SpecId>, name: &str) -> SpecId {
-    by_name.get(name).copied().unwrap_or(SpecId::MAX)
-}
-
 /// The stat signature of an entry (polled directories only).
 fn sig_of(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
@@ -371,15 +372,14 @@ fn is_dir_following(path: &Path) -> bool {
 }
 
 /// The specs an event at `node/name` concerns: those covering the directory,
-/// and those whose root is exactly `node/name`.
-fn concerned(node: &DirNode, name: &OsStr) -> Vec<SpecId> {
-    let mut out = node.full.clone();
-    for p in &node.partial {
-        if p.is_root && p.name == name && !out.contains(&p.spec) {
-            out.push(p.spec);
-        }
-    }
-    out
+/// and those whose root is exactly `node/name` (each once, no allocation).
+fn concerned<'a>(node: &'a DirNode, name: &'a OsStr) -> impl Iterator<Item = SpecId> + 'a {
+    node.full.iter().copied().chain(
+        node.partial
+            .iter()
+            .filter(move |p| p.is_root && p.name == name && !node.full.contains(&p.spec))
+            .map(|p| p.spec),
+    )
 }
 
 impl Engine {
@@ -409,6 +409,7 @@ impl Engine {
             limit_reason: None,
             retries: BTreeMap::new(),
             inject_failures: 0,
+            stats_waiters: Vec::new(),
             freed: false,
         }
     }
@@ -493,6 +494,7 @@ impl Engine {
             self.shared.flush();
             self.flush_due(Instant::now());
             self.publish();
+            self.answer_stats();
         }
     }
 
@@ -571,6 +573,7 @@ impl Engine {
             Msg::SyncCancel { id } => self.syncs.retain(|s| s.id != id),
             Msg::Overflow => self.overflow(self.last_read_at),
             Msg::FailWatches(n) => self.inject_watch_failures(n),
+            Msg::Stats { reply } => self.stats_waiters.push(reply),
             Msg::Check { reply } => {
                 let _ = reply.send(self.check_invariants());
             }
@@ -622,10 +625,8 @@ impl Engine {
         }
         if let Some(old) = old {
             self.detach(old);
-            if let Some(st) = self.specs.remove(&old) {
-                // Its last status is superseded by the new generation's.
-                drop(st);
-            }
+            // Its last status is superseded by the new generation's.
+            self.specs.remove(&old);
         }
         self.portable_dirty = true;
     }
@@ -1024,8 +1025,8 @@ impl Engine {
         kind: ChangeKind,
         ft: FileType,
     ) {
-        let targets = concerned(node, name);
-        if targets.is_empty() {
+        let mut targets = concerned(node, name).peekable();
+        if targets.peek().is_none() {
             return;
         }
         let path = node.path.join(name);
@@ -1576,16 +1577,9 @@ impl Engine {
             }
             return;
         }
-        let list = match read_listing(&path, &mut self.cookies_found) {
-            Ok(l) => l,
-            Err(e) if gone(&e) => {
-                self.check_top(id, false);
-                return;
-            }
-            Err(_) => return,
+        let Some(diffs) = self.reread(id, &path) else {
+            return;
         };
-        let node = self.index.get(id).expect("live node");
-        let diffs = diff(&node.entries, list);
         let changed: Vec<OsString> = match since {
             Some(_) => {
                 let touched: BTreeSet<&OsString> = diffs
@@ -1596,6 +1590,7 @@ impl Engine {
                         | EntryDiff::Retyped(n, _, _) => n,
                     })
                     .collect();
+                let node = self.index.get(id).expect("live node");
                 node.entries
                     .keys()
                     .filter(|n| !touched.contains(n))
@@ -1655,6 +1650,19 @@ impl Engine {
                 Self::emit(&self.shared, &mut self.next_seq, st, changes);
             }
             let _ = done.reply.send(());
+        }
+    }
+
+    /// Reads directory `id` again and diffs it against the index; `None`
+    /// when it cannot be read (gone: dropped if nothing above tracks it).
+    fn reread(&mut self, id: DirId, path: &Path) -> Option<Vec<EntryDiff>> {
+        match read_listing(path, &mut self.cookies_found) {
+            Ok(list) => Some(diff(&self.index.get(id)?.entries, list)),
+            Err(e) if gone(&e) => {
+                self.check_top(id, false);
+                None
+            }
+            Err(_) => None,
         }
     }
 
@@ -1753,17 +1761,9 @@ impl Engine {
             return;
         };
         let path = node.path.clone();
-        let list = match read_listing(&path, &mut self.cookies_found) {
-            Ok(l) => l,
-            Err(e) if gone(&e) => {
-                // Its parent's poll or events remove it; a top one goes here.
-                self.check_top(id, false);
-                return;
-            }
-            Err(_) => return,
+        let Some(diffs) = self.reread(id, &path) else {
+            return;
         };
-        let node = self.index.get(id).expect("live node");
-        let diffs = diff(&node.entries, list);
         self.apply_diffs(id, diffs);
         let Some(node) = self.index.get(id) else {
             return;
@@ -2017,19 +2017,32 @@ impl Engine {
         shared.send(Event::Changes(batch));
     }
 
+    /// Counters are computed on request only (the entry count walks the
+    /// index), after the pass that received the request has settled.
+    fn answer_stats(&mut self) {
+        if self.stats_waiters.is_empty() {
+            return;
+        }
+        let stats = crate::manager::Stats {
+            os_watches: self.os.count(),
+            indexed_dirs: self.index.len(),
+            indexed_entries: self.index.entry_count(),
+            backlog_paths: self.shared.backlog_paths(),
+        };
+        for w in self.stats_waiters.drain(..) {
+            let _ = w.send(stats);
+        }
+    }
+
     fn publish(&mut self) {
         let mut any = false;
-        for st in self.specs.values_mut() {
+        for (sid, st) in self.specs.iter_mut() {
             let polled = if self.polled.is_empty() {
                 0
             } else {
                 self.polled
                     .iter()
-                    .filter(|id| {
-                        self.index
-                            .get(**id)
-                            .is_some_and(|n| n.full.contains(&st_id_of(&self.by_name, &st.name)))
-                    })
+                    .filter(|id| self.index.get(**id).is_some_and(|n| n.full.contains(sid)))
                     .count()
             };
             if st.status.polled_dirs != polled {
@@ -2099,15 +2112,6 @@ impl Engine {
                 .insert(st.name.clone(), snapshot.clone());
             self.shared.send(Event::Status(snapshot));
         }
-        self.shared
-            .os_watches
-            .store(self.os.count(), Ordering::Relaxed);
-        self.shared
-            .indexed_dirs
-            .store(self.index.len(), Ordering::Relaxed);
-        self.shared
-            .indexed_entries
-            .store(self.index.entry_count(), Ordering::Relaxed);
         if any {
             self.shared.changed.notify_all();
         }

@@ -46,6 +46,20 @@ struct Pending {
     changes: HashMap<PathBuf, Change>,
 }
 
+impl Pending {
+    fn from_batch(batch: Arc<ChangeBatch>) -> Pending {
+        let changes = batch
+            .changes
+            .iter()
+            .map(|c| (c.path.clone(), c.clone()))
+            .collect();
+        Pending {
+            template: batch,
+            changes,
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Entry {
     Changes(Pending),
@@ -121,15 +135,8 @@ impl Backlog {
                 _ => {}
             }
         }
-        let changes = batch
-            .changes
-            .iter()
-            .map(|c| (c.path.clone(), c.clone()))
-            .collect();
-        self.entries.push_back(Entry::Changes(Pending {
-            template: batch,
-            changes,
-        }));
+        self.entries
+            .push_back(Entry::Changes(Pending::from_batch(batch)));
     }
 
     /// Takes the oldest entry as an event (merged batches: the newest
@@ -162,17 +169,9 @@ impl Backlog {
     /// Puts an event that could not be sent back at the front.
     pub(crate) fn unpop(&mut self, event: Event) {
         match event {
-            Event::Changes(b) => {
-                let changes = b
-                    .changes
-                    .iter()
-                    .map(|c| (c.path.clone(), c.clone()))
-                    .collect();
-                self.entries.push_front(Entry::Changes(Pending {
-                    template: b,
-                    changes,
-                }));
-            }
+            Event::Changes(b) => self
+                .entries
+                .push_front(Entry::Changes(Pending::from_batch(b))),
             Event::Deleted(n) => self.entries.push_front(Entry::Deleted(n)),
             other => self.entries.push_front(Entry::Status(other)),
         }

@@ -582,14 +582,15 @@ impl Manager {
         let _ = paused;
     }
 
-    /// Manager-wide counters, as of the engine's last pass.
+    /// Manager-wide counters. Asks the engine and waits for it: the answer
+    /// reflects every call made before (apply, delete, ...), once the engine
+    /// has handled them. All zero if the engine has stopped.
     pub fn stats(&self) -> Stats {
-        Stats {
-            os_watches: self.shared.os_watches.load(Ordering::Relaxed),
-            indexed_dirs: self.shared.indexed_dirs.load(Ordering::Relaxed),
-            indexed_entries: self.shared.indexed_entries.load(Ordering::Relaxed),
-            backlog_paths: self.shared.backlog_paths.load(Ordering::Relaxed),
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        if self.send(Msg::Stats { reply }).is_err() {
+            return Stats::default();
         }
+        rx.recv().unwrap_or_default()
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use parking_lot::{Condvar, Mutex};
 
 use crossbeam_channel::Sender;
-use inotify::{Inotify, WatchDescriptor, WatchMask, Watches};
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 
 use super::RawEvent;
 use crate::engine::Msg;
@@ -44,16 +44,16 @@ fn mask(follow: bool) -> WatchMask {
     }
 }
 
-pub(crate) const IN_Q_OVERFLOW: u32 = 0x4000;
-pub(crate) const IN_IGNORED: u32 = 0x8000;
-pub(crate) const IN_CREATE: u32 = 0x100;
-pub(crate) const IN_DELETE: u32 = 0x200;
-pub(crate) const IN_MODIFY: u32 = 0x2;
-pub(crate) const IN_ATTRIB: u32 = 0x4;
-pub(crate) const IN_MOVED_FROM: u32 = 0x40;
-pub(crate) const IN_MOVED_TO: u32 = 0x80;
-pub(crate) const IN_DELETE_SELF: u32 = 0x400;
-pub(crate) const IN_MOVE_SELF: u32 = 0x800;
+pub(crate) const IN_Q_OVERFLOW: u32 = EventMask::Q_OVERFLOW.bits();
+pub(crate) const IN_IGNORED: u32 = EventMask::IGNORED.bits();
+pub(crate) const IN_CREATE: u32 = EventMask::CREATE.bits();
+pub(crate) const IN_DELETE: u32 = EventMask::DELETE.bits();
+pub(crate) const IN_MODIFY: u32 = EventMask::MODIFY.bits();
+pub(crate) const IN_ATTRIB: u32 = EventMask::ATTRIB.bits();
+pub(crate) const IN_MOVED_FROM: u32 = EventMask::MOVED_FROM.bits();
+pub(crate) const IN_MOVED_TO: u32 = EventMask::MOVED_TO.bits();
+pub(crate) const IN_DELETE_SELF: u32 = EventMask::DELETE_SELF.bits();
+pub(crate) const IN_MOVE_SELF: u32 = EventMask::MOVE_SELF.bits();
 
 /// A switch that makes the reader stop reading (test hook: lets the kernel
 /// queue overflow for real without touching machine-wide settings).
