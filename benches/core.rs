@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use specwatch::bench_api::{Matcher, coalesce, diff, plan};
+use specwatch::bench_api::{Listing, Matcher, coalesce, diff, plan};
 use specwatch::{ChangeKind, FileType, IgnoreRule, WatchSpec};
 
 fn spec_differ(c: &mut Criterion) {
@@ -61,15 +61,30 @@ fn ignore_matching(c: &mut Criterion) {
 }
 
 fn listing_diff(c: &mut Criterion) {
-    let old: BTreeMap<OsString, FileType> = (0..100_000)
-        .map(|i| (OsString::from(format!("f{i:06}")), FileType::File))
-        .collect();
+    let old = Listing::new(
+        (0..100_000)
+            .map(|i| (OsString::from(format!("f{i:06}")), FileType::File))
+            .collect(),
+    );
     let fresh: Vec<(OsString, FileType)> = (500..100_500)
         .map(|i| (OsString::from(format!("f{i:06}")), FileType::File))
         .collect();
     c.bench_function("index diff, 100,000 entries", |b| {
         b.iter(|| black_box(diff(&old, fresh.clone())))
     });
+    // One by one into a directory of 100,000: the sorted table's shifts.
+    let mut big = Listing::new(
+        (0..100_000)
+            .map(|i| (OsString::from(format!("f{i:06}")), FileType::File))
+            .collect(),
+    );
+    let names: Vec<OsString> = (0..10_000)
+        .map(|i| OsString::from(format!("g{:06}", (i * 7919) % 10_000)))
+        .collect();
+    c.bench_function(
+        "index insert + remove 10,000 names, 100,000-entry dir",
+        |b| b.iter(|| big.churn(&names)),
+    );
 }
 
 fn coalescing(c: &mut Criterion) {

@@ -117,8 +117,7 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, f64, Manager) {
-    let rss0 = rss_kib();
+fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, Manager) {
     let w0 = inotify_fds();
     let t = Instant::now();
     let m = Manager::builder().backend(backend).build().unwrap();
@@ -129,21 +128,84 @@ fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, f64, Ma
     if std::env::var_os("BENCH_DEBUG").is_some() {
         eprintln!("{backend:?}: fdinfo {watches}, stats {:?}", m.stats());
     }
-    let files = m.stats().indexed_entries.max(1);
-    let per_file = (rss_kib().saturating_sub(rss0) * 1024) as f64 / files as f64;
-    (took, watches, per_file, m)
+    (took, watches, m)
 }
 
-fn startup_notify(root: &Path) -> (Duration, usize, f64, notify::RecommendedWatcher) {
-    let rss0 = rss_kib();
+fn startup_notify(root: &Path) -> (Duration, usize, notify::RecommendedWatcher) {
     let w0 = inotify_fds();
     let t = Instant::now();
     let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).unwrap();
     w.watch(root, RecursiveMode::Recursive).unwrap();
     let took = t.elapsed();
     let watches = new_inotify_watches(&w0);
-    let per_file = (rss_kib().saturating_sub(rss0) * 1024) as f64;
-    (took, watches, per_file, w)
+    (took, watches, w)
+}
+
+/// Median of `runs` measurements.
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs one memory measurement in a fresh process (this one's heap keeps
+/// what earlier runs freed) and returns bytes per entry.
+fn memory_in_child(which: &str, empty: &Path, root: &Path, entries: usize) -> f64 {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["mem", which])
+        .arg(empty)
+        .arg(root)
+        .arg(entries.to_string())
+        .output()
+        .expect("run the memory child");
+    assert!(
+        out.status.success(),
+        "memory child {which}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("the child prints one number")
+}
+
+/// The child's side of [`memory_in_child`].
+fn memory_child(args: &[String]) {
+    let [which, empty, root, entries] = args else {
+        panic!("usage: bench mem native|portable|notify EMPTY ROOT ENTRIES");
+    };
+    let (empty, root) = (Path::new(empty), Path::new(root));
+    let entries: usize = entries.parse().unwrap();
+    let per = match which.as_str() {
+        "native" => memory_specwatch(Backend::Native, empty, root, entries),
+        "portable" => memory_specwatch(Backend::Portable, empty, root, entries),
+        _ => memory_notify(empty, root, entries),
+    };
+    println!("{per:.1}");
+}
+
+/// Resident memory growth from watching `root`, over a watch of an empty
+/// directory by the same watcher, per file and directory in the tree.
+fn memory_specwatch(backend: Backend, empty: &Path, root: &Path, entries: usize) -> f64 {
+    let m = Manager::builder().backend(backend).build().unwrap();
+    m.apply("e", WatchSpec::new([empty])).unwrap();
+    m.wait_watching("e", Duration::from_secs(30)).unwrap();
+    let rss0 = rss_kib();
+    m.apply("b", WatchSpec::new([root])).unwrap();
+    m.wait_watching("b", Duration::from_secs(120)).unwrap();
+    let grown = rss_kib().saturating_sub(rss0);
+    let indexed = m.stats().indexed_entries;
+    assert!(indexed >= entries, "indexed {indexed} of {entries}");
+    (grown * 1024) as f64 / entries as f64
+}
+
+fn memory_notify(empty: &Path, root: &Path, entries: usize) -> f64 {
+    let mut w = notify::recommended_watcher(|_res: notify::Result<notify::Event>| {}).unwrap();
+    w.watch(empty, RecursiveMode::Recursive).unwrap();
+    let rss0 = rss_kib();
+    w.watch(root, RecursiveMode::Recursive).unwrap();
+    let grown = rss_kib().saturating_sub(rss0);
+    drop(w);
+    (grown * 1024) as f64 / entries as f64
 }
 
 fn latency_specwatch(backend: Backend, dir: &Path) -> (f64, f64) {
@@ -277,8 +339,15 @@ fn idle_cpu_ms(f: impl FnOnce() -> Box<dyn std::any::Any>) -> f64 {
     used
 }
 
+/// Runs per start-up measurement (the median is shown).
+const RUNS: usize = 5;
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "quick");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("mem") {
+        return memory_child(&args[1..]);
+    }
+    let quick = args.iter().any(|a| a == "quick");
     let sizes: &[(usize, usize)] = if quick {
         &[(500, 20)]
     } else {
@@ -288,17 +357,38 @@ fn main() {
     for &(dirs, files) in sizes {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("tree");
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
         make_tree(&root, dirs, files);
-        let floor = find_floor(&root);
-        let (tn, wn, _, wnot) = startup_notify(&root);
-        drop(wnot);
-        let (ts, ws, mem_s, m) = startup_specwatch(Backend::Native, &root);
-        drop(m);
-        let (tp, wp, _, m) = startup_specwatch(Backend::Portable, &root);
-        drop(m);
+        // Files, leaf directories and the top directories below the root.
+        let entries = dirs * files + dirs + dirs.min(50);
+        let floor = median((0..RUNS).map(|_| find_floor(&root)).collect());
+        let (mut tn, mut ts, mut tp) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut wn, mut ws, mut wp) = (0, 0, 0);
+        for _ in 0..RUNS {
+            let (t, w, wnot) = startup_notify(&root);
+            drop(wnot);
+            tn.push(t);
+            wn = w;
+            let (t, w, m) = startup_specwatch(Backend::Native, &root);
+            drop(m);
+            ts.push(t);
+            ws = w;
+            let (t, w, m) = startup_specwatch(Backend::Portable, &root);
+            drop(m);
+            tp.push(t);
+            wp = w;
+        }
+        let (tn, ts, tp) = (median(tn), median(ts), median(tp));
+        let mem_n = memory_in_child("notify", &empty, &root, entries);
+        let mem_s = memory_in_child("native", &empty, &root, entries);
+        let mem_p = memory_in_child("portable", &empty, &root, entries);
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         rows.push(Row {
-            what: format!("start-up ms, {dirs} x {files} (find: {:.1})", ms(floor)),
+            what: format!(
+                "start-up ms, median of {RUNS}, {dirs} x {files} (find: {:.1})",
+                ms(floor)
+            ),
             notify: format!("{:.1}", ms(tn)),
             native: format!("{:.1} ({})", ms(ts), ratio(ms(ts), ms(tn))),
             portable: format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
@@ -310,10 +400,10 @@ fn main() {
             portable: wp.to_string(),
         });
         rows.push(Row {
-            what: format!("RSS growth per indexed entry, bytes, {dirs} x {files}"),
-            notify: "(no index)".into(),
+            what: format!("RSS growth per entry over an empty watch, B, {dirs} x {files}"),
+            notify: format!("{mem_n:.0}"),
             native: format!("{mem_s:.0}"),
-            portable: "-".into(),
+            portable: format!("{mem_p:.0}"),
         });
     }
     let lat = tempfile::tempdir().unwrap();

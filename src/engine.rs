@@ -730,7 +730,7 @@ impl Engine {
             if !node.complete {
                 match ft {
                     Some(t) => {
-                        node.entries.insert(next.clone(), t);
+                        node.entries.insert(&next, t);
                     }
                     None => {
                         node.entries.remove(&next);
@@ -946,20 +946,17 @@ impl Engine {
             if !self.index.get(id).is_some_and(|n| n.complete) {
                 match read_listing(&path, &mut self.cookies_found) {
                     Ok(list) => {
-                        let mut added = Vec::new();
                         let node = self.index.get_mut(id).expect("live node");
                         node.complete = true;
-                        for (name, ft) in list {
-                            if !node.entries.contains_key(&name) {
-                                node.entries.insert(name.clone(), ft);
-                                added.push((name, ft));
-                            }
-                        }
+                        let added = node.entries.extend_new(list);
+                        node.entries.shrink_to_fit();
                         if node.polled {
                             let sigs = node
                                 .entries
-                                .keys()
-                                .filter_map(|n| Some((n.clone(), sig_of(&node.path.join(n))?)))
+                                .iter()
+                                .filter_map(|(n, _)| {
+                                    Some((n.to_os_string(), sig_of(&node.path.join(n))?))
+                                })
                                 .collect();
                             node.sigs = sigs;
                         }
@@ -986,8 +983,8 @@ impl Engine {
                 }
             }
             let node = self.index.get(id).expect("live node");
-            for (name, ft) in &node.entries {
-                if *ft != FileType::Dir {
+            for (name, ft) in node.entries.iter() {
+                if ft != FileType::Dir {
                     continue;
                 }
                 let child = path.join(name);
@@ -1058,7 +1055,7 @@ impl Engine {
             return;
         }
         let path = node.path.join(name);
-        let old = node.entries.get(name).copied();
+        let old = node.entries.get(name);
         let new = lstat_type(&path).unwrap_or_default();
         self.wake_partials(id, name, old, new);
         match (old, new) {
@@ -1124,7 +1121,7 @@ impl Engine {
             && self
                 .index
                 .get(pid)
-                .is_some_and(|p| p.entries.get(name) == Some(&FileType::Dir))
+                .is_some_and(|p| p.entries.get(name) == Some(FileType::Dir))
         {
             self.remove_entry(pid, name, true);
         }
@@ -1167,7 +1164,7 @@ impl Engine {
         let Some(node) = self.index.get_mut(id) else {
             return;
         };
-        node.entries.insert(name.to_os_string(), t);
+        node.entries.insert(name, t);
         self.route(id, name, ChangeKind::Created, t);
         if t != FileType::Dir {
             self.root_appeared(id, name);
@@ -1258,7 +1255,7 @@ impl Engine {
                 continue;
             };
             self.drop_watch(id, &node);
-            for (name, t) in &node.entries {
+            for (name, t) in node.entries.iter() {
                 if report {
                     Self::route_in(
                         &mut self.specs,
@@ -1266,10 +1263,10 @@ impl Engine {
                         &node,
                         name,
                         ChangeKind::Removed,
-                        *t,
+                        t,
                     );
                 }
-                if *t == FileType::Dir
+                if t == FileType::Dir
                     && let Some(cid) = self.index.lookup(&node.path.join(name))
                 {
                     stack.push(cid);
@@ -1360,7 +1357,7 @@ impl Engine {
             return;
         };
         if !node.complete {
-            node.entries.insert(name.clone(), FileType::Dir);
+            node.entries.insert(&name, FileType::Dir);
         }
         node.partial.push(Partial {
             spec: sid,
@@ -1548,14 +1545,11 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
-        match node.entries.get(name) {
-            Some(t) if *t != FileType::Dir => {
-                let t = *t;
-                if changed_since(&node.path.join(name), since) {
-                    self.route(id, name, ChangeKind::Modified, t);
-                }
-            }
-            _ => {}
+        if let Some(t) = node.entries.get(name)
+            && t != FileType::Dir
+            && changed_since(&node.path.join(name), since)
+        {
+            self.route(id, name, ChangeKind::Modified, t);
         }
     }
 
@@ -1582,19 +1576,12 @@ impl Engine {
         };
         let changed: Vec<OsString> = match since {
             Some(_) => {
-                let touched: BTreeSet<&OsString> = diffs
-                    .iter()
-                    .map(|d| match d {
-                        EntryDiff::Added(n, _)
-                        | EntryDiff::Removed(n, _)
-                        | EntryDiff::Retyped(n, _, _) => n,
-                    })
-                    .collect();
+                let touched: BTreeSet<&OsStr> = diffs.iter().map(EntryDiff::name).collect();
                 let node = self.index.get(id).expect("live node");
                 node.entries
-                    .keys()
-                    .filter(|n| !touched.contains(n))
-                    .cloned()
+                    .iter()
+                    .filter(|(n, _)| !touched.contains(n))
+                    .map(|(n, _)| n.to_os_string())
                     .collect()
             }
             None => Vec::new(),
@@ -1774,7 +1761,7 @@ impl Engine {
             .entries
             .iter()
             .filter(|(n, t)| {
-                **t == FileType::Dir
+                *t == FileType::Dir
                     && self.index.lookup(&node.path.join(n)).is_none()
                     && node.full.iter().any(|s| {
                         self.specs
@@ -1782,7 +1769,7 @@ impl Engine {
                             .is_some_and(|st| !st.matcher.prunes(&node.path.join(n)))
                     })
             })
-            .map(|(n, _)| n.clone())
+            .map(|(n, _)| n.to_os_string())
             .collect();
         for n in orphans {
             self.remove_entry(id, &n, true);
@@ -1792,15 +1779,15 @@ impl Engine {
             return;
         };
         let mut modified = Vec::new();
-        let mut sigs = HashMap::with_capacity(node.entries.len());
-        for (name, t) in &node.entries {
+        let mut sigs = BTreeMap::new();
+        for (name, t) in node.entries.iter() {
             let Some(sig) = sig_of(&node.path.join(name)) else {
                 continue;
             };
-            if *t != FileType::Dir && node.sigs.get(name).is_some_and(|old| *old != sig) {
-                modified.push((name.clone(), *t));
+            if t != FileType::Dir && node.sigs.get(name).is_some_and(|old| *old != sig) {
+                modified.push((name.to_os_string(), t));
             }
-            sigs.insert(name.clone(), sig);
+            sigs.insert(name.to_os_string(), sig);
         }
         if let Some(node) = self.index.get_mut(id) {
             node.sigs = sigs;
@@ -1833,7 +1820,7 @@ impl Engine {
             }
             self.poll_node(id);
             if let Some(n) = self.index.get_mut(id) {
-                n.sigs = HashMap::new();
+                n.sigs = BTreeMap::new();
             }
             for s in &specs {
                 if let Some(st) = self.specs.get_mut(s) {
@@ -1864,7 +1851,7 @@ impl Engine {
                 && let Some(pid) = self.index.lookup(parent)
             {
                 let p = self.index.get(pid).expect("live");
-                if p.tracks(name) && p.entries.get(name) != Some(&FileType::Dir) {
+                if p.tracks(name) && p.entries.get(name) != Some(FileType::Dir) {
                     out.push(format!(
                         "{}: node exists but its parent lists it as {:?}",
                         n.path.display(),
@@ -1873,8 +1860,8 @@ impl Engine {
                 }
             }
             if n.complete && !n.full.is_empty() {
-                for (name, t) in &n.entries {
-                    if *t != FileType::Dir {
+                for (name, t) in n.entries.iter() {
+                    if t != FileType::Dir {
                         continue;
                     }
                     let child = n.path.join(name);

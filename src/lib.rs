@@ -169,9 +169,31 @@ pub mod bench_api {
         }
     }
 
+    /// A directory's indexed entries.
+    pub struct Listing(crate::index::Listing);
+
+    impl Listing {
+        /// A listing holding `entries`.
+        pub fn new(entries: Vec<(OsString, FileType)>) -> Listing {
+            let mut l = crate::index::Listing::default();
+            l.extend_new(entries);
+            Listing(l)
+        }
+
+        /// Inserts then removes every name of `names` one by one.
+        pub fn churn(&mut self, names: &[OsString]) {
+            for n in names {
+                self.0.insert(n, FileType::File);
+            }
+            for n in names {
+                self.0.remove(n);
+            }
+        }
+    }
+
     /// The listing diff; returns the number of differences.
-    pub fn diff(old: &BTreeMap<OsString, FileType>, fresh: Vec<(OsString, FileType)>) -> usize {
-        crate::index::diff(old, fresh).len()
+    pub fn diff(old: &Listing, fresh: Vec<(OsString, FileType)>) -> usize {
+        crate::index::diff(&old.0, fresh).len()
     }
 
     /// Coalesces raw changes into one batch; returns its length.
