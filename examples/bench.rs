@@ -5,6 +5,8 @@
 //! ```sh
 //! cargo run --release --example bench            # all scenarios
 //! cargo run --release --example bench -- quick   # smaller trees
+//! # profile native start-up (10 runs on 10,000 x 10):
+//! perf record -g target/release/examples/bench profile-startup
 //! ```
 //!
 //! Prints one table; every figure is measured in this run. What is not
@@ -346,6 +348,16 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("mem") {
         return memory_child(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("profile-startup") {
+        // For `perf record`: native start-ups only, on one tree.
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("tree");
+        make_tree(&root, 10_000, 10);
+        for _ in 0..10 {
+            drop(startup_specwatch(Backend::Native, &root));
+        }
+        return;
     }
     let quick = args.iter().any(|a| a == "quick");
     let sizes: &[(usize, usize)] = if quick {

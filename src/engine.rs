@@ -145,16 +145,6 @@ pub(crate) enum Os {
     Portable(Portable),
 }
 
-impl Os {
-    fn count(&self) -> usize {
-        match self {
-            #[cfg(target_os = "linux")]
-            Os::Native(n) => n.count(),
-            Os::Portable(p) => p.count(),
-        }
-    }
-}
-
 struct SpecState {
     name: String,
     generation: Generation,
@@ -785,7 +775,7 @@ impl Engine {
             #[cfg(target_os = "linux")]
             Os::Native(n) => match self
                 .max_watches
-                .filter(|max| n.count() >= *max)
+                .filter(|max| self.wds.len() >= *max)
                 .map(|max| {
                     Err(io::Error::new(
                         io::ErrorKind::QuotaExceeded,
@@ -879,7 +869,7 @@ impl Engine {
             Ok(()) => {
                 for s in specs {
                     if let Some(st) = self.specs.get_mut(s)
-                        && st.errors.remove(&path).is_some()
+                        && st.errors.remove(&*path).is_some()
                     {
                         st.dirty = true;
                     }
@@ -1275,11 +1265,11 @@ impl Engine {
             for s in &node.full {
                 if let Some(st) = self.specs.get_mut(s) {
                     st.dirs = st.dirs.saturating_sub(1);
-                    st.errors.remove(&node.path);
+                    st.errors.remove(&*node.path);
                     st.dirty = true;
-                    if st.spec.paths.contains(&node.path) {
-                        st.missing.insert(node.path.clone());
-                        self.reattach.push((*s, node.path.clone()));
+                    if st.spec.paths.iter().any(|p| **p == *node.path) {
+                        st.missing.insert(node.path.to_path_buf());
+                        self.reattach.push((*s, node.path.to_path_buf()));
                     }
                 }
             }
@@ -1386,11 +1376,11 @@ impl Engine {
             if n.is_unused() {
                 continue;
             }
-            node_paths.insert(n.path.clone());
+            node_paths.insert(n.path.to_path_buf());
             if n.full.is_empty() {
-                partial_only.push(n.path.clone());
+                partial_only.push(n.path.to_path_buf());
             } else {
-                full_paths.insert(n.path.clone());
+                full_paths.insert(n.path.to_path_buf());
             }
         }
         // A watch goes only when nothing at or below it is needed: notify
@@ -1450,7 +1440,7 @@ impl Engine {
                 .lookup(&path)
                 .and_then(|id| self.index.get(id))
                 .map(|n| {
-                    let mut v = n.full.clone();
+                    let mut v = n.full.to_vec();
                     v.extend(n.partial.iter().map(|p| p.spec));
                     v
                 })
@@ -1699,8 +1689,8 @@ impl Engine {
                     self.rescan_node(id, Some(since));
                 } else if let Some(n) = self.index.get(id) {
                     let full = !n.full.is_empty();
-                    let path = n.path.clone();
-                    let specs = n.full.clone();
+                    let path = n.path.to_path_buf();
+                    let specs = n.full.to_vec();
                     if full {
                         self.add_full(specs, path, true);
                     }
@@ -1810,7 +1800,7 @@ impl Engine {
                 self.polled.remove(&id);
                 continue;
             };
-            let specs: Vec<SpecId> = node.full.clone();
+            let specs: Vec<SpecId> = node.full.to_vec();
             self.polled.remove(&id);
             if let Some(n) = self.index.get_mut(id) {
                 n.polled = false;
@@ -1902,9 +1892,6 @@ impl Engine {
         };
         if e.mask & native::IN_IGNORED != 0 {
             self.wds.remove(&e.wd);
-            if let Os::Native(n) = &mut self.os {
-                n.forget(e.wd);
-            }
             if let Some(node) = self.index.get_mut(id) {
                 node.wd = None;
             }
@@ -2011,7 +1998,11 @@ impl Engine {
             return;
         }
         let stats = crate::manager::Stats {
-            os_watches: self.os.count(),
+            os_watches: match &self.os {
+                #[cfg(target_os = "linux")]
+                Os::Native(_) => self.wds.len(),
+                Os::Portable(p) => p.count(),
+            },
             indexed_dirs: self.index.len(),
             indexed_entries: self.index.entry_count(),
             backlog_paths: self.shared.backlog_paths(),

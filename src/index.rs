@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::event::FileType;
 
@@ -28,16 +29,20 @@ pub(crate) struct Partial {
     pub root: PathBuf,
 }
 
+/// The specs covering a directory: one or two inline, no allocation.
+pub(crate) type SpecList = smallvec::SmallVec<[SpecId; 2]>;
+
 /// One indexed directory.
 #[derive(Debug)]
 pub(crate) struct DirNode {
-    pub path: PathBuf,
+    /// Shared with the index's path map: stored once.
+    pub path: Arc<Path>,
     /// Entries by name. Complete when `complete`, else only the names that
     /// `partial` registrations want.
     pub entries: Listing,
     /// Specs that cover this directory and everything below it that they do
     /// not ignore.
-    pub full: Vec<SpecId>,
+    pub full: SpecList,
     /// Specs that watch this directory for one name.
     pub partial: Vec<Partial>,
     /// The native watch descriptor, if the directory has its own OS watch.
@@ -61,11 +66,11 @@ pub(crate) struct Sig {
 }
 
 impl DirNode {
-    pub(crate) fn new(path: PathBuf) -> DirNode {
+    pub(crate) fn new(path: Arc<Path>) -> DirNode {
         DirNode {
             path,
             entries: Listing::default(),
-            full: Vec::new(),
+            full: SpecList::new(),
             partial: Vec::new(),
             wd: None,
             complete: false,
@@ -90,7 +95,7 @@ impl DirNode {
 pub(crate) struct Index {
     nodes: Vec<Option<DirNode>>,
     free: Vec<DirId>,
-    by_path: HashMap<PathBuf, DirId>,
+    by_path: HashMap<Arc<Path>, DirId>,
 }
 
 impl Index {
@@ -111,7 +116,8 @@ impl Index {
         if let Some(id) = self.lookup(path) {
             return (id, false);
         }
-        let node = DirNode::new(path.to_path_buf());
+        let path: Arc<Path> = Arc::from(path);
+        let node = DirNode::new(path.clone());
         let id = match self.free.pop() {
             Some(id) => {
                 self.nodes[id] = Some(node);
@@ -122,7 +128,7 @@ impl Index {
                 self.nodes.len() - 1
             }
         };
-        self.by_path.insert(path.to_path_buf(), id);
+        self.by_path.insert(path, id);
         (id, true)
     }
 
@@ -733,7 +739,7 @@ mod tests {
         assert_eq!(ix.entry_count(), 1);
         assert_eq!(ix.len(), 2);
         let node = ix.remove(b).unwrap();
-        assert_eq!(node.path, PathBuf::from("/a/b"));
+        assert_eq!(&*node.path, Path::new("/a/b"));
         assert!(ix.lookup(Path::new("/a/b")).is_none());
         assert!(ix.get(b).is_none());
         let (c, _) = ix.ensure(Path::new("/c"));
@@ -743,7 +749,7 @@ mod tests {
 
     #[test]
     fn tracks_names() {
-        let mut n = DirNode::new("/p".into());
+        let mut n = DirNode::new(Path::new("/p").into());
         assert!(!n.tracks(OsStr::new("x")));
         n.partial.push(Partial {
             spec: 1,

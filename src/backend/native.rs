@@ -6,7 +6,6 @@
 //! even while the engine is busy reading directories. The engine adds and
 //! removes watches itself, through a [`Watches`] handle of the same instance.
 
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -17,7 +16,7 @@ use std::time::SystemTime;
 use parking_lot::{Condvar, Mutex};
 
 use crossbeam_channel::Sender;
-use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
+use inotify::{EventMask, Inotify, WatchMask, Watches};
 
 use super::RawEvent;
 use crate::engine::Msg;
@@ -93,8 +92,12 @@ fn stop_requested(stop: RawFd) -> bool {
 
 pub(crate) struct Native {
     pub(crate) pause: Arc<ReaderPause>,
+    /// Adds watches; holds the inotify descriptor open (the reader thread
+    /// holds the other reference).
     watches: Watches,
-    by_id: HashMap<i32, WatchDescriptor>,
+    /// The inotify descriptor, for removing watches by number: no map from
+    /// number to `WatchDescriptor` is kept (the engine has the numbers).
+    fd: RawFd,
     stop: OwnedFd,
     reader: Option<JoinHandle<()>>,
 }
@@ -103,6 +106,7 @@ impl Native {
     pub(crate) fn start(inbox: Sender<Msg>) -> io::Result<Native> {
         let inotify = Inotify::init()?;
         let watches = inotify.watches();
+        let fd = inotify.as_raw_fd();
         // SAFETY: eventfd returns a new descriptor or -1.
         let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if efd < 0 {
@@ -119,7 +123,7 @@ impl Native {
         Ok(Native {
             pause,
             watches,
-            by_id: HashMap::new(),
+            fd,
             stop,
             reader: Some(reader),
         })
@@ -128,26 +132,20 @@ impl Native {
     /// Adds (or re-adds: the kernel returns the same descriptor for the same
     /// inode) a watch on a directory.
     pub(crate) fn add(&mut self, dir: &Path, follow: bool) -> io::Result<i32> {
-        let wd = self.watches.add(dir, mask(follow))?;
-        let id = wd.get_watch_descriptor_id();
-        self.by_id.insert(id, wd);
-        Ok(id)
+        Ok(self
+            .watches
+            .add(dir, mask(follow))?
+            .get_watch_descriptor_id())
     }
 
-    /// Removes a watch; a descriptor the kernel already dropped is fine.
+    /// Removes a watch. One the kernel already dropped gives `EINVAL`,
+    /// which is fine: the kernel hands out watch numbers cyclically, so a
+    /// dropped number is not reused before the counter wraps.
     pub(crate) fn remove(&mut self, id: i32) {
-        if let Some(wd) = self.by_id.remove(&id) {
-            let _ = self.watches.remove(wd);
+        // SAFETY: `fd` is our inotify descriptor, kept open by `watches`.
+        unsafe {
+            libc::inotify_rm_watch(self.fd, id);
         }
-    }
-
-    /// The kernel dropped this watch (`IN_IGNORED`).
-    pub(crate) fn forget(&mut self, id: i32) {
-        self.by_id.remove(&id);
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.by_id.len()
     }
 }
 
