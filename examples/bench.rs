@@ -9,9 +9,7 @@
 //! perf record -g target/release/examples/bench profile-startup
 //! ```
 //!
-//! Prints one table; every figure is measured in this run. What is not
-//! measured yet (see the performance issue): memory per file of a compact
-//! index, the 10,000-rewrite scenario, `node_modules` leaks.
+//! Prints one table; every figure is measured in this run.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -19,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::unbounded;
 use notify::{RecursiveMode, Watcher};
-use specwatch::{Backend, ChangeKind, Event, Manager, WatchSpec};
+use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
 
 fn make_tree(root: &Path, dirs: usize, files: usize) {
     // Two levels: 50-ish top directories holding the rest.
@@ -210,6 +208,17 @@ fn memory_notify(empty: &Path, root: &Path, entries: usize) -> f64 {
     (grown * 1024) as f64 / entries as f64
 }
 
+/// Receives until a batch names `f`; panics after `timeout` without one.
+fn await_change(rx: &crossbeam_channel::Receiver<Event>, f: &Path, timeout: Duration) {
+    loop {
+        match rx.recv_timeout(timeout) {
+            Ok(Event::Changes(b)) if b.changes.iter().any(|c| c.path == f) => return,
+            Ok(_) => {}
+            Err(_) => panic!("no change of {} within {timeout:?}", f.display()),
+        }
+    }
+}
+
 fn latency_specwatch(backend: Backend, dir: &Path) -> (f64, f64) {
     let m = Manager::builder().backend(backend).build().unwrap();
     let rx = m.subscribe();
@@ -221,15 +230,7 @@ fn latency_specwatch(backend: Backend, dir: &Path) -> (f64, f64) {
     for i in 0..200 {
         let t = Instant::now();
         std::fs::write(&f, i.to_string()).unwrap();
-        loop {
-            match rx
-                .recv_timeout(Duration::from_secs(5))
-                .expect("latency event")
-            {
-                Event::Changes(b) if b.changes.iter().any(|c| c.path == f) => break,
-                _ => {}
-            }
-        }
+        await_change(&rx, &f, Duration::from_secs(5));
         v.push(t.elapsed().as_secs_f64() * 1000.0);
         // Let the trailing events of this write (close, attrib) settle so
         // they do not answer the next write.
@@ -265,18 +266,36 @@ fn latency_notify(dir: &Path) -> (f64, f64) {
     (pct(&mut v.clone(), 0.5), pct(&mut v, 0.99))
 }
 
-fn burst_files(root: &Path) -> Vec<PathBuf> {
+/// Writes `files` files with `content` into each of `dirs` directories
+/// (`dir(i)` below `root`), creating them; returns the files' paths.
+fn write_files(
+    root: &Path,
+    dirs: usize,
+    dir: impl Fn(usize) -> PathBuf,
+    files: usize,
+    content: &str,
+) -> Vec<PathBuf> {
     let mut all = Vec::new();
-    for i in 0..100 {
-        let dir = root.join(format!("b{i}")).join("inner");
-        std::fs::create_dir_all(&dir).unwrap();
-        for j in 0..50 {
-            let f = dir.join(format!("f{j}"));
-            std::fs::write(&f, "x").unwrap();
+    for i in 0..dirs {
+        let d = root.join(dir(i));
+        std::fs::create_dir_all(&d).unwrap();
+        for j in 0..files {
+            let f = d.join(format!("f{j}.rs"));
+            std::fs::write(&f, content).unwrap();
             all.push(f);
         }
     }
     all
+}
+
+fn burst_files(root: &Path) -> Vec<PathBuf> {
+    write_files(
+        root,
+        100,
+        |i| Path::new(&format!("b{i}")).join("inner"),
+        50,
+        "x",
+    )
 }
 
 /// Reported paths out of 5,000 and ms from the last write to the last
@@ -331,6 +350,182 @@ fn burst_notify(root: &Path) -> (usize, f64) {
     count_burst(root, &rx, |ev| ev.map(|e| e.paths).unwrap_or_default())
 }
 
+/// 100 directories of 100 files each, for the rewrite scenario.
+fn rewrite_tree(root: &Path) -> Vec<PathBuf> {
+    write_files(
+        root,
+        100,
+        |i| PathBuf::from(format!("r{i}")),
+        100,
+        "fn main() {}\n",
+    )
+}
+
+/// Changes (or events) counted per rewritten file: distinct files seen and
+/// the mean count per file seen.
+fn per_file(counts: &std::collections::HashMap<PathBuf, usize>) -> (usize, f64) {
+    let total: usize = counts.values().sum();
+    (counts.len(), total as f64 / counts.len().max(1) as f64)
+}
+
+/// Every file rewritten once, as fast as the loop goes, at the default
+/// quiet window; `sync` then guarantees every change was delivered.
+fn rewrite_specwatch(backend: Backend, root: &Path) -> (usize, f64) {
+    let files = rewrite_tree(root);
+    let want: HashSet<&PathBuf> = files.iter().collect();
+    let m = Manager::builder().backend(backend).build().unwrap();
+    let rx = m.subscribe();
+    m.apply("r", WatchSpec::new([root])).unwrap();
+    m.wait_watching("r", Duration::from_secs(30)).unwrap();
+    for f in &files {
+        std::fs::write(f, "fn main() { println!(); }\n").unwrap();
+    }
+    m.sync("r", Duration::from_secs(60)).unwrap();
+    let mut counts = std::collections::HashMap::new();
+    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(200)) {
+        if let Event::Changes(b) = ev {
+            for c in &b.changes {
+                if want.contains(&c.path) {
+                    *counts.entry(c.path.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    per_file(&counts)
+}
+
+/// The same with raw notify: events (access events left out) per file,
+/// until a marker written last has been seen and 200 ms passed quietly.
+fn rewrite_notify(root: &Path) -> (usize, f64) {
+    let files = rewrite_tree(root);
+    let want: HashSet<&PathBuf> = files.iter().collect();
+    let (tx, rx) = unbounded();
+    let mut w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+        let _ = tx.send(r);
+    })
+    .unwrap();
+    w.watch(root, RecursiveMode::Recursive).unwrap();
+    for f in &files {
+        std::fs::write(f, "fn main() { println!(); }\n").unwrap();
+    }
+    let mut counts = std::collections::HashMap::new();
+    notify_until_marker(&rx, &root.join("marker"), |ev| {
+        for p in &ev.paths {
+            if want.contains(p) {
+                *counts.entry(p.clone()).or_insert(0) += 1;
+            }
+        }
+    });
+    per_file(&counts)
+}
+
+/// A project with a small `src/` and a big `node_modules/` (5,000
+/// directories x 10 files) that the spec ignores.
+fn node_modules_tree(root: &Path) {
+    make_tree(&root.join("src"), 200, 10);
+    make_tree(&root.join("node_modules"), 5_000, 10);
+}
+
+/// What the writes inside `node_modules/` cost: 1,000 rewrites, a new
+/// package directory with 50 files.
+fn write_node_modules(root: &Path) {
+    let nm = root.join("node_modules");
+    for d in 0..1_000 {
+        std::fs::write(
+            nm.join(format!("t{}", d % 50))
+                .join(format!("d{d}"))
+                .join("f0.txt"),
+            "y",
+        )
+        .unwrap();
+    }
+    let new = nm.join("new-package/lib");
+    std::fs::create_dir_all(&new).unwrap();
+    for f in 0..50 {
+        std::fs::write(new.join(format!("m{f}.js")), "").unwrap();
+    }
+}
+
+struct NodeModules {
+    startup: Duration,
+    watches: usize,
+    /// OS events the writes in `node_modules/` added.
+    os_events: u64,
+    /// Changes reported below `node_modules/`.
+    leaked: usize,
+}
+
+/// Writes `src/<name>` and waits until the change arrives; returns the OS
+/// events counted then (200 ms later, for the file's trailing events).
+fn src_write_events(m: &Manager, rx: &crossbeam_channel::Receiver<Event>, f: &Path) -> u64 {
+    std::fs::write(f, "x").unwrap();
+    await_change(rx, f, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(200));
+    m.stats().os_events
+}
+
+fn node_modules_specwatch(backend: Backend, root: &Path) -> NodeModules {
+    let w0 = inotify_fds();
+    let t = Instant::now();
+    let m = Manager::builder().backend(backend).build().unwrap();
+    let rx = m.subscribe();
+    let spec = WatchSpec::new([root]).ignore(IgnoreRule::new(root, ["node_modules/"]));
+    m.apply("n", spec).unwrap();
+    m.wait_watching("n", Duration::from_secs(120)).unwrap();
+    let startup = t.elapsed();
+    let watches = new_inotify_watches(&w0);
+    let src = root.join("src");
+    // A src write alone, then the node_modules writes and the same src
+    // write: the difference is what node_modules cost.
+    let e0 = m.stats().os_events;
+    let e1 = src_write_events(&m, &rx, &src.join("a.txt"));
+    write_node_modules(root);
+    let e2 = src_write_events(&m, &rx, &src.join("b.txt"));
+    m.sync("n", Duration::from_secs(30)).unwrap();
+    let nm = root.join("node_modules");
+    let mut leaked = 0;
+    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(200)) {
+        if let Event::Changes(b) = ev {
+            leaked += b.changes.iter().filter(|c| c.path.starts_with(&nm)).count();
+        }
+    }
+    NodeModules {
+        startup,
+        watches,
+        os_events: (e2 - e1).saturating_sub(e1 - e0),
+        leaked,
+    }
+}
+
+fn node_modules_notify(root: &Path) -> NodeModules {
+    let w0 = inotify_fds();
+    let (tx, rx) = unbounded();
+    let t = Instant::now();
+    let mut w = notify::recommended_watcher(move |r: notify::Result<notify::Event>| {
+        let _ = tx.send(r);
+    })
+    .unwrap();
+    w.watch(root, RecursiveMode::Recursive).unwrap();
+    let startup = t.elapsed();
+    let watches = new_inotify_watches(&w0);
+    write_node_modules(root);
+    let nm = root.join("node_modules");
+    let mut events = 0u64;
+    notify_until_marker(&rx, &root.join("src/marker"), |ev| {
+        if ev.paths.iter().any(|p| p.starts_with(&nm)) {
+            events += 1;
+        }
+    });
+    // notify has no ignore rules: every event below node_modules reaches
+    // the handler, and every one is a leak.
+    NodeModules {
+        startup,
+        watches,
+        os_events: events,
+        leaked: events as usize,
+    }
+}
+
 fn idle_cpu_ms(f: impl FnOnce() -> Box<dyn std::any::Any>) -> f64 {
     let keep = f();
     std::thread::sleep(Duration::from_millis(300));
@@ -339,6 +534,44 @@ fn idle_cpu_ms(f: impl FnOnce() -> Box<dyn std::any::Any>) -> f64 {
     let used = cpu_ms() - c0;
     drop(keep);
     used
+}
+
+/// Runs a scenario with raw notify, then specwatch native and portable,
+/// each in a fresh temporary directory.
+fn three_ways<T>(
+    notify: impl FnOnce(&Path) -> T,
+    specwatch: impl Fn(Backend, &Path) -> T,
+) -> [T; 3] {
+    let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
+    [
+        notify(dirs[0].path()),
+        specwatch(Backend::Native, dirs[1].path()),
+        specwatch(Backend::Portable, dirs[2].path()),
+    ]
+}
+
+/// Feeds `f` every non-access notify event until `marker` (written after
+/// the scenario's writes) has shown up and 200 ms passed without events.
+fn notify_until_marker(
+    rx: &crossbeam_channel::Receiver<notify::Result<notify::Event>>,
+    marker: &Path,
+    mut f: impl FnMut(&notify::Event),
+) {
+    std::fs::write(marker, "").unwrap();
+    let mut marked = false;
+    loop {
+        let wait = Duration::from_millis(if marked { 200 } else { 30_000 });
+        let ev = match rx.recv_timeout(wait) {
+            Ok(Ok(ev)) => ev,
+            Ok(Err(_)) => continue,
+            Err(_) => break,
+        };
+        if ev.kind.is_access() {
+            continue;
+        }
+        marked |= ev.paths.iter().any(|p| p == marker);
+        f(&ev);
+    }
 }
 
 /// Runs per start-up measurement (the median is shown).
@@ -428,20 +661,54 @@ fn main() {
         native: format!("{s50:.3} / {s99:.3}"),
         portable: format!("{p50:.3} / {p99:.3}"),
     });
-    let b = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
-    let (bn, bnt) = burst_notify(b.0.path());
-    let (bs, bst) = burst_specwatch(Backend::Native, b.1.path());
-    let (bp, bpt) = burst_specwatch(Backend::Portable, b.2.path());
+    let [(bn, bnt), (bs, bst), (bp, bpt)] = three_ways(burst_notify, burst_specwatch);
     rows.push(Row {
         what: "burst 100 dirs x 50 files: reported / 5000, ms after last write".into(),
         notify: format!("{bn} / {bnt:.0}"),
         native: format!("{bs} / {bst:.0}"),
         portable: format!("{bp} / {bpt:.0}"),
     });
+    let [(rn, rnc), (rs, rsc), (rp, rpc)] = three_ways(rewrite_notify, rewrite_specwatch);
+    rows.push(Row {
+        what: "10,000 files rewritten: distinct reported / changes per file".into(),
+        notify: format!("{rn} / {rnc:.2}"),
+        native: format!("{rs} / {rsc:.2}"),
+        portable: format!("{rp} / {rpc:.2}"),
+    });
+    if !quick {
+        let nm = tempfile::tempdir().unwrap();
+        node_modules_tree(nm.path());
+        let n = node_modules_notify(nm.path());
+        let s = node_modules_specwatch(Backend::Native, nm.path());
+        let p = node_modules_specwatch(Backend::Portable, nm.path());
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        rows.push(Row {
+            what: "ignored node_modules/ (5,000 x 10), src/ 200 x 10: start-up ms".into(),
+            notify: format!("{:.1}", ms(n.startup)),
+            native: format!(
+                "{:.1} ({})",
+                ms(s.startup),
+                ratio(ms(s.startup), ms(n.startup))
+            ),
+            portable: format!(
+                "{:.1} ({})",
+                ms(p.startup),
+                ratio(ms(p.startup), ms(n.startup))
+            ),
+        });
+        rows.push(Row {
+            what: "  OS watches held".into(),
+            notify: n.watches.to_string(),
+            native: s.watches.to_string(),
+            portable: p.watches.to_string(),
+        });
+        rows.push(Row {
+            what: "  writes in node_modules/: OS events / changes reported".into(),
+            notify: format!("{} / {}", n.os_events, n.leaked),
+            native: format!("{} / {}", s.os_events, s.leaked),
+            portable: format!("{} / {}", p.os_events, p.leaked),
+        });
+    }
     let idle = tempfile::tempdir().unwrap();
     make_tree(idle.path(), 200, 5);
     let ip = idle.path().to_path_buf();

@@ -202,6 +202,8 @@ pub(crate) struct Engine {
     /// A native watch was released since the last pass (polled directories
     /// may move back).
     freed: bool,
+    /// OS events handled so far.
+    os_events: u64,
 }
 
 fn file_type_of(ft: std::fs::FileType) -> FileType {
@@ -401,6 +403,7 @@ impl Engine {
             inject_failures: 0,
             stats_waiters: Vec::new(),
             freed: false,
+            os_events: 0,
         }
     }
 
@@ -529,6 +532,7 @@ impl Engine {
             Msg::Inotify(events, read_at) => {
                 self.prev_read_at = self.last_read_at;
                 self.last_read_at = read_at;
+                self.os_events += events.len() as u64;
                 for e in events {
                     self.native_event(e);
                 }
@@ -536,6 +540,7 @@ impl Engine {
             Msg::Notify(Ok(event)) => {
                 self.prev_read_at = self.last_read_at;
                 self.last_read_at = SystemTime::now();
+                self.os_events += 1;
                 self.notify_event(event)
             }
             Msg::Sync {
@@ -2006,6 +2011,7 @@ impl Engine {
             indexed_dirs: self.index.len(),
             indexed_entries: self.index.entry_count(),
             backlog_paths: self.shared.backlog_paths(),
+            os_events: self.os_events,
         };
         for w in self.stats_waiters.drain(..) {
             let _ = w.send(stats);

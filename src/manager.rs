@@ -59,6 +59,11 @@ pub struct Stats {
     /// Distinct paths waiting in the backlogs of subscribers that are
     /// behind (0 when every subscriber keeps up).
     pub backlog_paths: usize,
+    /// OS events handled since the manager started (native: inotify
+    /// events, overflow markers included; portable: notify events). Only
+    /// events the kernel delivered count: a pruned directory has no watch
+    /// and costs none.
+    pub os_events: u64,
 }
 
 /// Builds a [`Manager`].
