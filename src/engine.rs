@@ -41,7 +41,7 @@ pub(crate) enum Msg {
         name: String,
         generation: Generation,
         spec: WatchSpec,
-        matcher: Matcher,
+        matcher: Box<Matcher>,
     },
     /// Delete the named spec.
     Delete { name: String },
@@ -525,7 +525,7 @@ impl Engine {
                 generation,
                 spec,
                 matcher,
-            } => self.upsert(name, generation, spec, matcher),
+            } => self.upsert(name, generation, spec, *matcher),
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
             #[cfg(target_os = "linux")]

@@ -4,6 +4,8 @@
 //!
 //! Pure: no I/O. The caller says whether a path is a directory.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +48,43 @@ pub(crate) struct Matcher {
     rules: Vec<CompiledRule>,
     /// The spec's roots: built-in ignores apply strictly below them.
     roots: Vec<PathBuf>,
+    /// Verdicts of directories already asked about (a path's verdict is its
+    /// own patterns' or else its parent directory's, so siblings share the
+    /// work above them). Pure memo of a pure function; emptied when full.
+    dirs: RefCell<HashMap<PathBuf, bool>>,
+}
+
+/// Most directory verdicts a [`Matcher`] remembers.
+const DIR_CACHE_MAX: usize = 1 << 16;
+
+/// `path` relative to `base` if it lies strictly below it. Both are clean
+/// (normalised specs, and paths joined from them), so a byte prefix ending
+/// at a separator is a component prefix.
+fn strictly_below<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
+    let p = path.as_os_str().as_encoded_bytes();
+    let b = base.as_os_str().as_encoded_bytes();
+    if p.len() <= b.len() || !p.starts_with(b) {
+        return None;
+    }
+    let rest = if b
+        .last()
+        .is_some_and(|c| std::path::is_separator(*c as char))
+    {
+        &p[b.len()..]
+    } else if std::path::is_separator(p[b.len()] as char) {
+        &p[b.len() + 1..]
+    } else {
+        return None;
+    };
+    if rest.is_empty() {
+        return None;
+    }
+    // SAFETY: `rest` is a suffix of `path`'s encoded bytes that starts right
+    // after an ASCII separator (or after the whole of `base`, which ends in
+    // one), so it is itself valid encoded `OsStr` bytes.
+    Some(Path::new(unsafe {
+        OsStr::from_encoded_bytes_unchecked(rest)
+    }))
 }
 
 #[derive(Debug)]
@@ -185,28 +224,26 @@ impl Matcher {
             editor,
             rules,
             roots: spec.paths.clone(),
+            dirs: RefCell::new(HashMap::new()),
         })
     }
 
     /// The verdict of the patterns that match `p` itself (not its
     /// ancestors): `Some(true)` ignored, `Some(false)` re-included, `None` no
-    /// pattern matches.
+    /// pattern matches (nor can any: `p` is at or above every base and root).
     fn verdict_at(&self, p: &Path, is_dir: bool) -> Option<bool> {
         let mut verdict = None;
         if let Some(editor) = &self.editor
+            && self.roots.iter().any(|r| strictly_below(p, r).is_some())
             && let Some(name) = p.file_name()
-            && self.roots.iter().any(|r| p != r && p.starts_with(r))
             && editor.is_match(name)
         {
             verdict = Some(true);
         }
         for rule in &self.rules {
-            let Ok(rel) = p.strip_prefix(&rule.base) else {
+            let Some(rel) = strictly_below(p, &rule.base) else {
                 continue;
             };
-            if rel.as_os_str().is_empty() {
-                continue;
-            }
             match rule.gitignore.matched(rel, is_dir) {
                 Match::None => {}
                 Match::Ignore(_) => verdict = Some(true),
@@ -216,6 +253,15 @@ impl Matcher {
         verdict
     }
 
+    /// Whether `p` is strictly below some rule base or (with built-in
+    /// ignores) some root: above all of them nothing can match.
+    fn below_something(&self, p: &Path) -> bool {
+        self.rules
+            .iter()
+            .any(|r| strictly_below(p, &r.base).is_some())
+            || (self.editor.is_some() && self.roots.iter().any(|r| strictly_below(p, r).is_some()))
+    }
+
     /// Whether `path` is ignored: the deepest of the path and its ancestors
     /// that some pattern matches decides; among the patterns matching it, the
     /// last wins.
@@ -223,29 +269,49 @@ impl Matcher {
         if self.editor.is_none() && self.rules.is_empty() {
             return false;
         }
-        let mut p = path;
-        let mut dir = is_dir;
-        loop {
-            // Above every rule base and every root nothing can match.
-            let below_something = self
-                .rules
-                .iter()
-                .any(|r| p != r.base && p.starts_with(&r.base))
-                || (self.editor.is_some() && self.roots.iter().any(|r| p != r && p.starts_with(r)));
-            if !below_something {
-                return false;
-            }
-            if let Some(v) = self.verdict_at(p, dir) {
-                return v;
-            }
-            match p.parent() {
-                Some(parent) => {
-                    p = parent;
-                    dir = true;
-                }
-                None => return false,
-            }
+        if !self.below_something(path) {
+            return false;
         }
+        if let Some(v) = self.verdict_at(path, is_dir) {
+            return v;
+        }
+        match path.parent() {
+            Some(parent) => self.dir_ignored(parent),
+            None => false,
+        }
+    }
+
+    /// [`is_ignored`](Self::is_ignored) of a directory, remembered. Walks up
+    /// to the first directory with a remembered or decisive verdict, then
+    /// remembers it for every directory passed on the way.
+    fn dir_ignored(&self, dir: &Path) -> bool {
+        let mut pending: Vec<&Path> = Vec::new();
+        let mut p = dir;
+        let verdict = loop {
+            if let Some(&v) = self.dirs.borrow().get(p) {
+                break v;
+            }
+            if !self.below_something(p) {
+                break false;
+            }
+            if let Some(v) = self.verdict_at(p, true) {
+                pending.push(p);
+                break v;
+            }
+            pending.push(p);
+            match p.parent() {
+                Some(parent) => p = parent,
+                None => break false,
+            }
+        };
+        let mut dirs = self.dirs.borrow_mut();
+        if dirs.len() + pending.len() > DIR_CACHE_MAX {
+            dirs.clear();
+        }
+        for d in pending {
+            dirs.insert(d.to_path_buf(), verdict);
+        }
+        verdict
     }
 
     /// Whether some `!` pattern could match a path strictly below `dir`.
@@ -464,5 +530,60 @@ mod tests {
         assert!(m.is_ignored(p, false));
         let p = Path::new(OsStr::from_bytes(b"/r/\xff\xfe.c"));
         assert!(!m.is_ignored(p, false));
+    }
+
+    #[test]
+    fn strictly_below_is_a_component_prefix() {
+        let sb =
+            |p: &str, b: &str| strictly_below(Path::new(p), Path::new(b)).map(Path::to_path_buf);
+        assert_eq!(sb("/r/a/b", "/r"), Some(PathBuf::from("a/b")));
+        assert_eq!(sb("/r/a", "/"), Some(PathBuf::from("r/a")));
+        assert_eq!(sb("/r", "/r"), None);
+        assert_eq!(sb("/rx/a", "/r"), None);
+        assert_eq!(sb("/r", "/r/a"), None);
+        assert_eq!(sb("/", "/"), None);
+    }
+
+    /// The directory memo never changes an answer, whatever the order of
+    /// the questions: every answer equals that of a fresh matcher.
+    #[test]
+    fn remembered_verdicts_equal_fresh_ones() {
+        let pats = [
+            "build/",
+            "*.o",
+            "!keep.o",
+            "/top",
+            "docs/gen/",
+            "!docs/gen/keep/",
+            "deep/**/x",
+        ];
+        let names = [
+            "build", "keep.o", "a.o", "top", "docs", "gen", "keep", "deep", "x", "y",
+        ];
+        let mut paths = Vec::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..3000 {
+            let mut p = PathBuf::from("/r");
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            for k in 0..(1 + rng % 6) {
+                p.push(names[((rng >> (8 * k)) % names.len() as u64) as usize]);
+            }
+            paths.push((p, rng & 1 == 0));
+        }
+        let cached = matcher(&pats);
+        let fresh = matcher(&pats);
+        for (p, dir) in &paths {
+            fresh.dirs.borrow_mut().clear();
+            assert_eq!(
+                cached.is_ignored(p, *dir),
+                fresh.is_ignored(p, *dir),
+                "{} (dir: {dir})",
+                p.display()
+            );
+        }
+        // A full memo is emptied, not grown without bound.
+        assert!(cached.dirs.borrow().len() <= DIR_CACHE_MAX);
     }
 }

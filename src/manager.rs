@@ -264,7 +264,7 @@ impl Manager {
             name: name.clone(),
             generation,
             spec: spec.clone(),
-            matcher,
+            matcher: Box::new(matcher),
         })?;
         specs.insert(name, AppliedSpec { spec, generation });
         Ok(())
