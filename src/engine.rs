@@ -776,7 +776,10 @@ impl Engine {
     /// symlink (ancestors of roots), else it must be a real directory.
     fn watch_node(&mut self, id: DirId, follow: bool, specs: &[SpecId]) -> bool {
         let path = self.index.get(id).expect("live node").path.clone();
-        let result = match &mut self.os {
+        // On failure: the error and the directory it is about (for the
+        // portable backend, possibly one below `path` that stopped notify's
+        // recursive walk).
+        let result: std::result::Result<(), (io::Error, PathBuf)> = match &mut self.os {
             #[cfg(target_os = "linux")]
             Os::Native(n) => match self
                 .max_watches
@@ -795,23 +798,6 @@ impl Engine {
                         n.add(&path, follow)
                     }
                 }) {
-                Err(e) if is_watch_limit(&e) => {
-                    // No watch to be had: poll this directory instead.
-                    if let Some(node) = self.index.get_mut(id) {
-                        node.polled = true;
-                    }
-                    self.polled.insert(id);
-                    if self.next_poll.is_none() {
-                        self.next_poll = Some(Instant::now() + self.poll_interval);
-                    }
-                    self.limit_reason = Some(e.to_string());
-                    for s in specs {
-                        if let Some(st) = self.specs.get_mut(s) {
-                            st.dirty = true;
-                        }
-                    }
-                    return false;
-                }
                 Ok(wd) => {
                     if let Some(&other) = self.wds.get(&wd)
                         && other != id
@@ -842,27 +828,7 @@ impl Engine {
                     }
                     Ok(())
                 }
-                Err(e) => {
-                    if !gone(&e) {
-                        // Possibly transient (EIO, EACCES that a chmod
-                        // lifts, ...): try again later, backing off.
-                        let (attempts, first) = self
-                            .retries
-                            .get(&id)
-                            .map_or((1, SystemTime::now()), |r| (r.0 + 1, r.2));
-                        let delay = RETRY_FIRST
-                            .saturating_mul(1 << (attempts - 1).min(16))
-                            .min(RETRY_MAX);
-                        self.retries
-                            .insert(id, (attempts, Instant::now() + delay, first));
-                        for s in specs {
-                            if let Some(st) = self.specs.get_mut(s) {
-                                st.status.watch_retries += 1;
-                            }
-                        }
-                    }
-                    Err(e.to_string())
-                }
+                Err(e) => Err((e, path.to_path_buf())),
             },
             Os::Portable(p) => {
                 // Ancestors of roots (`follow`) are watched for their own
@@ -881,10 +847,81 @@ impl Engine {
                 }
                 true
             }
-            Err(msg) => {
-                self.record_error(specs, &path, &format!("cannot watch: {msg}"));
+            Err((e, _)) if is_watch_limit(&e) => {
+                // No watch to be had: poll this directory instead.
+                if let Some(node) = self.index.get_mut(id) {
+                    node.polled = true;
+                }
+                self.polled.insert(id);
+                if self.next_poll.is_none() {
+                    self.next_poll = Some(Instant::now() + self.poll_interval);
+                }
+                self.limit_reason = Some(e.to_string());
+                for s in specs {
+                    if let Some(st) = self.specs.get_mut(s) {
+                        st.dirty = true;
+                    }
+                }
                 false
             }
+            Err((e, at)) => {
+                if !gone(&e) {
+                    // Possibly transient (EIO, EACCES that a chmod lifts,
+                    // ...): try again later, backing off.
+                    self.schedule_retry(id, specs);
+                }
+                self.record_error(specs, &at, &format!("cannot watch: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Directory `id` could not be watched or read for a possibly transient
+    /// reason: try again after a backoff that doubles per attempt.
+    fn schedule_retry(&mut self, id: DirId, specs: &[SpecId]) {
+        let (attempts, first) = self
+            .retries
+            .get(&id)
+            .map_or((1, SystemTime::now()), |r| (r.0 + 1, r.2));
+        let delay = RETRY_FIRST
+            .saturating_mul(1 << (attempts - 1).min(16))
+            .min(RETRY_MAX);
+        self.retries
+            .insert(id, (attempts, Instant::now() + delay, first));
+        for s in specs {
+            if let Some(st) = self.specs.get_mut(s) {
+                st.status.watch_retries += 1;
+                st.dirty = true;
+            }
+        }
+    }
+
+    /// Native backend: whether node `id` has lost its watch with nothing to
+    /// make up for it (no polling, no retry pending), so that no event will
+    /// tell about its directory.
+    fn unwatched(&self, id: DirId) -> bool {
+        match &self.os {
+            #[cfg(target_os = "linux")]
+            Os::Native(_) => self
+                .index
+                .get(id)
+                .is_some_and(|n| n.wd.is_none() && !n.polled && !self.retries.contains_key(&id)),
+            Os::Portable(_) => false,
+        }
+    }
+
+    /// Whether directory `id` still lacks the OS watch it needs.
+    fn needs_watch(&self, id: DirId) -> bool {
+        let Some(node) = self.index.get(id) else {
+            return false;
+        };
+        if node.polled {
+            return false;
+        }
+        match &self.os {
+            #[cfg(target_os = "linux")]
+            Os::Native(_) => node.wd.is_none(),
+            Os::Portable(p) => !p.has_watch(&node.path, !node.full.is_empty()),
         }
     }
 
@@ -922,6 +959,7 @@ impl Engine {
                 Os::Native(_) => self.index.get(id).is_some_and(|n| n.wd.is_none()),
                 Os::Portable(_) => created || !self.index.get(id).is_some_and(|n| n.complete),
             };
+            let mut watched = true;
             if needs_watch {
                 // Portable: every new directory gets its own watch call, even
                 // below one just walked: a directory created after that walk
@@ -933,13 +971,42 @@ impl Engine {
                 {
                     self.record_error(&specs, &path, &format!("cannot watch: {e}"));
                 }
-                self.watch_node(id, false, &specs);
+                watched = self.watch_node(id, false, &specs);
             }
             if self.index.get(id).is_none() {
                 continue; // removed as stale while watching
             }
             if !self.index.get(id).is_some_and(|n| n.complete) {
-                match read_listing(&path, &mut self.cookies_found) {
+                let mut listing = read_listing(&path, &mut self.cookies_found);
+                // The watch was refused because no directory was at the path
+                // (gone: no retry is scheduled), yet one was read there just
+                // after: it was replaced in between. Watch the one there now
+                // and read it again, or it would have neither a watch nor
+                // polling, and a polled parent would never notice.
+                let mut tries = 0;
+                while !watched
+                    && listing.is_ok()
+                    && tries < 3
+                    && self.needs_watch(id)
+                    && !self.retries.contains_key(&id)
+                {
+                    tries += 1;
+                    watched = self.watch_node(id, false, &specs);
+                    if watched {
+                        listing = read_listing(&path, &mut self.cookies_found);
+                    }
+                }
+                if self.index.get(id).is_none() {
+                    continue;
+                }
+                if !watched
+                    && listing.is_ok()
+                    && self.needs_watch(id)
+                    && !self.retries.contains_key(&id)
+                {
+                    self.schedule_retry(id, &specs);
+                }
+                match listing {
                     Ok(list) => {
                         let node = self.index.get_mut(id).expect("live node");
                         node.complete = true;
@@ -973,6 +1040,7 @@ impl Engine {
                         continue;
                     }
                     Err(e) => {
+                        self.schedule_retry(id, &specs);
                         self.record_error(&specs, &path, &format!("cannot read: {e}"));
                     }
                 }
@@ -1067,10 +1135,12 @@ impl Engine {
                     // Only the native backend can tell cheaply.
                     Hint::Rescan => !matches!(self.os, Os::Portable(_)),
                     Hint::Created | Hint::Modified => false,
-                };
+                } || self.index.lookup(&path).is_some_and(|c| self.unwatched(c));
                 if suspect && self.dir_replaced(id, name, &path) {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
+                } else {
+                    self.retry_soon(&path);
                 }
             }
             (Some(_), Some(t)) => {
@@ -1433,24 +1503,19 @@ impl Engine {
         for w in &stale {
             p.unwatch(w);
         }
-        let mut errors = Vec::new();
         for (path, recursive) in wanted {
-            if let Err(e) = p.ensure_watch(&path, recursive) {
-                errors.push((path, e));
+            let Some(id) = self.index.lookup(&path) else {
+                continue;
+            };
+            if self.retries.contains_key(&id) {
+                continue; // its backoff says when
             }
-        }
-        for (path, msg) in errors {
-            let specs: Vec<SpecId> = self
-                .index
-                .lookup(&path)
-                .and_then(|id| self.index.get(id))
-                .map(|n| {
-                    let mut v = n.full.to_vec();
-                    v.extend(n.partial.iter().map(|p| p.spec));
-                    v
-                })
-                .unwrap_or_default();
-            self.record_error(&specs, &path, &format!("cannot watch: {msg}"));
+            let Some(n) = self.index.get(id) else {
+                continue;
+            };
+            let mut specs = n.full.to_vec();
+            specs.extend(n.partial.iter().map(|p| p.spec));
+            self.watch_node(id, !recursive, &specs);
         }
     }
 
@@ -1474,6 +1539,13 @@ impl Engine {
                 // the parent's next poll finds whatever is there now.
                 if self.index.get(pid).is_some_and(|p| p.polled) {
                     self.drop_stale(id);
+                } else if self.unwatched(id) {
+                    // It lost its watch (the directory was deleted or
+                    // replaced) and the parent's events about the name may
+                    // all have been handled already, while the old watch
+                    // still stood: look at the name now.
+                    let name = path.file_name().unwrap_or_default().to_os_string();
+                    self.handle_name(pid, &name, Hint::Removed);
                 }
                 return;
             }
@@ -1663,9 +1735,10 @@ impl Engine {
         }
     }
 
-    /// Tries failed watches again whose backoff is over; a directory that
-    /// gets its watch is re-read (and files changed meanwhile, by ctime,
-    /// reported), since no events came while it had none.
+    /// Tries failed watches and reads again whose backoff is over; a
+    /// directory that gets its watch is re-read (and files changed
+    /// meanwhile, by ctime, reported), since no events came while it had
+    /// none; one that could not be read is read and its contents reported.
     fn retry_due(&mut self, now: Instant) {
         let due: Vec<DirId> = self
             .retries
@@ -1678,28 +1751,53 @@ impl Engine {
                 self.retries.remove(&id);
                 continue;
             };
-            if node.wd.is_some() || node.polled {
-                self.retries.remove(&id);
+            let Some(&(attempts, _, first)) = self.retries.get(&id) else {
+                continue;
+            };
+            let follow = node.full.is_empty();
+            let mut specs = node.full.to_vec();
+            specs.extend(node.partial.iter().map(|p| p.spec));
+            if self.needs_watch(id) && !self.watch_node(id, follow, &specs) {
+                if self.index.get(id).is_some_and(|n| n.polled) {
+                    self.retries.remove(&id); // polling covers it now
+                } else if self.retries.get(&id).is_some_and(|r| r.0 == attempts) {
+                    // Refused as gone: keep backing off until the node goes.
+                    self.schedule_retry(id, &specs);
+                }
                 continue;
             }
-            let follow = node.full.is_empty();
-            let mut specs = node.full.clone();
-            specs.extend(node.partial.iter().map(|p| p.spec));
-            let first = self.retries.get(&id).map_or(SystemTime::now(), |r| r.2);
-            if self.watch_node(id, follow, &specs) {
-                self.retries.remove(&id);
-                // Changes since the first failure had no events.
-                let since = self.since_with_margin(first);
-                if self.index.get(id).is_some_and(|n| n.complete) {
-                    self.rescan_node(id, Some(since));
-                } else if let Some(n) = self.index.get(id) {
-                    let full = !n.full.is_empty();
+            // Changes since the first failure had no events.
+            let since = self.since_with_margin(first);
+            match self.index.get(id) {
+                Some(n) if n.complete => self.rescan_node(id, Some(since)),
+                Some(n) if !n.full.is_empty() => {
                     let path = n.path.to_path_buf();
-                    let specs = n.full.to_vec();
-                    if full {
-                        self.add_full(specs, path, true);
-                    }
+                    let full = n.full.to_vec();
+                    self.add_full(full, path, true);
                 }
+                _ => {}
+            }
+            // A failed read rescheduled it with one more attempt.
+            if self.retries.get(&id).is_some_and(|r| r.0 == attempts) {
+                self.retries.remove(&id);
+            }
+        }
+    }
+
+    /// Something happened to a directory waiting for a retry (a chmod, say):
+    /// try every waiting directory again now rather than after its backoff.
+    fn retry_soon(&mut self, path: &Path) {
+        if self.retries.is_empty() {
+            return;
+        }
+        if self
+            .index
+            .lookup(path)
+            .is_some_and(|cid| self.retries.contains_key(&cid))
+        {
+            let now = Instant::now();
+            for r in self.retries.values_mut() {
+                r.1 = r.1.min(now);
             }
         }
     }
@@ -1750,14 +1848,18 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
-        // A directory entry that lost its node (it was replaced while this
-        // directory had no events to tell) is covered again.
+        // A directory entry that lost its node, or whose node has neither
+        // watch nor polling (it was replaced while this directory had no
+        // events to tell), is covered again.
         let orphans: Vec<OsString> = node
             .entries
             .iter()
             .filter(|(n, t)| {
                 *t == FileType::Dir
-                    && self.index.lookup(&node.path.join(n)).is_none()
+                    && self
+                        .index
+                        .lookup(&node.path.join(n))
+                        .is_none_or(|c| self.unwatched(c))
                     && node.full.iter().any(|s| {
                         self.specs
                             .get(s)
@@ -1871,6 +1973,22 @@ impl Engine {
                             child.display()
                         ));
                     }
+                }
+            }
+        }
+        #[cfg(target_os = "linux")]
+        if let Os::Native(_) = self.os {
+            for id in self.index.ids() {
+                let n = self.index.get(id).expect("listed");
+                if !n.full.is_empty()
+                    && n.wd.is_none()
+                    && !n.polled
+                    && !self.retries.contains_key(&id)
+                {
+                    out.push(format!(
+                        "{}: neither watched nor polled nor waiting for a retry",
+                        n.path.display()
+                    ));
                 }
             }
         }

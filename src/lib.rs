@@ -73,6 +73,11 @@
 //!   [`ManagerBuilder::max_os_watches`]) the directories left over are
 //!   polled; [`WatchStatus::polled_dirs`] counts them and the phase is
 //!   `Degraded`. They get OS watches again once watches are released.
+//! - A directory that cannot be watched or read for another reason
+//!   (permission denied, an I/O error) leaves the rest watched; the phase is
+//!   `Degraded` and names it, and it is tried again with backoff (at once
+//!   when an event says it changed, such as a `chmod`). Once it can be read,
+//!   its contents are reported as created.
 //! - A root that does not exist yet is watched from its nearest existing
 //!   ancestor (only the name leading to it); a deleted root is reported
 //!   removed and watched again when it reappears.
@@ -82,10 +87,6 @@
 //!
 //! # Known problems
 //!
-//! - **Polled directories under heavy churn**: while the watch limit is
-//!   reached, a directory that is replaced while polled can, rarely, have its
-//!   new contents missed (seen 3 times in 410,000 random operations under
-//!   load, with a 6-watch cap). Raise the watch budget where it matters.
 //! - **Portable backend under heavy directory renames**: notify keys its
 //!   recursive watches by path and re-adds them lazily after rename events.
 //!   specwatch works around both (it never unwatches a recursive root while
@@ -104,9 +105,10 @@
 //!   seen; nor are changes made on another machine to a network file system
 //!   (no automatic polling of network mounts yet).
 //! - The portable backend watches ignored directories too (notify recurses
-//!   into them); their events are dropped, but they cost OS watches. It
-//!   does not fall back to polling when the OS refuses watches: the status
-//!   names the directory instead.
+//!   into them); their events are dropped, but they cost OS watches. Its
+//!   fallback to polling when notify reports the watch limit
+//!   (`MaxFilesWatch`) is not tested (the manager's watch cap applies to
+//!   the native backend only).
 //! - Sync cookies are files named `.specwatch-cookie-*`; entries with that
 //!   prefix are never indexed or reported.
 //! - Paths are cleaned lexically (`a/b/../c` is `a/c`) without resolving

@@ -77,10 +77,12 @@ pub struct WatchStatus {
     /// `EMFILE`, or the manager's own cap). They move back to OS watches
     /// when watches are released. Non-zero makes the phase `Degraded`.
     pub polled_dirs: usize,
-    /// Watch attempts that failed for a reason other than the watch limit
-    /// (an I/O error, permission denied) for this generation. Each such
-    /// directory is tried again with backoff (50 ms, doubling, at most 30 s)
-    /// and re-read once its watch lands.
+    /// Attempts to watch or read a directory that failed for a reason other
+    /// than the watch limit (an I/O error, permission denied), for this
+    /// generation. Each such directory is tried again with backoff (50 ms,
+    /// doubling, at most 30 s; at once when an event says it changed, such
+    /// as the `chmod` that makes it readable again) and re-read once its
+    /// watch lands; what it holds is then reported as created.
     pub watch_retries: u64,
     /// How many times lost OS events (a kernel queue overflow) were
     /// recovered from by rescanning, for this generation.

@@ -18,6 +18,7 @@ both_backends!(
     deep_trees_and_long_names,
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
+    unreadable_subdirectory_is_named_and_recovers,
 );
 
 fn sync_delivers_everything_before_it(b: Backend) {
@@ -436,4 +437,56 @@ fn failed_watch_is_retried_with_backoff() {
     m.sync("s", WAIT).unwrap();
     c.drain();
     assert!(c.has("s", &f, ChangeKind::Created));
+}
+
+/// A subdirectory that cannot be read (mode 000, with permission bits made
+/// to apply even to root, see `permissions_apply`) leaves the rest watched;
+/// the status names it; once it is readable again it is watched and its
+/// contents are reported.
+fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let root = d.path().join("r");
+    let locked = root.join("locked");
+    fs::create_dir_all(root.join("ok")).unwrap();
+    fs::create_dir_all(locked.join("inner")).unwrap();
+    fs::write(locked.join("inner/f"), "f").unwrap();
+    let _caps = permissions_apply();
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    let st = start(&m, "s", spec(&[&root]));
+    let named = |st: &specwatch::WatchStatus| match &st.phase {
+        Phase::Degraded { reason } => reason.contains(&*locked.to_string_lossy()),
+        _ => false,
+    };
+    assert!(
+        named(&st),
+        "status does not name {}: {st:?}",
+        locked.display()
+    );
+    // The rest works.
+    let g = root.join("ok/g");
+    fs::write(&g, "g").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("s", &g, ChangeKind::Created), "{:?}", c.changes("s"));
+    assert!(
+        named(&m.status("s").unwrap()),
+        "still degraded while locked"
+    );
+    // Readable again: watched, contents reported, phase back to Watching.
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+    c.wait("the unlocked directory's contents reported", |c| {
+        c.has("s", &locked.join("inner"), ChangeKind::Created)
+            && c.has("s", &locked.join("inner/f"), ChangeKind::Created)
+    });
+    c.wait("phase Watching again", |_| {
+        m.status("s").is_some_and(|s| s.phase == Phase::Watching)
+    });
+    let h = locked.join("inner/h");
+    fs::write(&h, "h").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("s", &h, ChangeKind::Created), "{:?}", c.changes("s"));
 }

@@ -6,6 +6,7 @@
 //! recursively; the parents of roots non-recursively.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crossbeam_channel::Sender;
@@ -69,7 +70,17 @@ impl Portable {
 
     /// Watches `path` unless a recursive watch above it already covers it;
     /// upgrades a non-recursive watch to a recursive one when asked.
-    pub(crate) fn ensure_watch(&mut self, path: &Path, recursive: bool) -> Result<(), String> {
+    ///
+    /// On failure: the error and the directory it is about. A recursive
+    /// watch stops at the first directory below `path` that cannot be
+    /// watched (notify walks the tree and gives up there); that directory is
+    /// named, and `path` is not recorded as watched, so that the directories
+    /// below it get watch calls of their own.
+    pub(crate) fn ensure_watch(
+        &mut self,
+        path: &Path,
+        recursive: bool,
+    ) -> Result<(), (io::Error, PathBuf)> {
         if self.covers(path) {
             return Ok(());
         }
@@ -85,9 +96,17 @@ impl Portable {
         } else {
             RecursiveMode::NonRecursive
         };
-        self.watcher.watch(path, mode).map_err(|e| e.to_string())?;
+        self.watcher
+            .watch(path, mode)
+            .map_err(|e| watch_error(e, path))?;
         self.watched.insert(path.to_path_buf(), recursive);
         Ok(())
+    }
+
+    /// Whether `path` has the watch [`ensure_watch`](Self::ensure_watch)
+    /// would give it.
+    pub(crate) fn has_watch(&self, path: &Path, recursive: bool) -> bool {
+        self.covers(path) || self.watched.get(path).is_some_and(|&r| r || !recursive)
     }
 
     /// Whether a recursive watch strictly above `path` covers it.
@@ -113,4 +132,26 @@ impl Portable {
     pub(crate) fn count(&self) -> usize {
         self.watched.len() + self.extra.len()
     }
+}
+
+/// A notify error as an I/O error (so that the engine classifies it like the
+/// native backend's), with the path it is about (`fallback` if it names
+/// none).
+fn watch_error(e: notify::Error, fallback: &Path) -> (io::Error, PathBuf) {
+    let at = e
+        .paths
+        .first()
+        .cloned()
+        .unwrap_or_else(|| fallback.to_path_buf());
+    let message = e.to_string();
+    let io = match e.kind {
+        notify::ErrorKind::Io(io) => io,
+        notify::ErrorKind::PathNotFound => io::Error::new(io::ErrorKind::NotFound, message),
+        notify::ErrorKind::MaxFilesWatch => io::Error::new(
+            io::ErrorKind::QuotaExceeded,
+            "the OS refuses more watches (inotify max_user_watches)",
+        ),
+        _ => io::Error::other(message),
+    };
+    (io, at)
 }
