@@ -185,7 +185,9 @@ pub(crate) struct Engine {
     last_read_at: SystemTime,
     overflow_margin: Duration,
     /// Directories polled because the OS refused a watch.
-    polled: BTreeSet<DirId>,
+    /// Each with a stat signature per entry, to tell a modification
+    /// without OS events.
+    polled: BTreeMap<DirId, BTreeMap<OsString, Sig>>,
     poll_interval: Duration,
     next_poll: Option<Instant>,
     /// The manager's cap on native watches.
@@ -394,7 +396,7 @@ impl Engine {
             prev_read_at: SystemTime::now(),
             last_read_at: SystemTime::now(),
             overflow_margin: OVERFLOW_MARGIN,
-            polled: BTreeSet::new(),
+            polled: BTreeMap::new(),
             poll_interval: DEFAULT_POLL_INTERVAL,
             next_poll: None,
             max_watches: None,
@@ -852,7 +854,7 @@ impl Engine {
                 if let Some(node) = self.index.get_mut(id) {
                     node.polled = true;
                 }
-                self.polled.insert(id);
+                self.polled.entry(id).or_default();
                 if self.next_poll.is_none() {
                     self.next_poll = Some(Instant::now() + self.poll_interval);
                 }
@@ -1020,7 +1022,7 @@ impl Engine {
                                     Some((n.to_os_string(), sig_of(&node.path.join(n))?))
                                 })
                                 .collect();
-                            node.sigs = sigs;
+                            self.polled.insert(id, sigs);
                         }
                         if report {
                             for (name, ft) in added {
@@ -1686,7 +1688,7 @@ impl Engine {
                 // for: poll them now, so the barrier covers them too.
                 let polled: Vec<DirId> = self
                     .polled
-                    .iter()
+                    .keys()
                     .copied()
                     .filter(|id| self.index.get(*id).is_some_and(|n| n.full.contains(&sid)))
                     .collect();
@@ -1822,7 +1824,7 @@ impl Engine {
             }
         }
         self.now = Instant::now();
-        let ids: Vec<DirId> = self.polled.iter().copied().collect();
+        let ids: Vec<DirId> = self.polled.keys().copied().collect();
         for id in ids {
             self.poll_node(id);
         }
@@ -1881,13 +1883,19 @@ impl Engine {
             let Some(sig) = sig_of(&node.path.join(name)) else {
                 continue;
             };
-            if t != FileType::Dir && node.sigs.get(name).is_some_and(|old| *old != sig) {
+            if t != FileType::Dir
+                && self
+                    .polled
+                    .get(&id)
+                    .and_then(|old| old.get(name))
+                    .is_some_and(|old| *old != sig)
+            {
                 modified.push((name.to_os_string(), t));
             }
             sigs.insert(name.to_os_string(), sig);
         }
-        if let Some(node) = self.index.get_mut(id) {
-            node.sigs = sigs;
+        if let Some(old) = self.polled.get_mut(&id) {
+            *old = sigs;
         }
         for (name, t) in modified {
             self.route(id, &name, ChangeKind::Modified, t);
@@ -1901,24 +1909,28 @@ impl Engine {
         if !std::mem::take(&mut self.freed) || self.polled.is_empty() {
             return;
         }
-        let ids: Vec<DirId> = self.polled.iter().copied().collect();
+        let ids: Vec<DirId> = self.polled.keys().copied().collect();
         for id in ids {
             let Some(node) = self.index.get(id) else {
                 self.polled.remove(&id);
                 continue;
             };
             let specs: Vec<SpecId> = node.full.to_vec();
-            self.polled.remove(&id);
+            let sigs = self.polled.remove(&id).unwrap_or_default();
             if let Some(n) = self.index.get_mut(id) {
                 n.polled = false;
             }
             if !self.watch_node(id, false, &specs) {
-                break; // still no room (it is polled again)
+                // Still no room: it is polled again, with its signatures.
+                if let Some(s) = self.polled.get_mut(&id) {
+                    *s = sigs;
+                }
+                break;
             }
+            // A last poll (as a polled directory, for its signatures).
+            self.polled.insert(id, sigs);
             self.poll_node(id);
-            if let Some(n) = self.index.get_mut(id) {
-                n.sigs = BTreeMap::new();
-            }
+            self.polled.remove(&id);
             for s in &specs {
                 if let Some(st) = self.specs.get_mut(s) {
                     st.dirty = true;
@@ -2143,7 +2155,7 @@ impl Engine {
                 0
             } else {
                 self.polled
-                    .iter()
+                    .keys()
                     .filter(|id| self.index.get(**id).is_some_and(|n| n.full.contains(sid)))
                     .count()
             };
