@@ -238,6 +238,100 @@ fn lstat_type(path: &Path) -> io::Result<Option<FileType>> {
 
 /// Reads a directory's entries (types from `d_type` where the file system
 /// gives them). Sync cookies are left out and their paths put in `cookies`.
+///
+/// Linux: `open` and `getdents64` straight into a stack buffer, one
+/// allocation per entry (its name); `std::fs::read_dir` costs an `fstat`
+/// and a heap buffer per directory and three allocations per entry, which
+/// showed in start-up profiles.
+#[cfg(target_os = "linux")]
+fn read_listing(dir: &Path, cookies: &mut Vec<PathBuf>) -> io::Result<Vec<(OsString, FileType)>> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    #[repr(C, align(8))]
+    struct Buf([u8; 16 * 1024]);
+
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    let raw = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` was just opened here and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut buf = Buf([0; 16 * 1024]);
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: the buffer is valid for writes of its length, and the
+        // kernel writes at most that many bytes.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.0.as_mut_ptr(),
+                buf.0.len(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        let filled = &buf.0[..n as usize];
+        let mut off = 0;
+        // struct linux_dirent64: d_ino u64, d_off i64, d_reclen u16,
+        // d_type u8, then the NUL-terminated name.
+        while off < filled.len() {
+            let rec = &filled[off..];
+            if rec.len() < 20 {
+                return Err(io::Error::other("truncated getdents64 record"));
+            }
+            let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
+            if reclen < 20 || reclen > rec.len() {
+                return Err(io::Error::other("malformed getdents64 record"));
+            }
+            off += reclen;
+            let d_type = rec[18];
+            let name = &rec[19..reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsStr::from_bytes(name);
+            if is_cookie(name) {
+                cookies.push(dir.join(name));
+                continue;
+            }
+            let ft = match d_type {
+                libc::DT_DIR => FileType::Dir,
+                libc::DT_REG => FileType::File,
+                libc::DT_LNK => FileType::Symlink,
+                libc::DT_UNKNOWN => match lstat_type(&dir.join(name)) {
+                    Ok(Some(t)) => t,
+                    _ => continue,
+                },
+                _ => FileType::Other,
+            };
+            out.push((name.to_os_string(), ft));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a directory's entries (types from `d_type` where the file system
+/// gives them). Sync cookies are left out and their paths put in `cookies`.
+#[cfg(not(target_os = "linux"))]
 fn read_listing(dir: &Path, cookies: &mut Vec<PathBuf>) -> io::Result<Vec<(OsString, FileType)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -2229,5 +2323,51 @@ impl Engine {
         if any {
             self.shared.changed.notify_all();
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// The raw `getdents64` reader sees exactly what `std::fs::read_dir`
+    /// sees, across many buffer refills, with 255-byte and non-UTF-8 names,
+    /// and leaves sync cookies out.
+    #[test]
+    fn read_listing_equals_std_read_dir() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for i in 0..3000 {
+            std::fs::write(root.join(format!("file-{i:05}")), "x").unwrap();
+        }
+        for i in 0..40 {
+            let mut name = vec![b'n'; 250];
+            name.extend_from_slice(format!("{i:05}").as_bytes());
+            std::fs::create_dir(root.join(OsStr::from_bytes(&name))).unwrap();
+        }
+        std::fs::write(root.join(OsStr::from_bytes(b"odd\xff\xfe")), "x").unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("link")).unwrap();
+        std::fs::write(root.join(format!("{COOKIE_PREFIX}1")), "c").unwrap();
+        let mut cookies = Vec::new();
+        let mut got = read_listing(root, &mut cookies).unwrap();
+        got.sort();
+        let mut want: Vec<(OsString, FileType)> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), file_type_of(e.file_type().unwrap()))
+            })
+            .filter(|(n, _)| !is_cookie(n))
+            .collect();
+        want.sort();
+        assert_eq!(got.len(), 3000 + 40 + 2);
+        assert_eq!(got, want);
+        assert_eq!(cookies, vec![root.join(format!("{COOKIE_PREFIX}1"))]);
+        // Errors keep their kinds: the engine tells "gone" from the rest.
+        let e = read_listing(&root.join("missing"), &mut cookies).unwrap_err();
+        assert!(gone(&e), "{e:?}");
+        let e = read_listing(&root.join("file-00001"), &mut cookies).unwrap_err();
+        assert!(gone(&e), "{e:?}");
     }
 }
