@@ -19,6 +19,7 @@ both_backends!(
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
     unreadable_subdirectory_is_named_and_recovers,
+    sync_on_unwritable_root_falls_back_to_a_rescan,
 );
 
 fn sync_delivers_everything_before_it(b: Backend) {
@@ -489,4 +490,49 @@ fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
     m.sync("s", WAIT).unwrap();
     c.drain();
     assert!(c.has("s", &h, ChangeKind::Created), "{:?}", c.changes("s"));
+}
+
+/// A root where no cookie can be created (mode 555, with permission bits
+/// made to apply even to root): `sync` still returns, by a rescan of the
+/// root, and what was created, removed and written below it before the
+/// call is delivered.
+fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let root = d.path().join("r");
+    let sub = root.join("sub");
+    fs::create_dir_all(&sub).unwrap();
+    fs::write(sub.join("old"), "o").unwrap();
+    let _caps = permissions_apply();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o555)).unwrap();
+    assert!(
+        fs::write(root.join("probe"), "p").is_err(),
+        "the root must refuse new files for this test"
+    );
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    // A long quiet window: only sync's flush delivers in time.
+    start(
+        &m,
+        "s",
+        specwatch::WatchSpec::new([&root])
+            .quiet_window(std::time::Duration::from_secs(30))
+            .max_delay(std::time::Duration::from_secs(30)),
+    );
+    let new = sub.join("new");
+    fs::write(&new, "n").unwrap();
+    fs::remove_file(sub.join("old")).unwrap();
+    m.sync("s", WAIT).expect("sync by rescan");
+    c.drain(); // no waiting: sync promised delivery
+    assert!(
+        c.has("s", &new, ChangeKind::Created),
+        "{:?}",
+        c.changes("s")
+    );
+    assert!(
+        c.has("s", &sub.join("old"), ChangeKind::Removed),
+        "{:?}",
+        c.changes("s")
+    );
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
 }
