@@ -2024,7 +2024,9 @@ impl Engine {
             // A last poll (as a polled directory, for its signatures).
             self.polled.insert(id, sigs);
             self.poll_node(id);
-            self.polled.remove(&id);
+            if !self.index.get(id).is_some_and(|n| n.polled) {
+                self.polled.remove(&id);
+            }
             for s in &specs {
                 if let Some(st) = self.specs.get_mut(s) {
                     st.dirty = true;
@@ -2080,6 +2082,21 @@ impl Engine {
                         ));
                     }
                 }
+            }
+        }
+        for id in self.index.ids() {
+            let n = self.index.get(id).expect("listed");
+            if n.polled != self.polled.contains_key(&id) {
+                out.push(format!(
+                    "{}: polled flag {} disagrees with the polled set",
+                    n.path.display(),
+                    n.polled
+                ));
+            }
+        }
+        for id in self.polled.keys() {
+            if self.index.get(*id).is_none() {
+                out.push(format!("polled set holds the freed directory id {id}"));
             }
         }
         #[cfg(target_os = "linux")]
