@@ -1311,7 +1311,17 @@ impl Engine {
                 };
                 // The kernel hands back the same descriptor for the same inode.
                 match n.add(path, false) {
-                    Ok(w) => w != wd,
+                    Ok(w) if w == wd => false,
+                    Ok(w) => {
+                        if !self.wds.contains_key(&w) {
+                            // A watch on the new directory that nothing
+                            // records yet: drop it, so that the cap and the
+                            // index stay exact; covering the new directory
+                            // watches it again (then reads it).
+                            n.remove(w);
+                        }
+                        true
+                    }
                     Err(_) => true,
                 }
             }
@@ -2097,6 +2107,26 @@ impl Engine {
         for id in self.polled.keys() {
             if self.index.get(*id).is_none() {
                 out.push(format!("polled set holds the freed directory id {id}"));
+            }
+        }
+        #[cfg(target_os = "linux")]
+        if let Os::Native(n) = &self.os
+            && let Some(kernel) = n.kernel_watches()
+        {
+            // The kernel drops a watch before it queues its IN_IGNORED, and
+            // ours go with inotify_rm_watch: every watch it holds is ours.
+            // (And the reading works: after a sync, at least the watch that
+            // carried the cookie is there.)
+            if kernel.is_empty() && !self.wds.is_empty() {
+                out.push(format!(
+                    "/proc/self/fdinfo lists no inotify watch while the index holds {}",
+                    self.wds.len()
+                ));
+            }
+            for wd in kernel {
+                if !self.wds.contains_key(&wd) {
+                    out.push(format!("kernel watch {wd} is not in the index (leaked)"));
+                }
             }
         }
         #[cfg(target_os = "linux")]

@@ -138,6 +138,20 @@ impl Native {
             .get_watch_descriptor_id())
     }
 
+    /// The watch numbers the kernel holds for our descriptor, from
+    /// `/proc/self/fdinfo` (for the index checks of tests); `None` where
+    /// that cannot be read.
+    pub(crate) fn kernel_watches(&self) -> Option<Vec<i32>> {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd)).ok()?;
+        Some(
+            info.lines()
+                .filter_map(|l| l.strip_prefix("inotify wd:"))
+                .filter_map(|rest| rest.split_whitespace().next())
+                .filter_map(|hex| i32::from_str_radix(hex, 16).ok())
+                .collect(),
+        )
+    }
+
     /// Removes a watch. One the kernel already dropped gives `EINVAL`,
     /// which is fine: the kernel hands out watch numbers cyclically, so a
     /// dropped number is not reused before the counter wraps.
