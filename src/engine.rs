@@ -992,18 +992,18 @@ impl Engine {
         }
     }
 
-    /// Native backend: whether node `id` has lost its watch with nothing to
-    /// make up for it (no polling, no retry pending), so that no event will
-    /// tell about its directory.
+    /// Whether node `id` lacks its watch with nothing to make up for it (no
+    /// polling, no retry pending), so that no event will tell about its
+    /// directory.
+    fn stranded(&self, id: DirId) -> bool {
+        self.needs_watch(id) && !self.retries.contains_key(&id)
+    }
+
+    /// [`stranded`](Self::stranded), where it is known for sure: on the
+    /// native backend, whose watches are per directory. (A portable node may
+    /// lack a watch of its own under a partial recursive one.)
     fn unwatched(&self, id: DirId) -> bool {
-        match &self.os {
-            #[cfg(target_os = "linux")]
-            Os::Native(_) => self
-                .index
-                .get(id)
-                .is_some_and(|n| n.wd.is_none() && !n.polled && !self.retries.contains_key(&id)),
-            Os::Portable(_) => false,
-        }
+        !matches!(self.os, Os::Portable(_)) && self.stranded(id)
     }
 
     /// Whether directory `id` still lacks the OS watch it needs.
@@ -1080,12 +1080,7 @@ impl Engine {
                 // and read it again, or it would have neither a watch nor
                 // polling, and a polled parent would never notice.
                 let mut tries = 0;
-                while !watched
-                    && listing.is_ok()
-                    && tries < 3
-                    && self.needs_watch(id)
-                    && !self.retries.contains_key(&id)
-                {
+                while !watched && listing.is_ok() && tries < 3 && self.stranded(id) {
                     tries += 1;
                     watched = self.watch_node(id, false, &specs);
                     if watched {
@@ -1095,11 +1090,7 @@ impl Engine {
                 if self.index.get(id).is_none() {
                     continue;
                 }
-                if !watched
-                    && listing.is_ok()
-                    && self.needs_watch(id)
-                    && !self.retries.contains_key(&id)
-                {
+                if !watched && listing.is_ok() && self.stranded(id) {
                     self.schedule_retry(id, &specs);
                 }
                 match listing {
@@ -1226,17 +1217,18 @@ impl Engine {
                 self.add_entry(id, name, t);
             }
             (Some(FileType::Dir), Some(FileType::Dir)) => {
+                let child = self.index.lookup(&path);
                 let suspect = match hint {
                     Hint::Removed | Hint::Moved => true,
                     // Only the native backend can tell cheaply.
                     Hint::Rescan => !matches!(self.os, Os::Portable(_)),
                     Hint::Created | Hint::Modified => false,
-                } || self.index.lookup(&path).is_some_and(|c| self.unwatched(c));
+                } || child.is_some_and(|c| self.unwatched(c));
                 if suspect && self.dir_replaced(id, name, &path) {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
-                } else {
-                    self.retry_soon(&path);
+                } else if child.is_some_and(|c| self.retries.contains_key(&c)) {
+                    self.retry_all_now();
                 }
             }
             (Some(_), Some(t)) => {
@@ -1891,20 +1883,12 @@ impl Engine {
     }
 
     /// Something happened to a directory waiting for a retry (a chmod, say):
-    /// try every waiting directory again now rather than after its backoff.
-    fn retry_soon(&mut self, path: &Path) {
-        if self.retries.is_empty() {
-            return;
-        }
-        if self
-            .index
-            .lookup(path)
-            .is_some_and(|cid| self.retries.contains_key(&cid))
-        {
-            let now = Instant::now();
-            for r in self.retries.values_mut() {
-                r.1 = r.1.min(now);
-            }
+    /// try every waiting directory again now rather than after its backoff
+    /// (on the portable backend the watch that failed may be an ancestor's).
+    fn retry_all_now(&mut self) {
+        let now = Instant::now();
+        for r in self.retries.values_mut() {
+            r.1 = r.1.min(now);
         }
     }
 
@@ -2103,6 +2087,12 @@ impl Engine {
                     n.polled
                 ));
             }
+            if !n.full.is_empty() && self.unwatched(id) {
+                out.push(format!(
+                    "{}: neither watched nor polled nor waiting for a retry",
+                    n.path.display()
+                ));
+            }
         }
         for id in self.polled.keys() {
             if self.index.get(*id).is_none() {
@@ -2126,22 +2116,6 @@ impl Engine {
             for wd in kernel {
                 if !self.wds.contains_key(&wd) {
                     out.push(format!("kernel watch {wd} is not in the index (leaked)"));
-                }
-            }
-        }
-        #[cfg(target_os = "linux")]
-        if let Os::Native(_) = self.os {
-            for id in self.index.ids() {
-                let n = self.index.get(id).expect("listed");
-                if !n.full.is_empty()
-                    && n.wd.is_none()
-                    && !n.polled
-                    && !self.retries.contains_key(&id)
-                {
-                    out.push(format!(
-                        "{}: neither watched nor polled nor waiting for a retry",
-                        n.path.display()
-                    ));
                 }
             }
         }

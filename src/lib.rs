@@ -148,6 +148,13 @@ pub mod bench_api {
 
     use crate::{ChangeKind, FileType, ReconcileSummary, Result, WatchSpec};
 
+    /// The native backend's inotify mask for a covered directory (raw
+    /// bits), so that the benchmark's kernel floor asks for the same events.
+    #[cfg(target_os = "linux")]
+    pub fn native_watch_mask() -> u32 {
+        crate::backend::native::mask(false).bits()
+    }
+
     /// The spec differ.
     pub fn plan(
         current: &HashMap<String, WatchSpec>,

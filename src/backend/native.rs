@@ -25,7 +25,7 @@ use crate::engine::Msg;
 /// (the engine's own reads would come back as events), no following of
 /// symlinks (unless `follow`: the ancestors of roots may be symlinks),
 /// directories only.
-fn mask(follow: bool) -> WatchMask {
+pub(crate) fn mask(follow: bool) -> WatchMask {
     let base = WatchMask::CREATE
         | WatchMask::DELETE
         | WatchMask::MODIFY

@@ -227,80 +227,93 @@ impl Mirror {
     }
 }
 
-/// Makes permission bits apply to the calling thread and the threads it
-/// spawns from now on (a manager built afterwards: its engine and reader
-/// threads), until the guard is dropped.
-///
-/// As root, this drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH` from
-/// the thread's effective capability set (capabilities are per thread on
-/// Linux; the permitted set is kept, so the drop restores them). Nothing
-/// machine-wide changes. Panics, naming what failed, if permission bits
-/// still do not deny a read afterwards: a permission test must not pass
-/// vacuously.
+/// Capabilities, to make permission bits apply in tests run as root.
 #[cfg(target_os = "linux")]
-pub fn permissions_apply() -> CapsGuard {
+mod caps {
     #[repr(C)]
-    struct Header {
+    struct CapHeader {
         version: u32,
         pid: i32,
     }
+
     #[repr(C)]
     #[derive(Clone, Copy, Default)]
-    struct Data {
+    struct CapData {
         effective: u32,
         permitted: u32,
         inheritable: u32,
     }
-    const VERSION_3: u32 = 0x2008_0522;
-    const DAC_BITS: u32 = (1 << 1) | (1 << 2); // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-    let mut saved = None;
-    if unsafe { libc::geteuid() } == 0 {
-        let mut h = Header {
-            version: VERSION_3,
+
+    const CAP_VERSION_3: u32 = 0x2008_0522;
+
+    /// `capset` for the calling thread.
+    fn capset(d: &[CapData; 2]) -> i64 {
+        let mut h = CapHeader {
+            version: CAP_VERSION_3,
             pid: 0,
         };
-        let mut d = [Data::default(); 2];
-        let rc = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
-        assert_eq!(rc, 0, "capget: {}", std::io::Error::last_os_error());
-        saved = Some(d);
-        let mut lowered = d;
-        lowered[0].effective &= !DAC_BITS;
-        let rc = unsafe { libc::syscall(libc::SYS_capset, &mut h, lowered.as_ptr()) };
-        assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
+        // SAFETY: a valid header and two data structs, as capset(2) wants.
+        unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) }
     }
-    let guard = CapsGuard(saved.map(|d| {
-        Box::new(move || {
-            let mut h = Header {
-                version: VERSION_3,
+
+    /// Makes permission bits apply to the calling thread and the threads it
+    /// spawns from now on (a manager built afterwards: its engine and reader
+    /// threads), until the guard is dropped.
+    ///
+    /// As root, this drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH` from
+    /// the thread's effective capability set (capabilities are per thread on
+    /// Linux; the permitted set is kept, so the drop restores them). Nothing
+    /// machine-wide changes. Panics, naming what failed, if permission bits
+    /// still do not deny a read afterwards: a permission test must not pass
+    /// vacuously.
+    pub fn permissions_apply() -> CapsGuard {
+        const DAC_BITS: u32 = (1 << 1) | (1 << 2); // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        let mut saved = None;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let mut h = CapHeader {
+                version: CAP_VERSION_3,
                 pid: 0,
             };
-            unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
-        }) as Box<dyn Fn()>
-    }));
-    // Prove it: a directory of mode 000 must now refuse to be read.
-    use std::os::unix::fs::PermissionsExt;
-    let probe = tempfile::tempdir().expect("tempdir");
-    let locked = probe.path().join("locked");
-    std::fs::create_dir(&locked).unwrap();
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let denied = std::fs::read_dir(&locked).is_err();
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(
-        denied,
-        "permission bits still do not deny reads to this thread (euid {}); \
-         the permission test cannot run here",
-        unsafe { libc::geteuid() }
-    );
-    guard
-}
+            let mut d = [CapData::default(); 2];
+            // SAFETY: a valid header and room for two data structs.
+            let rc = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+            assert_eq!(rc, 0, "capget: {}", std::io::Error::last_os_error());
+            saved = Some(d);
+            let mut lowered = d;
+            lowered[0].effective &= !DAC_BITS;
+            let rc = capset(&lowered);
+            assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
+        }
+        let guard = CapsGuard(saved);
+        // Prove it: a directory of mode 000 must now refuse to be read.
+        use std::os::unix::fs::PermissionsExt;
+        let probe = tempfile::tempdir().expect("tempdir");
+        let locked = probe.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let denied = std::fs::read_dir(&locked).is_err();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(
+            denied,
+            "permission bits still do not deny reads to this thread (euid {}); \
+             the permission test cannot run here",
+            unsafe { libc::geteuid() }
+        );
+        guard
+    }
 
-/// Restores the thread's capabilities on drop (see [`permissions_apply`]).
-pub struct CapsGuard(Option<Box<dyn Fn()>>);
+    /// Restores the thread's capabilities on drop (see [`permissions_apply`]).
+    pub struct CapsGuard(Option<[CapData; 2]>);
 
-impl Drop for CapsGuard {
-    fn drop(&mut self) {
-        if let Some(restore) = &self.0 {
-            restore();
+    impl Drop for CapsGuard {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                capset(d);
+            }
         }
     }
 }
+#[cfg(target_os = "linux")]
+#[allow(unused_imports)]
+pub use caps::{CapsGuard, permissions_apply};
