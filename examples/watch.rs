@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example watch -- [--ignore PATTERN]... [--debounce MS]
-//!     [--backend native|portable] PATH...
+//!     [--backend native|portable] [--follow-symlinks] PATH...
 //! ```
 //!
 //! Output (the public contract): `READY` once watching is established, then
@@ -10,6 +10,10 @@
 //! absolute path as raw bytes (never a lossy rendering), a newline. Flushed
 //! after every line. Ctrl-C (SIGINT) or SIGTERM exits cleanly with status 0.
 //! Patterns given with `--ignore` apply relative to each PATH.
+//! `--follow-symlinks` sets [`WatchOptions::follow_symlinks`]: changes below
+//! a link to a directory are printed under the link's path.
+//!
+//! [`WatchOptions::follow_symlinks`]: specwatch::WatchOptions::follow_symlinks
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,13 +23,14 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, select};
 use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
 
-const USAGE: &str =
-    "usage: watch [--ignore PATTERN]... [--debounce MS] [--backend native|portable] PATH...";
+const USAGE: &str = "usage: watch [--ignore PATTERN]... [--debounce MS] [--backend native|portable] \
+     [--follow-symlinks] PATH...";
 
 struct Args {
     ignores: Vec<String>,
     debounce: Option<Duration>,
     backend: Backend,
+    follow_symlinks: bool,
     paths: Vec<PathBuf>,
 }
 
@@ -34,6 +39,7 @@ fn parse_args() -> Result<Args, String> {
         ignores: Vec::new(),
         debounce: None,
         backend: Backend::Auto,
+        follow_symlinks: false,
         paths: Vec::new(),
     };
     let mut it = std::env::args_os().skip(1);
@@ -63,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
                     _ => return Err(format!("--backend: unknown backend {v:?}")),
                 };
             }
+            Some("--follow-symlinks") => args.follow_symlinks = true,
             Some("-h") | Some("--help") => return Err(USAGE.into()),
             Some("--") => args.paths.extend(it.by_ref().map(PathBuf::from)),
             Some(s) if s.starts_with("--") => return Err(format!("unknown flag {s}\n{USAGE}")),
@@ -133,7 +140,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut spec = WatchSpec::new(args.paths.iter().cloned()).base_dir(&cwd);
+    let mut spec = WatchSpec::new(args.paths.iter().cloned())
+        .base_dir(&cwd)
+        .follow_symlinks(args.follow_symlinks);
     for p in &args.paths {
         if !args.ignores.is_empty() {
             spec = spec.ignore(IgnoreRule::new(p.clone(), args.ignores.iter().cloned()));

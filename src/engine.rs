@@ -206,6 +206,60 @@ pub(crate) struct Engine {
     freed: bool,
     /// OS events handled so far.
     os_events: u64,
+    /// Nodes that are followed symlinks (`follow_symlinks`), with the
+    /// identity of the directory the link led to when it was followed.
+    links: HashMap<DirId, DirIdent>,
+    /// Native: nodes sharing a watch descriptor with the node `wds` maps it
+    /// to (one directory reached through several paths by followed links).
+    aliases: HashMap<i32, Vec<DirId>>,
+    /// Portable: directories at or below a followed link, polled (see
+    /// [`watch_node`](Self::watch_node)); a subset of `polled`.
+    link_polled: BTreeSet<DirId>,
+}
+
+/// What tells two directories apart: device and inode.
+#[cfg(unix)]
+type DirIdent = (u64, u64);
+/// What tells two directories apart: the canonical path.
+#[cfg(not(unix))]
+type DirIdent = PathBuf;
+
+/// The identity of the directory at `path`, following symlinks.
+fn dir_ident(path: &Path) -> Option<DirIdent> {
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::canonicalize(path).ok()
+    }
+}
+
+/// Where the symlink at `path` leads, if it is to be followed: a directory
+/// that is neither the link's own directory nor one of its ancestors (as
+/// resolved now), which would make a loop. `None` for a link to anything
+/// else, a dangling link, a chain of links that loops on itself (`ELOOP`),
+/// and a loop.
+///
+/// Every directory on the way down from a root through followed links is
+/// an ancestor of the next link's path, so along any such path each
+/// directory is entered at most once: the walk ends.
+fn link_target(path: &Path) -> Option<DirIdent> {
+    let target = dir_ident(path)?;
+    if path
+        .ancestors()
+        .skip(1)
+        .any(|a| dir_ident(a).as_ref() == Some(&target))
+    {
+        return None;
+    }
+    Some(target)
 }
 
 fn file_type_of(ft: std::fs::FileType) -> FileType {
@@ -500,6 +554,9 @@ impl Engine {
             stats_waiters: Vec::new(),
             freed: false,
             os_events: 0,
+            links: HashMap::new(),
+            aliases: HashMap::new(),
+            link_polled: BTreeSet::new(),
         }
     }
 
@@ -755,18 +812,33 @@ impl Engine {
     }
 
     fn drop_watch(&mut self, id: DirId, node: &DirNode) {
+        self.links.remove(&id);
+        self.link_polled.remove(&id);
+        if node.polled {
+            self.polled.remove(&id);
+        }
         match &mut self.os {
             #[cfg(target_os = "linux")]
             Os::Native(n) => {
-                if let Some(wd) = node.wd
-                    && self.wds.get(&wd) == Some(&id)
-                {
-                    self.wds.remove(&wd);
-                    n.remove(wd);
-                    self.freed = true;
-                }
-                if node.polled {
-                    self.polled.remove(&id);
+                if let Some(wd) = node.wd {
+                    if self.wds.get(&wd) == Some(&id) {
+                        // Another path to the same directory keeps the watch.
+                        match self.aliases.get_mut(&wd).and_then(Vec::pop) {
+                            Some(next) => {
+                                self.wds.insert(wd, next);
+                            }
+                            None => {
+                                self.wds.remove(&wd);
+                                n.remove(wd);
+                                self.freed = true;
+                            }
+                        }
+                    } else if let Some(a) = self.aliases.get_mut(&wd) {
+                        a.retain(|x| *x != id);
+                    }
+                    if self.aliases.get(&wd).is_some_and(Vec::is_empty) {
+                        self.aliases.remove(&wd);
+                    }
                 }
             }
             Os::Portable(p) => {
@@ -863,6 +935,9 @@ impl Engine {
                     st.coalescer
                         .push(self.now, root.to_path_buf(), ChangeKind::Created, t);
                 }
+                if t == FileType::Symlink {
+                    self.revalidate_link(nid, &next, report);
+                }
             }
         }
     }
@@ -871,6 +946,17 @@ impl Engine {
     /// recursive watch above covers it). `follow`: the node's path may be a
     /// symlink (ancestors of roots), else it must be a real directory.
     fn watch_node(&mut self, id: DirId, follow: bool, specs: &[SpecId]) -> bool {
+        if matches!(self.os, Os::Portable(_)) && self.below_link(id) {
+            // notify keys its watches by path and the kernel by inode: a
+            // second path to a watched directory would share its kernel
+            // watch, and notify drops a shared watch with either path (when
+            // one is unwatched, or when a directory on it goes), while the
+            // other stays unwatched. So what is at or below a followed link
+            // is polled on this backend.
+            self.link_polled.insert(id);
+            self.poll_instead(id, specs);
+            return false;
+        }
         let path = self.index.get(id).expect("live node").path.clone();
         // On failure: the error and the directory it is about (for the
         // portable backend, possibly one below `path` that stopped notify's
@@ -891,34 +977,37 @@ impl Engine {
                         self.inject_failures -= 1;
                         Err(io::Error::other("injected watch failure"))
                     } else {
-                        n.add(&path, follow)
+                        // A followed link's own path is a symlink.
+                        n.add(&path, follow || self.links.contains_key(&id))
                     }
                 }) {
                 Ok(wd) => {
                     if let Some(&other) = self.wds.get(&wd)
                         && other != id
+                        && !self.aliases.get(&wd).is_some_and(|a| a.contains(&id))
+                        && !self.regroup(wd, id)
                     {
-                        // The same inode under another path: that node is
-                        // stale (its directory moved here and we have not
-                        // handled the move away yet). Drop it with its
-                        // entry in the parent, so that the index keeps one
-                        // node per directory entry; the events still queued
-                        // for the old name re-read whatever is there now.
-                        self.wds.remove(&wd);
-                        if let Some(node) = self.index.get_mut(other) {
-                            node.wd = None;
+                        // Our node was below a stale one and went with it:
+                        // the events for the names above re-add it.
+                        if !self.wds.contains_key(&wd)
+                            && let Os::Native(n) = &mut self.os
+                        {
+                            n.remove(wd);
                         }
-                        self.drop_stale(other);
-                        if self.index.get(id).is_none() {
-                            // Our node was below the stale one and went with
-                            // it: the events for the names above re-add it.
-                            if let Os::Native(n) = &mut self.os {
-                                n.remove(wd);
+                        return false;
+                    }
+                    match self.wds.get(&wd) {
+                        Some(&p) if p != id => {
+                            let a = self.aliases.entry(wd).or_default();
+                            if !a.contains(&id) {
+                                a.push(id);
                             }
-                            return false;
+                        }
+                        Some(_) => {}
+                        None => {
+                            self.wds.insert(wd, id);
                         }
                     }
-                    self.wds.insert(wd, id);
                     if let Some(node) = self.index.get_mut(id) {
                         node.wd = Some(wd);
                     }
@@ -945,19 +1034,8 @@ impl Engine {
             }
             Err((e, _)) if is_watch_limit(&e) => {
                 // No watch to be had: poll this directory instead.
-                if let Some(node) = self.index.get_mut(id) {
-                    node.polled = true;
-                }
-                self.polled.entry(id).or_default();
-                if self.next_poll.is_none() {
-                    self.next_poll = Some(Instant::now() + self.poll_interval);
-                }
                 self.limit_reason = Some(e.to_string());
-                for s in specs {
-                    if let Some(st) = self.specs.get_mut(s) {
-                        st.dirty = true;
-                    }
-                }
+                self.poll_instead(id, specs);
                 false
             }
             Err((e, at)) => {
@@ -970,6 +1048,100 @@ impl Engine {
                 false
             }
         }
+    }
+
+    /// Polls directory `id` instead of watching it.
+    fn poll_instead(&mut self, id: DirId, specs: &[SpecId]) {
+        if let Some(node) = self.index.get_mut(id) {
+            node.polled = true;
+        }
+        self.polled.entry(id).or_default();
+        if self.next_poll.is_none() {
+            self.next_poll = Some(Instant::now() + self.poll_interval);
+        }
+        for s in specs {
+            if let Some(st) = self.specs.get_mut(s) {
+                st.dirty = true;
+            }
+        }
+    }
+
+    /// Whether node `id` is a followed link or lies below one.
+    fn below_link(&self, id: DirId) -> bool {
+        if self.links.is_empty() {
+            return false;
+        }
+        let Some(node) = self.index.get(id) else {
+            return false;
+        };
+        node.path.ancestors().any(|a| {
+            self.index
+                .lookup(a)
+                .is_some_and(|i| self.links.contains_key(&i))
+        })
+    }
+
+    /// Native: a watch call for node `id` returned `wd`, which other nodes
+    /// hold: the same directory under other paths. Those whose path still
+    /// leads to it (through followed links) stay as its aliases; the others are
+    /// stale (their directory moved to `id`'s path and the move away is not
+    /// handled yet) and are dropped with their entry in the parent, so that
+    /// the index keeps one node per directory entry; the events still queued
+    /// for the old names re-read whatever is there now. Returns whether node
+    /// `id` is still indexed (it may have gone with a stale node).
+    #[cfg(target_os = "linux")]
+    fn regroup(&mut self, wd: i32, id: DirId) -> bool {
+        let members: Vec<DirId> = self
+            .wds
+            .remove(&wd)
+            .into_iter()
+            .chain(self.aliases.remove(&wd).unwrap_or_default())
+            .collect();
+        let mut kept = Vec::new();
+        let mut stale = Vec::new();
+        for m in members {
+            // Ask the kernel whether the other path still leads to the
+            // watched directory: the answer is exact, where comparing stats
+            // races with renames. (Even without followed links it can: a
+            // path through a directory just replaced by a link, whose
+            // events are still queued.)
+            let same = self.index.get(m).is_some_and(|n| {
+                let follow = self.links.contains_key(&m);
+                let Os::Native(native) = &mut self.os else {
+                    return false;
+                };
+                match native.add(&n.path, follow) {
+                    Ok(w) if w == wd => true,
+                    Ok(w) => {
+                        if !self.wds.contains_key(&w) {
+                            native.remove(w); // a watch nothing records
+                        }
+                        false
+                    }
+                    Err(_) => false,
+                }
+            });
+            if same {
+                kept.push(m);
+            } else {
+                stale.push(m);
+            }
+        }
+        if let Some((first, rest)) = kept.split_first() {
+            self.wds.insert(wd, *first);
+            if !rest.is_empty() {
+                self.aliases.insert(wd, rest.to_vec());
+            }
+        }
+        for m in &stale {
+            if let Some(node) = self.index.get_mut(*m) {
+                node.wd = None;
+            }
+        }
+        for m in stale {
+            self.drop_stale(m);
+        }
+        self.index.get(id).is_some()
     }
 
     /// Directory `id` could not be watched or read for a possibly transient
@@ -1035,9 +1207,25 @@ impl Engine {
     /// `specs`: watch first, then read, so nothing created in between is
     /// missed. With `report`, entries read are reported as created.
     fn add_full(&mut self, specs: Vec<SpecId>, dir: PathBuf, report: bool) {
-        let mut stack = vec![(dir, specs)];
-        while let Some((path, specs)) = stack.pop() {
-            let (id, created) = self.index.ensure(&path);
+        self.add_tree(specs, dir, report, None)
+    }
+
+    /// [`add_full`](Self::add_full), where `dir` may be a followed symlink
+    /// (`link`: the identity of the directory it leads to). Links below it
+    /// are followed for the specs that follow them.
+    fn add_tree(&mut self, specs: Vec<SpecId>, dir: PathBuf, report: bool, link: Option<DirIdent>) {
+        let mut stack = vec![(dir, specs, link)];
+        while let Some((path, specs, link)) = stack.pop() {
+            let (mut id, mut created) = self.index.ensure(&path);
+            if let Some(target) = link {
+                if !created && self.links.get(&id) != Some(&target) {
+                    // The path was followed to another directory before, or
+                    // held a directory that its events have not removed yet.
+                    self.remove_tree(id, report);
+                    (id, created) = self.index.ensure(&path);
+                }
+                self.links.insert(id, target);
+            }
             {
                 let node = self.index.get_mut(id).expect("just ensured");
                 for s in &specs {
@@ -1061,7 +1249,8 @@ impl Engine {
                 // below one just walked: a directory created after that walk
                 // is only auto-watched by notify some time after its creation
                 // event, and reading it before then could miss files.
-                if let (Os::Portable(p), true) = (&mut self.os, report)
+                let below_link = self.below_link(id);
+                if let (Os::Portable(p), true, false) = (&mut self.os, report, below_link)
                     && p.covers(&path)
                     && let Err(e) = p.watch_new_dir(&path)
                 {
@@ -1132,24 +1321,154 @@ impl Engine {
                     }
                 }
             }
+            let follows = specs.iter().any(|s| self.follows(*s));
             let node = self.index.get(id).expect("live node");
             for (name, ft) in node.entries.iter() {
-                if ft != FileType::Dir {
-                    continue;
-                }
+                let link = match ft {
+                    FileType::Dir => false,
+                    FileType::Symlink if follows => true,
+                    _ => continue,
+                };
                 let child = path.join(name);
                 let cs: Vec<SpecId> = specs
                     .iter()
                     .copied()
                     .filter(|s| {
-                        self.specs
-                            .get(s)
-                            .is_some_and(|st| !st.matcher.prunes(&child))
+                        self.specs.get(s).is_some_and(|st| {
+                            (!link || st.spec.options.follow_symlinks) && !st.matcher.prunes(&child)
+                        })
                     })
                     .collect();
-                if !cs.is_empty() {
-                    stack.push((child, cs));
+                if cs.is_empty() {
+                    continue;
                 }
+                if !link {
+                    stack.push((child, cs, None));
+                } else if let Some(target) = link_target(&child) {
+                    stack.push((child, cs, Some(target)));
+                }
+            }
+        }
+    }
+
+    /// Whether spec `sid` follows symlinks.
+    fn follows(&self, sid: SpecId) -> bool {
+        self.specs
+            .get(&sid)
+            .is_some_and(|st| st.spec.options.follow_symlinks)
+    }
+
+    /// The specs that cover the directory `id/name` (at `path`): those
+    /// covering directory `id` that do not prune it, and those whose root
+    /// it is. With `link` (the entry is a symlink), only those of them that
+    /// follow links.
+    fn child_specs(&self, id: DirId, name: &OsStr, path: &Path, link: bool) -> Vec<SpecId> {
+        let Some(node) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let wanted = |s: SpecId| !link || self.follows(s);
+        let mut out: Vec<SpecId> = node
+            .full
+            .iter()
+            .copied()
+            .filter(|s| wanted(*s) && self.specs.get(s).is_some_and(|st| !st.matcher.prunes(path)))
+            .collect();
+        for p in &node.partial {
+            if p.is_root && p.name == name && wanted(p.spec) && !out.contains(&p.spec) {
+                out.push(p.spec);
+            }
+        }
+        out
+    }
+
+    /// Looks at the symlink entry `id/name` again: follows it if it leads to
+    /// a directory (and no loop) for some spec that follows links, drops
+    /// what was followed if it no longer does, and replaces what was
+    /// followed if it now leads elsewhere. With `report`, what appears or
+    /// goes below the link is reported. The link entry itself is not
+    /// touched.
+    fn revalidate_link(&mut self, id: DirId, name: &OsStr, report: bool) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path.join(name);
+        let specs = if node.entries.get(name) == Some(FileType::Symlink) {
+            self.child_specs(id, name, &path, true)
+        } else {
+            Vec::new()
+        };
+        let target = if specs.is_empty() {
+            None
+        } else {
+            link_target(&path)
+        };
+        let current = self.index.lookup(&path);
+        match (current, target) {
+            (None, None) => {}
+            (Some(c), None) => self.remove_tree(c, report),
+            // (A node that lost its watch is replaced even when the
+            // identity matches: a new directory may reuse a freed inode.)
+            (Some(c), Some(t)) if self.links.get(&c) == Some(&t) && !self.unwatched(c) => {
+                // The same directory: cover it for specs that arrived since.
+                let node = self.index.get(c).expect("live node");
+                if specs.iter().any(|s| !node.full.contains(s)) {
+                    self.add_tree(specs, path, report, Some(t));
+                }
+            }
+            (Some(c), Some(t)) => {
+                self.remove_tree(c, report);
+                self.add_tree(specs, path, report, Some(t));
+            }
+            (None, Some(t)) => self.add_tree(specs, path, report, Some(t)),
+        }
+    }
+
+    /// [`revalidate_link`](Self::revalidate_link) for every symlink entry
+    /// of directory `id`, when some spec covering it follows links.
+    fn revalidate_links_in(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        if !node.full.iter().any(|s| self.follows(*s)) {
+            return;
+        }
+        let names: Vec<OsString> = node
+            .entries
+            .iter()
+            .filter(|(_, t)| *t == FileType::Symlink)
+            .map(|(n, _)| n.to_os_string())
+            .collect();
+        for n in names {
+            self.revalidate_link(id, &n, true);
+        }
+    }
+
+    /// Re-resolves every symlink that spec `sid` follows or could follow
+    /// (sync: a link's target can change without an event on the link).
+    fn revalidate_links_of(&mut self, sid: SpecId) {
+        if !self.follows(sid) {
+            return;
+        }
+        for id in self.index.ids() {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            if node.full.contains(&sid) {
+                self.revalidate_links_in(id);
+                continue;
+            }
+            let roots: Vec<OsString> = node
+                .partial
+                .iter()
+                .filter(|p| {
+                    p.spec == sid
+                        && p.is_root
+                        && node.entries.get(&p.name) == Some(FileType::Symlink)
+                })
+                .map(|p| p.name.clone())
+                .collect();
+            for n in roots {
+                self.revalidate_link(id, &n, true);
             }
         }
     }
@@ -1234,6 +1553,10 @@ impl Engine {
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
                     self.route(id, name, ChangeKind::Modified, t);
+                }
+                if t == FileType::Symlink {
+                    // Replaced by a link elsewhere, perhaps.
+                    self.revalidate_link(id, name, true);
                 }
             }
         }
@@ -1331,25 +1654,13 @@ impl Engine {
         self.route(id, name, ChangeKind::Created, t);
         if t != FileType::Dir {
             self.root_appeared(id, name);
+            if t == FileType::Symlink {
+                self.revalidate_link(id, name, true);
+            }
             return;
         }
-        let node = self.index.get(id).expect("live node");
-        let child = node.path.join(name);
-        let mut specs: Vec<SpecId> = node
-            .full
-            .iter()
-            .copied()
-            .filter(|s| {
-                self.specs
-                    .get(s)
-                    .is_some_and(|st| !st.matcher.prunes(&child))
-            })
-            .collect();
-        for p in &node.partial {
-            if p.is_root && p.name == name && !specs.contains(&p.spec) {
-                specs.push(p.spec);
-            }
-        }
+        let child = self.index.get(id).expect("live node").path.join(name);
+        let specs = self.child_specs(id, name, &child, false);
         self.root_appeared(id, name);
         if !specs.is_empty() {
             self.add_full(specs, child, true);
@@ -1402,7 +1713,7 @@ impl Engine {
                 st.dirty = true;
             }
         }
-        if t == FileType::Dir
+        if matches!(t, FileType::Dir | FileType::Symlink)
             && let Some(cid) = self.index.lookup(&child)
         {
             self.remove_tree(cid, report);
@@ -1429,7 +1740,7 @@ impl Engine {
                         t,
                     );
                 }
-                if t == FileType::Dir
+                if matches!(t, FileType::Dir | FileType::Symlink)
                     && let Some(cid) = self.index.lookup(&node.path.join(name))
                 {
                     stack.push(cid);
@@ -1520,7 +1831,9 @@ impl Engine {
             return;
         };
         if !node.complete {
-            node.entries.insert(&name, FileType::Dir);
+            // A directory, or a followed link to one.
+            let t = lstat_type(root).ok().flatten().unwrap_or(FileType::Dir);
+            node.entries.insert(&name, t);
         }
         node.partial.push(Partial {
             spec: sid,
@@ -1530,6 +1843,7 @@ impl Engine {
         });
         if let Some(st) = self.specs.get_mut(&sid) {
             st.partial_at.insert(root.to_path_buf(), nid);
+            st.missing.remove(root);
         }
     }
 
@@ -1605,8 +1919,8 @@ impl Engine {
             let Some(id) = self.index.lookup(&path) else {
                 continue;
             };
-            if self.retries.contains_key(&id) {
-                continue; // its backoff says when
+            if self.retries.contains_key(&id) || self.link_polled.contains(&id) {
+                continue; // its backoff says when; or it is polled for good
             }
             let Some(n) = self.index.get(id) else {
                 continue;
@@ -1624,6 +1938,21 @@ impl Engine {
             return;
         };
         let path = node.path.clone();
+        if self.links.contains_key(&id) {
+            // A followed link's directory moved or went: no event about the
+            // link itself says so. Look where the link leads now.
+            match (
+                path.parent().and_then(|p| self.index.lookup(p)),
+                path.file_name(),
+            ) {
+                (Some(pid), Some(name)) => {
+                    let name = name.to_os_string();
+                    self.revalidate_link(pid, &name, true);
+                }
+                _ => self.remove_tree(id, true),
+            }
+            return;
+        }
         if let Some(parent) = path.parent()
             && let Some(pid) = self.index.lookup(parent)
         {
@@ -1757,6 +2086,7 @@ impl Engine {
                 self.report_if_changed(id, &n, since);
             }
         }
+        self.revalidate_links_in(id);
     }
 
     /// Counts cookies seen; answers every sync whose cookies are all seen,
@@ -1791,6 +2121,7 @@ impl Engine {
                 for id in polled {
                     self.poll_node(id);
                 }
+                self.revalidate_links_of(sid);
                 if !self.reattach.is_empty() {
                     self.settle();
                 }
@@ -1988,6 +2319,7 @@ impl Engine {
         for (name, t) in modified {
             self.route(id, &name, ChangeKind::Modified, t);
         }
+        self.revalidate_links_in(id);
     }
 
     /// Watches freed up: move polled directories back to OS watches. The
@@ -1997,7 +2329,12 @@ impl Engine {
         if !std::mem::take(&mut self.freed) || self.polled.is_empty() {
             return;
         }
-        let ids: Vec<DirId> = self.polled.keys().copied().collect();
+        let ids: Vec<DirId> = self
+            .polled
+            .keys()
+            .copied()
+            .filter(|id| !self.link_polled.contains(id))
+            .collect();
         for id in ids {
             let Some(node) = self.index.get(id) else {
                 self.polled.remove(&id);
@@ -2027,7 +2364,7 @@ impl Engine {
                 }
             }
         }
-        if self.polled.is_empty() {
+        if self.polled.len() == self.link_polled.len() {
             self.limit_reason = None;
         }
     }
@@ -2042,15 +2379,21 @@ impl Engine {
             let n = self.index.get(id).expect("listed");
             if let Some(wd) = n.wd
                 && self.wds.get(&wd) != Some(&id)
+                && !self.aliases.get(&wd).is_some_and(|a| a.contains(&id))
             {
                 out.push(format!("{}: wd {wd} does not map back", n.path.display()));
             }
+            let listed_as = if self.links.contains_key(&id) {
+                FileType::Symlink
+            } else {
+                FileType::Dir
+            };
             if !n.full.is_empty()
                 && let (Some(parent), Some(name)) = (n.path.parent(), n.path.file_name())
                 && let Some(pid) = self.index.lookup(parent)
             {
                 let p = self.index.get(pid).expect("live");
-                if p.tracks(name) && p.entries.get(name) != Some(FileType::Dir) {
+                if p.tracks(name) && p.entries.get(name) != Some(listed_as) {
                     out.push(format!(
                         "{}: node exists but its parent lists it as {:?}",
                         n.path.display(),
@@ -2124,6 +2467,21 @@ impl Engine {
                 out.push(format!("wd {wd} maps to a node without it"));
             }
         }
+        for (wd, ids) in &self.aliases {
+            if !self.wds.contains_key(wd) {
+                out.push(format!("wd {wd} has aliases but no node"));
+            }
+            for id in ids {
+                if self.index.get(*id).is_none_or(|n| n.wd != Some(*wd)) {
+                    out.push(format!("wd {wd} has the alias {id} without it"));
+                }
+            }
+        }
+        for id in self.links.keys() {
+            if self.index.get(*id).is_none() {
+                out.push(format!("followed link {id} is not indexed"));
+            }
+        }
         out
     }
 
@@ -2142,12 +2500,33 @@ impl Engine {
         };
         if e.mask & native::IN_IGNORED != 0 {
             self.wds.remove(&e.wd);
-            if let Some(node) = self.index.get_mut(id) {
-                node.wd = None;
+            let ids: Vec<DirId> = std::iter::once(id)
+                .chain(self.aliases.remove(&e.wd).unwrap_or_default())
+                .collect();
+            for i in &ids {
+                if let Some(node) = self.index.get_mut(*i) {
+                    node.wd = None;
+                }
             }
-            self.check_top(id, false);
+            for i in ids {
+                self.check_top(i, false);
+            }
             return;
         }
+        self.native_event_at(id, &e);
+        // The same directory under other paths (followed links).
+        if let Some(aliases) = self.aliases.get(&e.wd) {
+            for i in aliases.clone() {
+                if self.index.get(i).is_some_and(|n| n.wd == Some(e.wd)) {
+                    self.native_event_at(i, &e);
+                }
+            }
+        }
+    }
+
+    /// A native event about directory `id`.
+    #[cfg(target_os = "linux")]
+    fn native_event_at(&mut self, id: DirId, e: &RawEvent) {
         match &e.name {
             None => {
                 if e.mask & native::IN_MOVE_SELF != 0 {
@@ -2266,13 +2645,14 @@ impl Engine {
     fn publish(&mut self) {
         let mut any = false;
         for (sid, st) in self.specs.iter_mut() {
-            let polled = if self.polled.is_empty() {
-                0
+            let covered = |id: &&DirId| self.index.get(**id).is_some_and(|n| n.full.contains(sid));
+            let (polled, link_polled) = if self.polled.is_empty() {
+                (0, 0)
             } else {
-                self.polled
-                    .keys()
-                    .filter(|id| self.index.get(**id).is_some_and(|n| n.full.contains(sid)))
-                    .count()
+                (
+                    self.polled.keys().filter(covered).count(),
+                    self.link_polled.iter().filter(covered).count(),
+                )
             };
             if st.status.polled_dirs != polled {
                 st.status.polled_dirs = polled;
@@ -2284,7 +2664,15 @@ impl Engine {
                 Phase::Watching
             } else {
                 let mut parts = Vec::new();
-                if polled > 0 {
+                if link_polled > 0 {
+                    parts.push(format!(
+                        "{link_polled} directories at or below followed symlinks polled every {:?} \
+                         (the portable backend does not watch through links)",
+                        self.poll_interval
+                    ));
+                }
+                if polled > link_polled {
+                    let polled = polled - link_polled;
                     parts.push(format!(
                         "{polled} directories polled every {:?} for want of OS watches ({})",
                         self.poll_interval,

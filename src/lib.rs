@@ -94,10 +94,13 @@
 //!   directory before reading it); the randomized mirror test has passed
 //!   1,020,000 random operations on it since, but the native backend is the
 //!   one to prefer on Linux.
-//! - **Symlinks are never followed**, roots included: a root that is itself
-//!   a symlink is watched as a link entry. Pass the resolved path (for
-//!   example from `std::fs::canonicalize`) to watch the target. There is no
-//!   `follow_symlinks` option yet.
+//! - **Symlinks are not followed by default**, roots included: a root that
+//!   is itself a symlink is watched as a link entry. With
+//!   [`WatchOptions::follow_symlinks`] links to directories are followed
+//!   (never into a loop), but what a link leads to can change without an
+//!   event (a parent of its target renamed, the target of a dangling link
+//!   created outside the tree): that is noticed at the next `sync` or
+//!   rescan only. The portable backend polls what is below followed links.
 //! - A queue overflow costs a full re-read and a `stat` of every indexed
 //!   file; files touched within the overflow margin before the loss are
 //!   reported modified even when they were not.

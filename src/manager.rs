@@ -47,8 +47,9 @@ impl Applied {
 #[non_exhaustive]
 pub struct Stats {
     /// OS watches held. Native backend: one per watched directory, shared by
-    /// all specs covering it, plus one on the parent of each root (to see the
-    /// root itself vanish and reappear). Portable backend: the watch calls
+    /// all specs covering it and by all paths leading to it (followed
+    /// symlinks), plus one on the parent of each root (to see the root
+    /// itself vanish and reappear). Portable backend: the watch calls
     /// made on notify (one per root; notify holds one inotify watch per
     /// directory below it).
     pub os_watches: usize,

@@ -112,6 +112,40 @@ pub struct WatchOptions {
     /// `___jb_tmp___` / `___jb_old___`). On by default. A user `!` pattern can
     /// still re-include any of them.
     pub editor_ignores: bool,
+    /// Follow symbolic links to directories. Off by default: a link is an
+    /// entry of its own (reported with [`FileType::Symlink`](crate::FileType)
+    /// when it is created, removed or replaced) and what it points to is not
+    /// watched.
+    ///
+    /// When on, a link to a directory, at any depth below a root or as a root
+    /// itself, is also watched as that directory: what is inside is reported
+    /// under the link's path (`root/link/file`), and the link itself is still
+    /// reported as a `Symlink` entry. A directory reachable through several
+    /// paths (a link to a sibling, two links to one target) is reported
+    /// under every one of them, and costs one OS watch.
+    ///
+    /// Loops are safe: a link whose target is the directory holding the link
+    /// or one of its ancestors (`a/up -> ..`, `self -> .`, `x -> /`) is not
+    /// followed; it stays a plain link entry. Links that do not resolve
+    /// (dangling, or a chain that loops on itself) are plain entries too.
+    ///
+    /// A link is looked at again whenever an event concerns the link itself
+    /// or the directory it leads to (that directory moved or deleted), on
+    /// every [`Manager::sync`](crate::Manager::sync) and on every rescan.
+    /// What a link leads to can also change without either (a parent of the
+    /// target renamed, the target of a dangling link created outside the
+    /// watched tree): such a change is noticed at the next `sync` or rescan,
+    /// not before. Ignore rules apply to the paths through the link.
+    ///
+    /// Backends: the native backend watches through links (a directory
+    /// reached by several paths shares one inotify watch and its events are
+    /// reported under each path). The portable backend **polls** what is at
+    /// or below a followed link, every
+    /// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval)
+    /// and at each `sync` (status: `Degraded`, saying so): notify keys its
+    /// watches by path while the kernel keys them by inode, and it drops a
+    /// watch two paths share when either path goes, leaving the other blind.
+    pub follow_symlinks: bool,
 }
 
 impl Default for WatchOptions {
@@ -120,6 +154,7 @@ impl Default for WatchOptions {
             quiet_window: DEFAULT_QUIET_WINDOW,
             max_delay: DEFAULT_MAX_DELAY,
             editor_ignores: true,
+            follow_symlinks: false,
         }
     }
 }
@@ -172,6 +207,12 @@ impl WatchSpec {
     /// Sets [`WatchOptions::editor_ignores`].
     pub fn editor_ignores(mut self, on: bool) -> Self {
         self.options.editor_ignores = on;
+        self
+    }
+
+    /// Sets [`WatchOptions::follow_symlinks`].
+    pub fn follow_symlinks(mut self, on: bool) -> Self {
+        self.options.follow_symlinks = on;
         self
     }
 

@@ -62,9 +62,19 @@ fn name(rng: &mut Rng) -> std::ffi::OsString {
     NAMES[rng.below(NAMES.len())].into()
 }
 
-/// Current entries below `root`, split by type.
-fn entries(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let m = Mirror::of_disk(root);
+/// The tree as `follow_symlinks` on or off sees it.
+fn listing(root: &Path, follow: bool) -> Mirror {
+    if follow {
+        Mirror::of_disk_following(root)
+    } else {
+        Mirror::of_disk(root)
+    }
+}
+
+/// Current entries below `root`, split by type (with `follow`, paths
+/// through links too, so that operations also go through links).
+fn entries(root: &Path, follow: bool) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let m = listing(root, follow);
     let mut dirs = vec![root.to_path_buf()];
     let mut files = Vec::new();
     for (p, t) in m.0 {
@@ -84,8 +94,9 @@ fn step(
     outside: &Path,
     serial: &mut u64,
     log: &mut Vec<String>,
+    follow: bool,
 ) -> Vec<PathBuf> {
-    let (dirs, files) = entries(root);
+    let (dirs, files) = entries(root, follow);
     let pick_dir = |rng: &mut Rng| dirs[rng.below(dirs.len())].clone();
     let mut written = Vec::new();
     let write = |p: &Path, rng: &mut Rng, written: &mut Vec<PathBuf>| {
@@ -187,7 +198,16 @@ fn step(
             #[cfg(unix)]
             {
                 let p = pick_dir(rng).join(name(rng));
-                let _ = std::os::unix::fs::symlink(name(rng), p);
+                // Mostly a sibling's name; when links are followed, now and
+                // then any directory (an ancestor makes a loop).
+                let target = if follow && rng.chance(60) {
+                    pick_dir(rng)
+                } else {
+                    PathBuf::from(name(rng))
+                };
+                if std::os::unix::fs::symlink(&target, &p).is_ok() {
+                    log.push(format!("  symlink {} -> {}", p.display(), target.display()));
+                }
             }
         }
         13 if !files.is_empty() => {
@@ -212,11 +232,13 @@ fn step(
 }
 
 fn run(backend: Backend, seed: u64, n: usize) {
-    run_with(backend, seed, n, None)
+    run_with(backend, seed, n, None, false)
 }
 
 /// `cap`: the manager's OS watch cap, so that part of the tree is polled.
-fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
+/// `follow`: the spec follows symlinks, and the mirror is compared with a
+/// listing that follows them the same way.
+fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>, follow: bool) {
     let d = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let root = d.path().join("tree");
@@ -234,19 +256,29 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
     let spec = WatchSpec::new([&root])
         .quiet_window(quiet)
         .max_delay(quiet.max(Duration::from_millis(100)))
-        .editor_ignores(false);
+        .editor_ignores(false)
+        .follow_symlinks(follow);
     start(&m, "s", spec);
-    let mut mirror = Mirror::of_disk(&root);
+    let mut mirror = listing(&root, follow);
     let mut written: BTreeSet<PathBuf> = BTreeSet::new();
     let mut serial = 0;
     let mut done = 0;
     let mut checkpoints = 0;
     let mut log: Vec<String> = Vec::new();
+    // Most paths seen through followed links at one checkpoint.
+    let mut through_links = 0;
     while done < n {
         log.clear();
         let burst = 1 + rng.below(150);
         for _ in 0..burst.min(n - done) {
-            written.extend(step(&mut rng, &root, out.path(), &mut serial, &mut log));
+            written.extend(step(
+                &mut rng,
+                &root,
+                out.path(),
+                &mut serial,
+                &mut log,
+                follow,
+            ));
             done += 1;
         }
         m.sync("s", WAIT).unwrap_or_else(|e| {
@@ -263,7 +295,17 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
                 }
             }
         }
-        let disk = Mirror::of_disk(&root);
+        let disk = listing(&root, follow);
+        through_links = through_links.max(
+            disk.0
+                .keys()
+                .filter(|p| {
+                    p.ancestors()
+                        .skip(1)
+                        .any(|a| disk.0.get(a) == Some(&FileType::Symlink))
+                })
+                .count(),
+        );
         let broken = m.check_index().unwrap();
         let trail = || {
             let changes: Vec<String> = batches
@@ -290,7 +332,7 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
                 .filter(|(k, v)| disk.0.get(*k) != Some(v))
                 .collect();
             panic!(
-                "seed {seed} ({backend:?}, quiet {quiet:?}): mirror differs from disk after {done} ops \
+                "seed {seed} ({backend:?}, quiet {quiet:?}, follow {follow}): mirror differs from disk after {done} ops \
                  (checkpoint {checkpoints}).\n on disk, not mirrored: {missing:?}\n mirrored, not on disk: {extra:?}\n \
                  rerun: SPECWATCH_SEED={seed} SPECWATCH_OPS={n}{}",
                 trail()
@@ -310,7 +352,16 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>) {
         written.clear();
         checkpoints += 1;
     }
-    eprintln!("seed {seed} ({backend:?}): {n} operations, {checkpoints} checkpoints, mirror equal");
+    eprintln!(
+        "seed {seed} ({backend:?}, follow {follow}): {n} operations, {checkpoints} checkpoints, \
+         mirror equal; at most {through_links} paths through followed links"
+    );
+    if follow && n >= 500 {
+        assert!(
+            through_links > 0,
+            "seed {seed}: no link was ever followed; the run tested nothing of follow_symlinks"
+        );
+    }
 }
 
 #[test]
@@ -339,6 +390,31 @@ fn mirror_portable() {
 #[test]
 fn mirror_native_watch_capped() {
     for seed in seeds() {
-        run_with(Backend::Native, seed, ops() / 2, Some(6));
+        run_with(Backend::Native, seed, ops() / 2, Some(6), false);
+    }
+}
+
+/// With `follow_symlinks`: links to siblings and to any directory (loops
+/// included), so that directories have several paths, and operations go
+/// through links.
+#[test]
+fn mirror_native_follow() {
+    for seed in seeds() {
+        run_with(Backend::Native, seed, ops() / 2, None, true);
+    }
+}
+
+#[test]
+fn mirror_portable_follow() {
+    for seed in seeds() {
+        run_with(Backend::Portable, seed, ops() / 2, None, true);
+    }
+}
+
+/// Followed links with a cap of 6 OS watches: aliases and polling mixed.
+#[test]
+fn mirror_native_follow_watch_capped() {
+    for seed in seeds() {
+        run_with(Backend::Native, seed, ops() / 2, Some(6), true);
     }
 }

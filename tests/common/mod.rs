@@ -169,6 +169,31 @@ impl Mirror {
     /// The tree below `root` as on disk now (symlinks not followed),
     /// `root` itself excluded.
     pub fn of_disk(root: &Path) -> Mirror {
+        Self::walk(root, false)
+    }
+
+    /// The tree below `root` as on disk now, following symlinks to
+    /// directories the way `follow_symlinks` does: a link is listed as
+    /// `Symlink` and, unless it leads to its own directory or an ancestor,
+    /// what its target holds is listed below it.
+    pub fn of_disk_following(root: &Path) -> Mirror {
+        Self::walk(root, true)
+    }
+
+    fn walk(root: &Path, follow: bool) -> Mirror {
+        let ident = |p: &Path| {
+            let m = std::fs::metadata(p).ok().filter(|m| m.is_dir())?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                Some((m.dev(), m.ino()))
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = m;
+                std::fs::canonicalize(p).ok()
+            }
+        };
         let mut m = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(d) = stack.pop() {
@@ -177,17 +202,24 @@ impl Mirror {
             };
             for e in rd.flatten() {
                 let ft = e.file_type().unwrap();
+                let p = e.path();
                 let t = if ft.is_dir() {
-                    stack.push(e.path());
+                    stack.push(p.clone());
                     FileType::Dir
                 } else if ft.is_file() {
                     FileType::File
                 } else if ft.is_symlink() {
+                    if follow
+                        && let Some(target) = ident(&p)
+                        && !p.ancestors().skip(1).any(|a| ident(a) == Some(target))
+                    {
+                        stack.push(p.clone());
+                    }
                     FileType::Symlink
                 } else {
                     FileType::Other
                 };
-                m.insert(e.path(), t);
+                m.insert(p, t);
             }
         }
         Mirror(m)
@@ -196,7 +228,8 @@ impl Mirror {
     pub fn apply(&mut self, c: &Change) {
         match c.kind {
             ChangeKind::Created | ChangeKind::Modified => {
-                if c.file_type != FileType::Dir {
+                // What a followed link leads to is reported on its own.
+                if !matches!(c.file_type, FileType::Dir | FileType::Symlink) {
                     self.remove_below(&c.path);
                 }
                 self.0.insert(c.path.clone(), c.file_type);
