@@ -75,6 +75,9 @@ pub(crate) enum Msg {
     },
     /// Test hook: make the next native watch calls fail.
     FailWatches(u32),
+    /// Test hook: make the next watch calls (either backend) fail as the
+    /// OS's watch limit does.
+    FailWatchesAtLimit(u32),
     /// Test hook: check the index's invariants; reply with violations.
     Check { reply: Sender<Vec<String>> },
     /// An event from the portable backend.
@@ -199,6 +202,8 @@ pub(crate) struct Engine {
     retries: BTreeMap<DirId, (u32, Instant, SystemTime)>,
     /// Test hook: how many coming watch calls fail.
     inject_failures: u32,
+    /// Test hook: how many coming watch calls hit a simulated watch limit.
+    inject_limit: u32,
     /// Callers of `Manager::stats` waiting for the end of this pass.
     stats_waiters: Vec<Sender<crate::manager::Stats>>,
     /// A native watch was released since the last pass (polled directories
@@ -551,6 +556,7 @@ impl Engine {
             limit_reason: None,
             retries: BTreeMap::new(),
             inject_failures: 0,
+            inject_limit: 0,
             stats_waiters: Vec::new(),
             freed: false,
             os_events: 0,
@@ -721,6 +727,7 @@ impl Engine {
             Msg::SyncCancel { id } => self.syncs.retain(|s| s.id != id),
             Msg::Overflow => self.overflow(self.last_read_at),
             Msg::FailWatches(n) => self.inject_watch_failures(n),
+            Msg::FailWatchesAtLimit(n) => self.inject_limit = n,
             Msg::Stats { reply } => self.stats_waiters.push(reply),
             Msg::Check { reply } => {
                 let _ = reply.send(self.check_invariants());
@@ -842,7 +849,9 @@ impl Engine {
                 }
             }
             Os::Portable(p) => {
-                p.forget_dir(&node.path);
+                if p.forget_dir(&node.path) {
+                    self.freed = true;
+                }
                 self.portable_dirty = true;
             }
         }
@@ -976,6 +985,10 @@ impl Engine {
                     if self.inject_failures > 0 {
                         self.inject_failures -= 1;
                         Err(io::Error::other("injected watch failure"))
+                    } else if self.inject_limit > 0 {
+                        // What inotify_add_watch says at max_user_watches.
+                        self.inject_limit -= 1;
+                        Err(io::Error::from_raw_os_error(libc_errno::ENOSPC))
                     } else {
                         // A followed link's own path is a symlink.
                         n.add(&path, follow || self.links.contains_key(&id))
@@ -1018,7 +1031,12 @@ impl Engine {
             Os::Portable(p) => {
                 // Ancestors of roots (`follow`) are watched for their own
                 // entries only; covered directories recursively.
-                p.ensure_watch(&path, !follow)
+                if self.inject_limit > 0 && !p.has_watch(&path, !follow) {
+                    self.inject_limit -= 1;
+                    Err(crate::backend::portable::limit_error(&path))
+                } else {
+                    p.ensure_watch(&path, !follow)
+                }
             }
         };
         match result {
@@ -1914,6 +1932,10 @@ impl Engine {
         };
         for w in &stale {
             p.unwatch(w);
+        }
+        if !stale.is_empty() {
+            // Polled directories may get a watch now.
+            self.freed = true;
         }
         for (path, recursive) in wanted {
             let Some(id) = self.index.lookup(&path) else {

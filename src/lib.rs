@@ -108,10 +108,9 @@
 //!   seen; nor are changes made on another machine to a network file system
 //!   (no automatic polling of network mounts yet).
 //! - The portable backend watches ignored directories too (notify recurses
-//!   into them); their events are dropped, but they cost OS watches. Its
-//!   fallback to polling when notify reports the watch limit
-//!   (`MaxFilesWatch`) is not tested (the manager's watch cap applies to
-//!   the native backend only).
+//!   into them); their events are dropped, but they cost OS watches. The
+//!   manager's watch cap (`ManagerBuilder::max_os_watches`) applies to the
+//!   native backend only; on both, the OS's own limit leads to polling.
 //! - Sync cookies are files named `.specwatch-cookie-*`; entries with that
 //!   prefix are never indexed or reported.
 //! - Paths are cleaned lexically (`a/b/../c` is `a/c`) without resolving

@@ -563,6 +563,16 @@ impl Manager {
         self.send(Msg::FailWatches(n))
     }
 
+    /// Test hook: the next `n` watch calls, on either backend, fail as they
+    /// do at the OS's watch limit (`ENOSPC` from inotify; notify's
+    /// `MaxFilesWatch` on the portable backend), to test the polling
+    /// fallback where the manager's watch cap does not apply. Not part of
+    /// the stable API.
+    #[doc(hidden)]
+    pub fn inject_watch_limit(&self, n: u32) -> Result<()> {
+        self.send(Msg::FailWatchesAtLimit(n))
+    }
+
     /// Test hook: the engine's index invariant violations (empty when
     /// consistent). Not part of the stable API.
     #[doc(hidden)]

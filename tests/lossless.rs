@@ -20,6 +20,7 @@ both_backends!(
     slow_consumer_gets_every_path_with_bounded_backlog,
     unreadable_subdirectory_is_named_and_recovers,
     sync_on_unwritable_root_falls_back_to_a_rescan,
+    os_watch_limit_falls_back_to_polling_and_back,
 );
 
 fn sync_delivers_everything_before_it(b: Backend) {
@@ -402,6 +403,72 @@ fn watch_limit_falls_back_to_polling_and_back() {
     c.drain();
     assert!(c.has("b", &g, ChangeKind::Created));
     assert_eq!(m.stats().os_watches, 8, "at the cap again");
+}
+
+/// The OS's own watch limit, on both backends (simulated: the next watch
+/// calls fail with the error each backend gets at the limit, `ENOSPC` from
+/// inotify or notify's `MaxFilesWatch`, through the same error mapping):
+/// the directories left over are polled, their changes reported, and they
+/// move back to OS watches once another spec releases watches.
+fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
+    let d = tmp();
+    let a = d.path().join("a");
+    let w = d.path().join("b");
+    fs::create_dir_all(a.join("x")).unwrap();
+    for i in 0..3 {
+        fs::create_dir_all(w.join(format!("y{i}"))).unwrap();
+        fs::write(w.join(format!("y{i}/old")), "o").unwrap();
+    }
+    let m = specwatch::Manager::builder()
+        .backend(b)
+        .poll_interval(std::time::Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let mut c = Collector::new(m.subscribe());
+    assert_eq!(start(&m, "a", spec(&[&a])).phase, Phase::Watching);
+    // The next two watch calls hit the limit: `b` itself and one of its
+    // subdirectories (their shared parent is watched already).
+    m.inject_watch_limit(2).unwrap();
+    let st = start(&m, "b", spec(&[&w]));
+    assert_eq!(st.polled_dirs, 2, "{b:?}: {st:?}");
+    match &st.phase {
+        Phase::Degraded { reason } => assert!(
+            reason.contains("2 directories polled") && reason.contains("for want of OS watches"),
+            "{reason}"
+        ),
+        other => panic!("{b:?}: expected degraded, got {other:?}"),
+    }
+    for i in 0..3 {
+        fs::write(w.join(format!("y{i}/new")), "n").unwrap();
+        fs::write(w.join(format!("y{i}/old")), "changed, longer").unwrap();
+    }
+    fs::write(w.join("top"), "t").unwrap();
+    c.wait("changes in polled and watched directories", |c| {
+        (0..3).all(|i| {
+            c.has("b", &w.join(format!("y{i}/new")), ChangeKind::Created)
+                && c.has("b", &w.join(format!("y{i}/old")), ChangeKind::Modified)
+        }) && c.has("b", &w.join("top"), ChangeKind::Created)
+    });
+    // Watches released: the polled directories get OS watches again.
+    m.delete("a").unwrap();
+    c.wait("b watched by the OS again", |_| {
+        m.status("b")
+            .is_some_and(|s| s.polled_dirs == 0 && s.phase == Phase::Watching)
+    });
+    for i in 0..3 {
+        fs::write(w.join(format!("y{i}/after")), "a").unwrap();
+    }
+    m.sync("b", WAIT).unwrap();
+    c.drain();
+    for i in 0..3 {
+        let p = w.join(format!("y{i}/after"));
+        assert!(
+            c.has("b", &p, ChangeKind::Created),
+            "{b:?}: {}",
+            p.display()
+        );
+    }
+    assert!(m.check_index().unwrap().is_empty());
 }
 
 /// A watch that fails for a transient reason (an injected I/O error) is

@@ -116,11 +116,15 @@ impl Portable {
             .any(|a| self.watched.get(a) == Some(&true) || self.extra.contains(a))
     }
 
-    /// A directory left the index: drop a watch of our own on it.
-    pub(crate) fn forget_dir(&mut self, dir: &Path) {
+    /// A directory left the index: drop a watch of our own on it. Returns
+    /// whether one was dropped.
+    pub(crate) fn forget_dir(&mut self, dir: &Path) -> bool {
         if self.extra.remove(dir) {
             let _ = self.watcher.unwatch(dir);
             self.extra.retain(|e| !e.starts_with(dir));
+            true
+        } else {
+            false
         }
     }
 
@@ -132,6 +136,15 @@ impl Portable {
     pub(crate) fn count(&self) -> usize {
         self.watched.len() + self.extra.len()
     }
+}
+
+/// The error notify reports at the OS's watch limit (`MaxFilesWatch`), as
+/// [`ensure_watch`](Portable::ensure_watch) returns it (test hook).
+pub(crate) fn limit_error(path: &Path) -> (io::Error, PathBuf) {
+    watch_error(
+        notify::Error::new(notify::ErrorKind::MaxFilesWatch).add_path(path.to_path_buf()),
+        path,
+    )
 }
 
 /// A notify error as an I/O error (so that the engine classifies it like the
