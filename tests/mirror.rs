@@ -352,9 +352,14 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>, follow: b
         written.clear();
         checkpoints += 1;
     }
+    let links = if follow {
+        format!("; at most {through_links} paths through followed links")
+    } else {
+        String::new()
+    };
     eprintln!(
         "seed {seed} ({backend:?}, follow {follow}): {n} operations, {checkpoints} checkpoints, \
-         mirror equal; at most {through_links} paths through followed links"
+         mirror equal{links}"
     );
     if follow && n >= 500 {
         assert!(
