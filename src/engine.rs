@@ -1268,13 +1268,26 @@ impl Engine {
                 // is only auto-watched by notify some time after its creation
                 // event, and reading it before then could miss files.
                 let below_link = self.below_link(id);
+                let mut at_limit = false;
                 if let (Os::Portable(p), true, false) = (&mut self.os, report, below_link)
                     && p.covers(&path)
-                    && let Err(e) = p.watch_new_dir(&path)
+                    && let Err((e, at)) = if self.inject_limit > 0 {
+                        self.inject_limit -= 1;
+                        Err(crate::backend::portable::limit_error(&path))
+                    } else {
+                        p.watch_new_dir(&path)
+                    }
                 {
-                    self.record_error(&specs, &path, &format!("cannot watch: {e}"));
+                    if is_watch_limit(&e) {
+                        // Covered by the watch above only in name: poll it.
+                        self.limit_reason = Some(e.to_string());
+                        self.poll_instead(id, &specs);
+                        at_limit = true;
+                    } else {
+                        self.record_error(&specs, &at, &format!("cannot watch: {e}"));
+                    }
                 }
-                watched = self.watch_node(id, false, &specs);
+                watched = !at_limit && self.watch_node(id, false, &specs);
             }
             if self.index.get(id).is_none() {
                 continue; // removed as stale while watching

@@ -468,6 +468,25 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
             p.display()
         );
     }
+    // A directory created at the limit is polled too (on the portable
+    // backend its own recursive watch call is the one refused), and what
+    // it holds is reported.
+    m.inject_watch_limit(1).unwrap();
+    let late = w.join("late");
+    fs::create_dir(&late).unwrap();
+    fs::write(late.join("f"), "f").unwrap();
+    m.sync("b", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("b", &late.join("f"), ChangeKind::Created), "{b:?}");
+    assert_eq!(
+        m.status("b").unwrap().polled_dirs,
+        1,
+        "{b:?}: late is polled"
+    );
+    fs::write(late.join("g"), "g").unwrap();
+    m.sync("b", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("b", &late.join("g"), ChangeKind::Created), "{b:?}");
     assert!(m.check_index().unwrap().is_empty());
 }
 

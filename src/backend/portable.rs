@@ -55,17 +55,18 @@ impl Portable {
     /// files created in between. `watch()` is served by notify's thread after
     /// that, so once it returns the new directory and all below it are
     /// watched.
-    pub(crate) fn watch_new_dir(&mut self, dir: &Path) -> Result<(), String> {
+    ///
+    /// On failure: the error and the directory it is about, as
+    /// [`ensure_watch`](Self::ensure_watch) gives them.
+    pub(crate) fn watch_new_dir(&mut self, dir: &Path) -> Result<(), (io::Error, PathBuf)> {
         if self.watched.contains_key(dir) || self.extra.contains(dir) {
             return Ok(());
         }
-        match self.watcher.watch(dir, RecursiveMode::Recursive) {
-            Ok(()) => {
-                self.extra.insert(dir.to_path_buf());
-                Ok(())
-            }
-            Err(e) => Err(e.to_string()),
-        }
+        self.watcher
+            .watch(dir, RecursiveMode::Recursive)
+            .map_err(|e| watch_error(e, dir))?;
+        self.extra.insert(dir.to_path_buf());
+        Ok(())
     }
 
     /// Watches `path` unless a recursive watch above it already covers it;
