@@ -222,6 +222,15 @@ pub(crate) struct Engine {
     link_polled: BTreeSet<DirId>,
 }
 
+/// Test hooks: uses up one of `n` injected failures, if any are left.
+fn take_one(n: &mut u32) -> bool {
+    let left = *n > 0;
+    if left {
+        *n -= 1;
+    }
+    left
+}
+
 /// What tells two directories apart: device and inode.
 #[cfg(unix)]
 type DirIdent = (u64, u64);
@@ -982,12 +991,10 @@ impl Engine {
                     ))
                 })
                 .unwrap_or_else(|| {
-                    if self.inject_failures > 0 {
-                        self.inject_failures -= 1;
+                    if take_one(&mut self.inject_failures) {
                         Err(io::Error::other("injected watch failure"))
-                    } else if self.inject_limit > 0 {
+                    } else if take_one(&mut self.inject_limit) {
                         // What inotify_add_watch says at max_user_watches.
-                        self.inject_limit -= 1;
                         Err(io::Error::from_raw_os_error(libc_errno::ENOSPC))
                     } else {
                         // A followed link's own path is a symlink.
@@ -1031,8 +1038,7 @@ impl Engine {
             Os::Portable(p) => {
                 // Ancestors of roots (`follow`) are watched for their own
                 // entries only; covered directories recursively.
-                if self.inject_limit > 0 && !p.has_watch(&path, !follow) {
-                    self.inject_limit -= 1;
+                if !p.has_watch(&path, !follow) && take_one(&mut self.inject_limit) {
                     Err(crate::backend::portable::limit_error(&path))
                 } else {
                     p.ensure_watch(&path, !follow)
@@ -1271,8 +1277,7 @@ impl Engine {
                 let mut at_limit = false;
                 if let (Os::Portable(p), true, false) = (&mut self.os, report, below_link)
                     && p.covers(&path)
-                    && let Err((e, at)) = if self.inject_limit > 0 {
-                        self.inject_limit -= 1;
+                    && let Err((e, at)) = if take_one(&mut self.inject_limit) {
                         Err(crate::backend::portable::limit_error(&path))
                     } else {
                         p.watch_new_dir(&path)
