@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::event::{Change, ChangeKind, FileType};
+use crate::change::{Change, ChangeKind, FileType};
 
 #[derive(Clone, Copy, Debug)]
 struct Net {

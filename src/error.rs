@@ -42,10 +42,14 @@ pub enum Error {
     },
 
     /// An ignore pattern could not be parsed.
-    #[error("watch spec {spec:?}: invalid ignore pattern {pattern:?} (base {base:?}): {reason}")]
+    #[error(
+        "watch spec {spec:?}: invalid ignore pattern {pattern:?} (rule {rule}, base {base:?}): {reason}"
+    )]
     InvalidPattern {
         /// The spec's name.
         spec: String,
+        /// The rule's position in the spec's `ignores` (from 0).
+        rule: usize,
         /// The pattern, exactly as given.
         pattern: String,
         /// The base directory of the rule the pattern belongs to.

@@ -1,4 +1,5 @@
-//! Delivery to subscribers without ever waiting for one.
+//! What subscribers receive ([`Event`]), and its delivery without ever
+//! waiting for a subscriber.
 //!
 //! Each subscriber has a bounded channel. When it is full, events go to the
 //! subscriber's backlog instead, where change batches of the same spec and
@@ -13,7 +14,21 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Sender, TrySendError};
 
-use crate::event::{Change, ChangeBatch, ChangeKind, Event, FileType};
+use crate::change::{Change, ChangeBatch, ChangeKind, FileType};
+use crate::status::WatchStatus;
+
+/// One message to a subscriber.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// A batch of changes of one spec.
+    Changes(Arc<ChangeBatch>),
+    /// A new status snapshot of one spec (sent whenever its status changes).
+    Status(Arc<WatchStatus>),
+    /// The named spec was deleted; no more events will come for it (until it
+    /// is applied again).
+    Deleted(String),
+}
 
 /// Combines two net changes of one path (`first` older) into one; `None`
 /// when they cancel out (created, then removed).
@@ -243,9 +258,7 @@ impl Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Seq;
-    use crate::status::Generation;
-    use crate::status::WatchStatus;
+    use crate::ids::{Generation, Seq};
     use ChangeKind::*;
     use FileType::*;
     use std::time::SystemTime;

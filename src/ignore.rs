@@ -14,7 +14,49 @@ use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
-use crate::spec::{IgnoreRule, WatchSpec};
+
+/// Gitignore-style patterns relative to a base directory.
+///
+/// Semantics (those of `.gitignore`, with one deliberate difference):
+///
+/// - a pattern with no `/` except a trailing one (`*.o`, `target/`) matches a
+///   name at any depth below `base`;
+/// - a pattern with a leading or inner `/` (`/build`, `doc/gen`) is anchored to
+///   `base`;
+/// - a trailing `/` matches directories only;
+/// - `*`, `?`, `[...]` and `**` are globs; `*` does not cross `/`;
+/// - `!pattern` re-includes what an earlier pattern ignored; among the
+///   patterns that match a path, the **last one wins**;
+/// - for a path, the **deepest** of the path itself and its ancestors that some
+///   pattern matches decides. Unlike git, a `!` pattern can therefore
+///   re-include something below an ignored directory: `gen/` + `!gen/keep/`
+///   keeps `gen/keep/` watched (as Docker and Tilt do).
+///
+/// An ignored directory gets no OS watch at all unless some `!` pattern could
+/// match below it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct IgnoreRule {
+    /// The directory the patterns are relative to.
+    pub base: PathBuf,
+    /// The patterns, in order.
+    pub patterns: Vec<String>,
+}
+
+impl IgnoreRule {
+    /// A rule with `patterns` relative to `base`.
+    pub fn new<P, I, S>(base: P, patterns: I) -> Self
+    where
+        P: Into<PathBuf>,
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        IgnoreRule {
+            base: base.into(),
+            patterns: patterns.into_iter().map(Into::into).collect(),
+        }
+    }
+}
 
 /// Name patterns of editors' temporary and backup files.
 const EDITOR_TEMP: &[&str] = &[
@@ -28,18 +70,6 @@ const EDITOR_TEMP: &[&str] = &[
     "*___jb_tmp___",
     "*___jb_old___",
 ];
-
-/// Checks every pattern of `rule`; the error names the first bad one.
-pub(crate) fn validate(spec: &str, rule: &IgnoreRule) -> Result<()> {
-    compile_rule(rule)
-        .map(|_| ())
-        .map_err(|(pattern, reason)| Error::InvalidPattern {
-            spec: spec.to_owned(),
-            pattern,
-            base: rule.base.clone(),
-            reason,
-        })
-}
 
 /// The compiled ignore rules of one (normalised) spec.
 #[derive(Debug)]
@@ -193,9 +223,18 @@ impl Reinclude {
 }
 
 impl Matcher {
-    /// Compiles the rules of a spec that [`WatchSpec::normalized`] accepted.
-    pub(crate) fn new(spec: &WatchSpec) -> Result<Matcher> {
-        let editor = if spec.options.editor_ignores {
+    /// Compiles the rules of spec `name` (normalised: bases and `roots`
+    /// absolute and clean). This is where patterns are checked, once: the
+    /// error names the spec, the rule (its index in `rules`) and the
+    /// pattern. `editor_ignores`: add the built-in editor-temp ignores
+    /// (strictly below the roots).
+    pub(crate) fn new(
+        name: &str,
+        rules: &[IgnoreRule],
+        roots: &[PathBuf],
+        editor_ignores: bool,
+    ) -> Result<Matcher> {
+        let editor = if editor_ignores {
             let mut b = GlobSetBuilder::new();
             for p in EDITOR_TEMP {
                 b.add(
@@ -209,21 +248,22 @@ impl Matcher {
         } else {
             None
         };
-        let mut rules = Vec::with_capacity(spec.ignores.len());
-        for rule in &spec.ignores {
-            rules.push(
-                compile_rule(rule).map_err(|(pattern, reason)| Error::InvalidPattern {
-                    spec: String::new(),
+        let mut compiled = Vec::with_capacity(rules.len());
+        for (index, rule) in rules.iter().enumerate() {
+            compiled.push(compile_rule(rule).map_err(|(pattern, reason)| {
+                Error::InvalidPattern {
+                    spec: name.to_owned(),
+                    rule: index,
                     pattern,
                     base: rule.base.clone(),
                     reason,
-                })?,
-            );
+                }
+            })?);
         }
         Ok(Matcher {
             editor,
-            rules,
-            roots: spec.paths.clone(),
+            rules: compiled,
+            roots: roots.to_vec(),
             dirs: RefCell::new(HashMap::new()),
         })
     }
@@ -344,17 +384,195 @@ impl Matcher {
 mod tests {
     use super::*;
 
+    /// A matcher for root `/r` with one rule based there.
     fn matcher(patterns: &[&str]) -> Matcher {
-        let spec = WatchSpec::new(["/r"])
-            .ignore(IgnoreRule::new("/r", patterns.iter().copied()))
-            .normalized("t")
-            .unwrap();
-        Matcher::new(&spec).unwrap()
+        rules(&[IgnoreRule::new("/r", patterns.iter().copied())])
+    }
+
+    /// A matcher for root `/r`, editor ignores on.
+    fn rules(rules: &[IgnoreRule]) -> Matcher {
+        Matcher::new("t", rules, &["/r".into()], true).unwrap()
     }
 
     fn ig(m: &Matcher, p: &str, dir: bool) -> bool {
         m.is_ignored(Path::new(p), dir)
     }
+
+    // Table-driven cases, one test each (as `ignore::gitignore` tests its
+    // matcher): `ignored!(name, [patterns of a rule based at /r], path)`,
+    // `, dir` when the path is a directory. Built-in editor ignores are on.
+    macro_rules! ignored {
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
+            ignored!($name, [$($p),*], $path, false);
+        };
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr, dir) => {
+            ignored!($name, [$($p),*], $path, true);
+        };
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr, $dir:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert!(ig(&m, $path, $dir), "{} should be ignored", $path);
+            }
+        };
+    }
+
+    macro_rules! not_ignored {
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
+            not_ignored!($name, [$($p),*], $path, false);
+        };
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr, dir) => {
+            not_ignored!($name, [$($p),*], $path, true);
+        };
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr, $dir:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert!(!ig(&m, $path, $dir), "{} should not be ignored", $path);
+            }
+        };
+    }
+
+    /// `pruned!(name, [patterns], dir)`: the directory needs no watch.
+    macro_rules! pruned {
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert!(m.prunes(Path::new($path)), "{} should be pruned", $path);
+            }
+        };
+    }
+
+    macro_rules! not_pruned {
+        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert!(!m.prunes(Path::new($path)), "{} should not be pruned", $path);
+            }
+        };
+    }
+
+    // Names at any depth; anchoring.
+    ignored!(ig_name_top, ["*.o"], "/r/a.o");
+    ignored!(ig_name_deep, ["*.o"], "/r/x/y/a.o");
+    ignored!(ig_literal_dir, ["build"], "/r/build", dir);
+    ignored!(ig_literal_file, ["build"], "/r/x/build");
+    ignored!(ig_below_ignored_dir, ["build"], "/r/build/deep/f.c");
+    ignored!(ig_anchored_leading_slash, ["/top"], "/r/top");
+    not_ignored!(ni_anchored_leading_slash_deeper, ["/top"], "/r/x/top");
+    ignored!(ig_anchored_inner_slash, ["doc/gen"], "/r/doc/gen", dir);
+    not_ignored!(
+        ni_anchored_inner_slash_deeper,
+        ["doc/gen"],
+        "/r/x/doc/gen",
+        dir
+    );
+    not_ignored!(ni_other_extension, ["*.o"], "/r/a.c");
+    not_ignored!(ni_root_itself, ["*"], "/r", dir);
+    not_ignored!(ni_above_base, ["*"], "/elsewhere/f");
+    // Globs.
+    ignored!(ig_question_mark, ["a?c"], "/r/abc");
+    not_ignored!(ni_question_mark_no_slash, ["a?c"], "/r/a/c");
+    ignored!(ig_class, ["[ab].txt"], "/r/b.txt");
+    not_ignored!(ni_class, ["[ab].txt"], "/r/c.txt");
+    ignored!(ig_double_star_middle, ["a/**/z"], "/r/a/b/c/z");
+    ignored!(ig_double_star_zero_dirs, ["a/**/z"], "/r/a/z");
+    ignored!(ig_double_star_lead, ["**/z"], "/r/q/z");
+    ignored!(ig_double_star_trail, ["a/**"], "/r/a/q/w");
+    not_ignored!(ni_star_is_one_segment, ["a/*.txt"], "/r/a/b/c.txt");
+    ignored!(ig_star_one_segment, ["a/*.txt"], "/r/a/c.txt");
+    ignored!(ig_below_a_star_match, ["a/*"], "/r/a/b/c/d.txt");
+    // Directories only.
+    ignored!(ig_dir_only_dir, ["out/"], "/r/out", dir);
+    not_ignored!(ni_dir_only_file, ["out/"], "/r/out");
+    ignored!(ig_dir_only_inside, ["out/"], "/r/out/f");
+    // Negation: the last matching pattern wins; the deepest match decides.
+    ignored!(ig_last_wins_ignore, ["!keep.log", "*.log"], "/r/keep.log");
+    not_ignored!(ni_last_wins_keep, ["*.log", "!keep.log"], "/r/keep.log");
+    ignored!(ig_other_logs, ["*.log", "!keep.log"], "/r/a.log");
+    not_ignored!(
+        ni_reinclude_dir_below_ignored,
+        ["gen/", "!gen/keep/"],
+        "/r/gen/keep",
+        dir
+    );
+    not_ignored!(
+        ni_reinclude_file_below,
+        ["gen/", "!gen/keep/"],
+        "/r/gen/keep/a/b.txt"
+    );
+    ignored!(
+        ig_sibling_of_reinclude,
+        ["gen/", "!gen/keep/"],
+        "/r/gen/other.txt"
+    );
+    ignored!(
+        ig_deeper_ignore_beats_reinclude,
+        ["!keep/", "*.tmp"],
+        "/r/keep/x.tmp"
+    );
+    // Comments, blanks, escapes, trailing spaces.
+    not_ignored!(ni_comment, ["# c"], "/r/# c");
+    ignored!(ig_escaped_hash, ["\\#lit"], "/r/#lit");
+    ignored!(ig_escaped_bang, ["\\!bang"], "/r/!bang");
+    ignored!(ig_trailing_space_trimmed, ["a.txt   "], "/r/a.txt");
+    // Built-in editor temporaries, and a user negation over them.
+    ignored!(ig_vim_swap, [], "/r/.a.swp");
+    ignored!(ig_vim_4913, [], "/r/x/4913");
+    ignored!(ig_emacs_lock, [], "/r/.#a");
+    ignored!(ig_emacs_autosave, [], "/r/#a#");
+    ignored!(ig_backup, [], "/r/a~");
+    ignored!(ig_jetbrains, [], "/r/a.rs___jb_tmp___");
+    not_ignored!(
+        ni_user_negation_beats_builtin,
+        ["!important~"],
+        "/r/important~"
+    );
+    not_ignored!(ni_plain_file, [], "/r/a.txt");
+
+    // Pruning: only when no `!` pattern could match below.
+    pruned!(pr_ignored_dir, ["node_modules/"], "/r/node_modules");
+    pruned!(
+        pr_ignored_dir_deep,
+        ["node_modules/"],
+        "/r/a/b/node_modules"
+    );
+    pruned!(pr_below_pruned, ["target"], "/r/target/debug");
+    not_pruned!(np_not_ignored, ["target"], "/r/src");
+    not_pruned!(
+        np_unanchored_negation,
+        ["node_modules/", "!*.keep"],
+        "/r/node_modules"
+    );
+    pruned!(
+        pr_anchored_negation_elsewhere,
+        ["vendor/", "!src/keep/"],
+        "/r/vendor"
+    );
+    not_pruned!(
+        np_double_star_negation,
+        ["vendor/", "!vendor/**/keep"],
+        "/r/vendor/a/b"
+    );
+    not_pruned!(
+        np_glob_segment_match,
+        ["pkgs/", "!pkgs/lib-*/src/"],
+        "/r/pkgs/lib-a"
+    );
+    pruned!(
+        pr_glob_segment_mismatch,
+        ["pkgs/", "!pkgs/lib-*/src/"],
+        "/r/pkgs/app"
+    );
+    pruned!(
+        pr_past_the_negation,
+        ["pkgs/", "!pkgs/lib-*/src/"],
+        "/r/pkgs/lib-a/test"
+    );
+    not_pruned!(np_the_reinclude_path, ["gen/", "!gen/keep/"], "/r/gen/keep");
+    not_pruned!(np_parent_of_reinclude, ["gen/", "!gen/keep/"], "/r/gen");
 
     #[test]
     fn bare_name_matches_at_any_depth() {
@@ -459,15 +677,10 @@ mod tests {
         }
         assert!(!ig(&m, "/r/a.txt", false));
         // The root itself is never ignored by the built-ins.
-        let spec = WatchSpec::new(["/r~"]).normalized("t").unwrap();
-        let m2 = Matcher::new(&spec).unwrap();
+        let m2 = Matcher::new("t", &[], &["/r~".into()], true).unwrap();
         assert!(!m2.is_ignored(Path::new("/r~"), true));
         // Off switch.
-        let spec = WatchSpec::new(["/r"])
-            .editor_ignores(false)
-            .normalized("t")
-            .unwrap();
-        let m3 = Matcher::new(&spec).unwrap();
+        let m3 = Matcher::new("t", &[], &["/r".into()], false).unwrap();
         assert!(!m3.is_ignored(Path::new("/r/a~"), false));
         // A user negation beats a built-in.
         let m4 = matcher(&["!important~"]);
@@ -477,11 +690,7 @@ mod tests {
 
     #[test]
     fn rules_only_apply_below_their_base() {
-        let spec = WatchSpec::new(["/r"])
-            .ignore(IgnoreRule::new("/r/sub", ["*.txt"]))
-            .normalized("t")
-            .unwrap();
-        let m = Matcher::new(&spec).unwrap();
+        let m = rules(&[IgnoreRule::new("/r/sub", ["*.txt"])]);
         assert!(!m.is_ignored(Path::new("/r/a.txt"), false));
         assert!(m.is_ignored(Path::new("/r/sub/a.txt"), false));
         assert!(m.is_ignored(Path::new("/r/sub/x/a.txt"), false));
@@ -489,12 +698,10 @@ mod tests {
 
     #[test]
     fn later_rules_beat_earlier_rules() {
-        let spec = WatchSpec::new(["/r"])
-            .ignore(IgnoreRule::new("/r", ["*.txt"]))
-            .ignore(IgnoreRule::new("/r/sub", ["!keep.txt"]))
-            .normalized("t")
-            .unwrap();
-        let m = Matcher::new(&spec).unwrap();
+        let m = rules(&[
+            IgnoreRule::new("/r", ["*.txt"]),
+            IgnoreRule::new("/r/sub", ["!keep.txt"]),
+        ]);
         assert!(m.is_ignored(Path::new("/r/sub/a.txt"), false));
         assert!(!m.is_ignored(Path::new("/r/sub/keep.txt"), false));
         // A rule with a deeper base and a negation prevents pruning above it.
@@ -511,11 +718,22 @@ mod tests {
 
     #[test]
     fn invalid_pattern_is_named() {
-        let rule = IgnoreRule::new("/r", ["ok", "a[z-a]", "b"]);
-        match validate("s", &rule) {
-            Err(Error::InvalidPattern { pattern, spec, .. }) => {
+        let rules = [
+            IgnoreRule::new("/r", ["fine"]),
+            IgnoreRule::new("/r/sub", ["ok", "a[z-a]", "b"]),
+        ];
+        match Matcher::new("s", &rules, &["/r".into()], true) {
+            Err(Error::InvalidPattern {
+                pattern,
+                spec,
+                rule,
+                base,
+                ..
+            }) => {
                 assert_eq!(pattern, "a[z-a]");
                 assert_eq!(spec, "s");
+                assert_eq!(rule, 1, "the second rule");
+                assert_eq!(base, PathBuf::from("/r/sub"));
             }
             other => panic!("expected InvalidPattern, got {other:?}"),
         }

@@ -118,103 +118,39 @@
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 
+// Layers, imported downwards only: the front (this file, `manager`,
+// `hooks`, `bench_api`) -> `engine` -> the pure core (`index`, `ignore`,
+// `coalesce`, `reconcile`, `fanout`) and the I/O leaves (`backend`, `fs`)
+// -> plain data (`spec`, `event`, `status`, `stats`, `error`, `clock`).
+// ARCHITECTURE.md draws it.
 mod backend;
+#[cfg(feature = "bench")]
+pub mod bench_api;
+mod change;
+mod clock;
 mod coalesce;
 mod engine;
 mod error;
-mod event;
 mod fanout;
+mod fs;
+#[cfg(feature = "test-hooks")]
+mod hooks;
+mod ids;
 mod ignore;
 mod index;
 mod manager;
 mod reconcile;
 mod spec;
+mod stats;
 mod status;
 
-pub use backend::Backend;
+pub use change::{Change, ChangeBatch, ChangeKind, FileType};
 pub use error::{Error, Result};
-pub use event::{Change, ChangeBatch, ChangeKind, Event, FileType, Seq};
-pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, Stats};
+pub use fanout::Event;
+pub use ids::{Generation, Seq};
+pub use ignore::IgnoreRule;
+pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, STATS_WAIT};
 pub use reconcile::ReconcileSummary;
-pub use spec::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, IgnoreRule, WatchOptions, WatchSpec};
-pub use status::{Generation, Phase, RECENT_BATCHES, WatchStatus};
-
-/// Entry points for the criterion benchmarks (`benches/`): thin wrappers
-/// over internal pure code. Not part of the stable API.
-#[doc(hidden)]
-pub mod bench_api {
-    use std::collections::{BTreeMap, HashMap};
-    use std::ffi::OsString;
-    use std::path::{Path, PathBuf};
-    use std::time::{Duration, Instant};
-
-    use crate::{ChangeKind, FileType, ReconcileSummary, Result, WatchSpec};
-
-    /// The native backend's inotify mask for a covered directory (raw
-    /// bits), so that the benchmark's kernel floor asks for the same events.
-    #[cfg(target_os = "linux")]
-    pub fn native_watch_mask() -> u32 {
-        crate::backend::native::mask(false).bits()
-    }
-
-    /// The spec differ.
-    pub fn plan(
-        current: &HashMap<String, WatchSpec>,
-        desired: &BTreeMap<String, WatchSpec>,
-    ) -> ReconcileSummary {
-        crate::reconcile::plan(current, desired)
-    }
-
-    /// A compiled ignore matcher.
-    pub struct Matcher(crate::ignore::Matcher);
-
-    impl Matcher {
-        /// Compiles the rules of `spec` (normalised first).
-        pub fn new(spec: &WatchSpec) -> Result<Matcher> {
-            let n = spec.normalized("bench")?;
-            Ok(Matcher(crate::ignore::Matcher::new(&n)?))
-        }
-        /// Whether `path` is ignored.
-        pub fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
-            self.0.is_ignored(path, is_dir)
-        }
-    }
-
-    /// A directory's indexed entries.
-    pub struct Listing(crate::index::Listing);
-
-    impl Listing {
-        /// A listing holding `entries`.
-        pub fn new(entries: Vec<(OsString, FileType)>) -> Listing {
-            let mut l = crate::index::Listing::default();
-            l.extend_new(entries);
-            Listing(l)
-        }
-
-        /// Inserts then removes every name of `names` one by one.
-        pub fn churn(&mut self, names: &[OsString]) {
-            for n in names {
-                self.0.insert(n, FileType::File);
-            }
-            for n in names {
-                self.0.remove(n);
-            }
-        }
-    }
-
-    /// The listing diff; returns the number of differences.
-    pub fn diff(old: &Listing, fresh: Vec<(OsString, FileType)>) -> usize {
-        crate::index::diff(&old.0, fresh).len()
-    }
-
-    /// Coalesces raw changes into one batch; returns its length.
-    pub fn coalesce(raw: &[(PathBuf, ChangeKind, FileType)]) -> usize {
-        let t = Instant::now();
-        let mut c =
-            crate::coalesce::Coalescer::new(Duration::from_millis(50), Duration::from_secs(1));
-        for (p, k, f) in raw {
-            c.push(t, p.clone(), *k, *f);
-        }
-        c.take().len()
-    }
-}
+pub use spec::{Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
+pub use stats::Stats;
+pub use status::{Phase, RECENT_BATCHES, WatchStatus};

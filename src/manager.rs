@@ -2,26 +2,25 @@
 //! sends the engine what changed; it never writes status.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
-use crate::backend::Backend;
-use crate::engine::{Engine, Msg, Os, Shared};
+use crate::engine::{self, Handle, Msg};
 use crate::error::{Error, Result};
-use crate::event::Event;
+use crate::fanout::Event;
+use crate::fanout::Subscriber;
+use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
-use crate::spec::WatchSpec;
-use crate::status::{Generation, Phase, WatchStatus};
+use crate::spec::{Backend, WatchSpec};
+use crate::stats::Stats;
+use crate::status::{Phase, WatchStatus};
 
 /// What [`Manager::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Applied {
     /// The name was new; watching starts at this generation (1).
     Created(Generation),
@@ -35,36 +34,12 @@ pub enum Applied {
 
 impl Applied {
     /// The generation now applied.
+    #[must_use]
     pub fn generation(self) -> Generation {
         match self {
             Applied::Created(g) | Applied::Updated(g) | Applied::Unchanged(g) => g,
         }
     }
-}
-
-/// Counters of the whole manager (all specs together).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// OS watches held. Native backend: one per watched directory, shared by
-    /// all specs covering it and by all paths leading to it (followed
-    /// symlinks), plus one on the parent of each root (to see the root
-    /// itself vanish and reappear). Portable backend: the watch calls
-    /// made on notify (one per root; notify holds one inotify watch per
-    /// directory below it).
-    pub os_watches: usize,
-    /// Directories in the index.
-    pub indexed_dirs: usize,
-    /// Entries (files, directories, links) in the index.
-    pub indexed_entries: usize,
-    /// Distinct paths waiting in the backlogs of subscribers that are
-    /// behind (0 when every subscriber keeps up).
-    pub backlog_paths: usize,
-    /// OS events handled since the manager started (native: inotify
-    /// events, overflow markers included; portable: notify events). Only
-    /// events the kernel delivered count: a pruned directory has no watch
-    /// and costs none.
-    pub os_events: u64,
 }
 
 /// Builds a [`Manager`].
@@ -82,6 +57,7 @@ pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
 impl ManagerBuilder {
     /// Chooses the OS backend (default [`Backend::Auto`]).
+    #[must_use]
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
@@ -92,6 +68,7 @@ impl ManagerBuilder {
     /// complete is reported modified. Default 2 s, for file systems with
     /// coarse timestamps; on ext4, xfs, btrfs and tmpfs (nanoseconds, with a
     /// clock a few milliseconds coarse) 50 ms is plenty.
+    #[must_use]
     pub fn overflow_margin(mut self, margin: Duration) -> Self {
         self.overflow_margin = Some(margin);
         self
@@ -100,12 +77,14 @@ impl ManagerBuilder {
     /// How many events a subscriber's channel holds before the engine starts
     /// merging that subscriber's pending batches (default
     /// [`DEFAULT_SUBSCRIBER_CAPACITY`], at least 1).
+    #[must_use]
     pub fn subscriber_capacity(mut self, events: usize) -> Self {
         self.subscriber_capacity = Some(events.max(1));
         self
     }
 
     /// How often directories without an OS watch are polled (default 1 s).
+    #[must_use]
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = Some(interval);
         self
@@ -116,6 +95,7 @@ impl ManagerBuilder {
     /// (inotify `ENOSPC` from `max_user_watches`, or `EMFILE`), and the
     /// status of every spec concerned says so. Useful to leave watches to
     /// other programs, and to test the fallback.
+    #[must_use]
     pub fn max_os_watches(mut self, max: usize) -> Self {
         self.max_os_watches = Some(max);
         self
@@ -124,69 +104,21 @@ impl ManagerBuilder {
     /// Starts the engine thread (and, for the native backend, the inotify
     /// instance and its reader thread).
     pub fn build(self) -> Result<Manager> {
-        let (tx, rx) = unbounded();
-        let os = match self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Auto | Backend::Native => Os::Native(
-                crate::backend::native::Native::start(tx.clone()).map_err(|e| Error::Engine {
-                    message: format!("cannot create an inotify instance: {e}"),
-                    source: Some(e),
-                })?,
-            ),
-            #[cfg(not(target_os = "linux"))]
-            Backend::Native => {
-                return Err(Error::Engine {
-                    message: "the native backend exists on Linux only".into(),
-                    source: None,
-                });
-            }
-            #[cfg(not(target_os = "linux"))]
-            Backend::Auto => Os::Portable(start_portable(tx.clone())?),
-            Backend::Portable => Os::Portable(start_portable(tx.clone())?),
-        };
-        #[cfg(target_os = "linux")]
-        let pause = match &os {
-            Os::Native(n) => Some(n.pause.clone()),
-            _ => None,
-        };
-        let shared = Arc::new(Shared::new());
-        let mut engine = Engine::new(rx, os, shared.clone());
-        if let Some(m) = self.overflow_margin {
-            engine.set_overflow_margin(m);
-        }
-        if let Some(i) = self.poll_interval {
-            engine.set_poll_interval(i);
-        }
-        if let Some(m) = self.max_os_watches {
-            engine.set_max_watches(m);
-        }
-        let handle = std::thread::Builder::new()
-            .name("specwatch-engine".into())
-            .spawn(move || engine.run_guarded())
-            .map_err(|e| Error::Engine {
-                message: format!("cannot start the engine thread: {e}"),
-                source: Some(e),
-            })?;
+        let engine = engine::start(engine::Config {
+            backend: self.backend,
+            overflow_margin: self.overflow_margin,
+            poll_interval: self.poll_interval,
+            max_watches: self.max_os_watches,
+        })?;
         Ok(Manager {
-            tx,
-            shared,
+            engine,
             capacity: self
                 .subscriber_capacity
                 .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
-            next_sync: AtomicU64::new(1),
-            #[cfg(target_os = "linux")]
-            pause,
             specs: Mutex::new(HashMap::new()),
-            engine: Mutex::new(Some(handle)),
+            last_stats: Mutex::new(Stats::default()),
         })
     }
-}
-
-fn start_portable(tx: Sender<Msg>) -> Result<crate::backend::portable::Portable> {
-    crate::backend::portable::Portable::start(tx).map_err(|e| Error::Engine {
-        message: format!("cannot start the notify watcher: {e}"),
-        source: None,
-    })
 }
 
 #[derive(Debug)]
@@ -205,14 +137,11 @@ struct AppliedSpec {
 /// Dropping the manager stops the engine, joins its threads and closes the
 /// inotify descriptor.
 pub struct Manager {
-    tx: Sender<Msg>,
-    shared: Arc<Shared>,
+    pub(crate) engine: Handle,
     capacity: usize,
-    next_sync: AtomicU64,
-    #[cfg(target_os = "linux")]
-    pause: Option<Arc<crate::backend::native::ReaderPause>>,
     specs: Mutex<HashMap<String, AppliedSpec>>,
-    engine: Mutex<Option<JoinHandle<()>>>,
+    /// The last counters the engine gave (for a `stats` that cannot wait).
+    last_stats: Mutex<Stats>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -230,12 +159,13 @@ impl Manager {
     }
 
     /// A builder, to choose options.
+    #[must_use]
     pub fn builder() -> ManagerBuilder {
         ManagerBuilder::default()
     }
 
     fn check_alive(&self) -> Result<()> {
-        match &*self.shared.dead.lock() {
+        match &*self.engine.shared.dead.lock() {
             Some(reason) => Err(Error::Engine {
                 message: reason.clone(),
                 source: None,
@@ -244,11 +174,8 @@ impl Manager {
         }
     }
 
-    fn send(&self, msg: Msg) -> Result<()> {
-        self.tx.send(msg).map_err(|_| Error::Engine {
-            message: "the engine thread has stopped".into(),
-            source: None,
-        })
+    pub(crate) fn send(&self, msg: Msg) -> Result<()> {
+        self.engine.send(msg)
     }
 
     /// Tells the engine, then records the spec as applied (under the specs
@@ -280,7 +207,7 @@ impl Manager {
     /// watches are in place.
     pub fn apply(&self, name: impl Into<String>, spec: WatchSpec) -> Result<Applied> {
         let name = name.into();
-        let spec = spec.normalized(&name)?;
+        let spec = spec.normalize_paths(&name)?;
         let mut specs = self.specs.lock();
         self.check_alive()?;
         let outcome = match specs.get(&name) {
@@ -288,7 +215,7 @@ impl Manager {
             Some(a) => Applied::Updated(a.generation.next()),
             None => Applied::Created(Generation(1)),
         };
-        let matcher = compile(&name, &spec)?;
+        let matcher = spec.matcher(&name)?;
         self.upsert(&mut specs, name, outcome.generation(), spec, matcher)?;
         Ok(outcome)
     }
@@ -319,7 +246,7 @@ impl Manager {
         let mut want: BTreeMap<String, WatchSpec> = BTreeMap::new();
         for (name, spec) in desired {
             let name = name.into();
-            let spec = spec.normalized(&name)?;
+            let spec = spec.normalize_paths(&name)?;
             if want.contains_key(&name) {
                 return Err(Error::DuplicateName { spec: name });
             }
@@ -333,11 +260,12 @@ impl Manager {
             want.iter().map(|(n, s)| (n.clone(), s)).collect();
         let summary = plan(&current, &want_refs);
         drop(current);
-        // Compile everything before sending anything.
+        // Compile everything before sending anything (an unchanged spec
+        // equals one that compiled before).
         let mut upserts = Vec::new();
         for name in summary.created.iter().chain(&summary.updated) {
             let spec = want.remove(name).expect("planned from want");
-            let matcher = compile(name, &spec)?;
+            let matcher = spec.matcher(name)?;
             let generation = specs
                 .get(name)
                 .map(|a| a.generation.next())
@@ -355,6 +283,7 @@ impl Manager {
     }
 
     /// The applied (normalised) spec and its generation.
+    #[must_use]
     pub fn spec(&self, name: &str) -> Option<(WatchSpec, Generation)> {
         self.specs
             .lock()
@@ -363,6 +292,7 @@ impl Manager {
     }
 
     /// The names applied, sorted.
+    #[must_use]
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.specs.lock().keys().cloned().collect();
         v.sort();
@@ -373,8 +303,10 @@ impl Manager {
     /// the engine. Right after [`apply`](Manager::apply) this may still be
     /// the previous generation's status (or `None`): compare
     /// `observed_generation`.
+    #[must_use]
     pub fn status(&self, name: &str) -> Option<WatchStatus> {
-        self.shared
+        self.engine
+            .shared
             .statuses
             .lock()
             .get(name)
@@ -382,8 +314,10 @@ impl Manager {
     }
 
     /// All published statuses, sorted by name.
+    #[must_use]
     pub fn statuses(&self) -> Vec<WatchStatus> {
         let mut v: Vec<WatchStatus> = self
+            .engine
             .shared
             .statuses
             .lock()
@@ -407,12 +341,10 @@ impl Manager {
     /// it gets every changed path: a merged batch carries the newest seq and
     /// time of the batches in it (so seq numbers then skip). Drop the
     /// receiver to unsubscribe.
+    #[must_use = "events are only delivered to a receiver that is kept"]
     pub fn subscribe(&self) -> Receiver<Event> {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
-        self.shared
-            .subscribers
-            .lock()
-            .push(crate::fanout::Subscriber::new(tx));
+        self.engine.subscribe(Subscriber::new(tx));
         rx
     }
 
@@ -424,7 +356,7 @@ impl Manager {
     /// `timeout` passed first.
     pub fn wait_watching(&self, name: &str, timeout: Duration) -> Result<WatchStatus> {
         let deadline = Instant::now() + timeout;
-        let mut statuses = self.shared.statuses.lock();
+        let mut statuses = self.engine.shared.statuses.lock();
         loop {
             let want = self.specs.lock().get(name).map(|a| a.generation);
             let Some(want) = want else {
@@ -450,6 +382,7 @@ impl Manager {
             }
             self.check_alive()?;
             if self
+                .engine
                 .shared
                 .changed
                 .wait_until(&mut statuses, deadline)
@@ -489,56 +422,25 @@ impl Manager {
     /// when the cookies were not all seen in time.
     pub fn sync(&self, name: &str, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let roots = match self.specs.lock().get(name) {
-            Some(a) => a.spec.paths.clone(),
-            None => {
-                return Err(Error::NotFound {
-                    spec: name.to_owned(),
-                });
-            }
-        };
-        self.check_alive()?;
-        let id = self.next_sync.fetch_add(1, Ordering::Relaxed);
-        let mut cookies = Vec::new();
-        for (i, root) in roots.iter().enumerate() {
-            let dir = cookie_dir(root);
-            let cookie = dir.join(format!(
-                "{}{}-{id}-{i}",
-                crate::engine::COOKIE_PREFIX,
-                std::process::id()
-            ));
-            cookies.push((cookie, root.clone()));
+        if !self.specs.lock().contains_key(name) {
+            return Err(Error::NotFound {
+                spec: name.to_owned(),
+            });
         }
+        self.check_alive()?;
         let (reply, done) = crossbeam_channel::bounded(1);
         self.send(Msg::Sync {
-            id,
             name: name.to_owned(),
-            cookies: cookies.iter().map(|(c, _)| c.clone()).collect(),
+            deadline,
             reply,
         })?;
-        let mut written = Vec::new();
-        for (cookie, root) in &cookies {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(cookie)
-            {
-                Ok(_) => written.push(cookie.clone()),
-                Err(_) => self.send(Msg::SyncRescan {
-                    id,
-                    cookie: cookie.clone(),
-                    root: root.clone(),
-                })?,
-            }
-        }
-        let result = done.recv_deadline(deadline);
-        for c in &written {
-            let _ = std::fs::remove_file(c);
-        }
-        match result {
-            Ok(()) => Ok(()),
+        match done.recv_deadline(deadline) {
+            Ok(true) => Ok(()),
+            // Deleted meanwhile.
+            Ok(false) => Err(Error::NotFound {
+                spec: name.to_owned(),
+            }),
             Err(_) => {
-                let _ = self.send(Msg::SyncCancel { id });
                 self.check_alive()?;
                 Err(Error::Timeout {
                     spec: name.to_owned(),
@@ -549,105 +451,37 @@ impl Manager {
         }
     }
 
-    /// Test hook: makes the engine behave as if the OS had dropped events
-    /// (inotify `IN_Q_OVERFLOW`). Not part of the stable API.
-    #[doc(hidden)]
-    pub fn inject_overflow(&self) -> Result<()> {
-        self.send(Msg::Overflow)
-    }
-
-    /// Test hook: the next `n` native watch calls fail with an I/O error
-    /// (to test the retry with backoff). Not part of the stable API.
-    #[doc(hidden)]
-    pub fn inject_watch_failures(&self, n: u32) -> Result<()> {
-        self.send(Msg::FailWatches(n))
-    }
-
-    /// Test hook: the next `n` watch calls, on either backend, fail as they
-    /// do at the OS's watch limit (`ENOSPC` from inotify; notify's
-    /// `MaxFilesWatch` on the portable backend), to test the polling
-    /// fallback where the manager's watch cap does not apply. Not part of
-    /// the stable API.
-    #[doc(hidden)]
-    pub fn inject_watch_limit(&self, n: u32) -> Result<()> {
-        self.send(Msg::FailWatchesAtLimit(n))
-    }
-
-    /// Test hook: the engine's index invariant violations (empty when
-    /// consistent). Not part of the stable API.
-    #[doc(hidden)]
-    pub fn check_index(&self) -> Result<Vec<String>> {
-        let (reply, rx) = crossbeam_channel::bounded(1);
-        self.send(Msg::Check { reply })?;
-        rx.recv().map_err(|_| Error::Engine {
-            message: "the engine thread has stopped".into(),
-            source: None,
-        })
-    }
-
-    /// Test hook: stops (true) or resumes (false) reading the native
-    /// inotify queue, so that a real kernel queue overflow can be provoked.
-    /// No effect on the portable backend. Not part of the stable API.
-    #[doc(hidden)]
-    pub fn pause_os_reader(&self, paused: bool) {
-        #[cfg(target_os = "linux")]
-        if let Some(p) = &self.pause {
-            p.set(paused);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = paused;
-    }
-
     /// Manager-wide counters. Asks the engine and waits for it: the answer
     /// reflects every call made before (apply, delete, ...), once the engine
-    /// has handled them. All zero if the engine has stopped.
+    /// has handled them.
+    ///
+    /// Never blocks for long: if the engine has not answered within
+    /// [`STATS_WAIT`] (it is busy, say walking a huge new tree or stuck on
+    /// a hung network file system), the counters it gave last are returned
+    /// (all zero if it never answered). All zero too once the engine has
+    /// stopped.
+    #[must_use]
     pub fn stats(&self) -> Stats {
         let (reply, rx) = crossbeam_channel::bounded(1);
         if self.send(Msg::Stats { reply }).is_err() {
             return Stats::default();
         }
-        rx.recv().unwrap_or_default()
-    }
-}
-
-/// Where a root's sync cookie goes: the root if it is a directory, else the
-/// nearest existing directory above it (which the engine watches).
-fn cookie_dir(root: &Path) -> PathBuf {
-    if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
-        return root.to_path_buf();
-    }
-    let mut dir = root.parent().unwrap_or(root);
-    while !dir.is_dir() {
-        match dir.parent() {
-            Some(p) => dir = p,
-            None => break,
+        match rx.recv_timeout(STATS_WAIT) {
+            Ok(s) => {
+                *self.last_stats.lock() = s;
+                s
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => *self.last_stats.lock(),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Stats::default(),
         }
     }
-    dir.to_path_buf()
 }
 
-fn compile(name: &str, spec: &WatchSpec) -> Result<Matcher> {
-    Matcher::new(spec).map_err(|e| match e {
-        Error::InvalidPattern {
-            pattern,
-            base,
-            reason,
-            ..
-        } => Error::InvalidPattern {
-            spec: name.to_owned(),
-            pattern,
-            base,
-            reason,
-        },
-        other => other,
-    })
-}
+/// How long [`Manager::stats`] waits for the engine at most.
+pub const STATS_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Manager {
     fn drop(&mut self) {
-        let _ = self.tx.send(Msg::Shutdown);
-        if let Some(h) = self.engine.lock().take() {
-            let _ = h.join();
-        }
+        self.engine.stop();
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 /// What [`Manager::reconcile`](crate::Manager::reconcile) did, by name. Each
 /// list is sorted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReconcileSummary {
     /// Names that were not applied before and are now.
     pub created: Vec<String>,
@@ -20,6 +21,7 @@ pub struct ReconcileSummary {
 
 impl ReconcileSummary {
     /// True when nothing was created, updated or deleted.
+    #[must_use]
     pub fn is_noop(&self) -> bool {
         self.created.is_empty() && self.updated.is_empty() && self.deleted.is_empty()
     }

@@ -4,11 +4,29 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::ignore::{IgnoreRule, Matcher};
 
 /// Default quiet window: see [`WatchOptions::quiet_window`].
 pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(50);
 /// Default maximum batch delay: see [`WatchOptions::max_delay`].
 pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
+
+/// Which OS watching a [`Manager`](crate::Manager) uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// `Native` on Linux, `Portable` elsewhere.
+    #[default]
+    Auto,
+    /// Linux only: inotify driven directly, one watch per directory,
+    /// pruned and shared across specs.
+    Native,
+    /// `notify`'s recommended watcher (inotify, FSEvents,
+    /// ReadDirectoryChangesW, kqueue), one recursive watch per root. Ignored
+    /// directories below a root are still watched by the OS (not pruned),
+    /// though their events are dropped.
+    Portable,
+}
 
 /// The desired state of one watch: what to watch, what to leave out, and how
 /// to batch what is seen.
@@ -43,48 +61,6 @@ pub struct WatchSpec {
     pub base_dir: Option<PathBuf>,
     /// Batching and filtering options.
     pub options: WatchOptions,
-}
-
-/// Gitignore-style patterns relative to a base directory.
-///
-/// Semantics (those of `.gitignore`, with one deliberate difference):
-///
-/// - a pattern with no `/` except a trailing one (`*.o`, `target/`) matches a
-///   name at any depth below `base`;
-/// - a pattern with a leading or inner `/` (`/build`, `doc/gen`) is anchored to
-///   `base`;
-/// - a trailing `/` matches directories only;
-/// - `*`, `?`, `[...]` and `**` are globs; `*` does not cross `/`;
-/// - `!pattern` re-includes what an earlier pattern ignored; among the
-///   patterns that match a path, the **last one wins**;
-/// - for a path, the **deepest** of the path itself and its ancestors that some
-///   pattern matches decides. Unlike git, a `!` pattern can therefore
-///   re-include something below an ignored directory: `gen/` + `!gen/keep/`
-///   keeps `gen/keep/` watched (as Docker and Tilt do).
-///
-/// An ignored directory gets no OS watch at all unless some `!` pattern could
-/// match below it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct IgnoreRule {
-    /// The directory the patterns are relative to.
-    pub base: PathBuf,
-    /// The patterns, in order.
-    pub patterns: Vec<String>,
-}
-
-impl IgnoreRule {
-    /// A rule with `patterns` relative to `base`.
-    pub fn new<P, I, S>(base: P, patterns: I) -> Self
-    where
-        P: Into<PathBuf>,
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        IgnoreRule {
-            base: base.into(),
-            patterns: patterns.into_iter().map(Into::into).collect(),
-        }
-    }
 }
 
 /// How changes are batched and which built-in filters apply.
@@ -161,6 +137,7 @@ impl Default for WatchOptions {
 
 impl WatchSpec {
     /// A spec watching `paths` with no ignore rules and default options.
+    #[must_use]
     pub fn new<I, P>(paths: I) -> Self
     where
         I: IntoIterator<Item = P>,
@@ -175,48 +152,56 @@ impl WatchSpec {
     }
 
     /// Adds a path to watch.
+    #[must_use]
     pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
         self.paths.push(path.into());
         self
     }
 
     /// Adds an ignore rule (after the existing ones).
+    #[must_use]
     pub fn ignore(mut self, rule: IgnoreRule) -> Self {
         self.ignores.push(rule);
         self
     }
 
     /// Sets the directory relative paths are resolved against.
+    #[must_use]
     pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.base_dir = Some(dir.into());
         self
     }
 
     /// Sets [`WatchOptions::quiet_window`].
+    #[must_use]
     pub fn quiet_window(mut self, window: Duration) -> Self {
         self.options.quiet_window = window;
         self
     }
 
     /// Sets [`WatchOptions::max_delay`].
+    #[must_use]
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.options.max_delay = delay;
         self
     }
 
     /// Sets [`WatchOptions::editor_ignores`].
+    #[must_use]
     pub fn editor_ignores(mut self, on: bool) -> Self {
         self.options.editor_ignores = on;
         self
     }
 
     /// Sets [`WatchOptions::follow_symlinks`].
+    #[must_use]
     pub fn follow_symlinks(mut self, on: bool) -> Self {
         self.options.follow_symlinks = on;
         self
     }
 
     /// Replaces all options.
+    #[must_use]
     pub fn options(mut self, options: WatchOptions) -> Self {
         self.options = options;
         self
@@ -228,6 +213,24 @@ impl WatchSpec {
     ///
     /// `name` is only used to name the culprit in errors.
     pub fn normalized(&self, name: &str) -> Result<WatchSpec> {
+        let n = self.normalize_paths(name)?;
+        n.matcher(name)?;
+        Ok(n)
+    }
+
+    /// Compiles the ignore rules of this (normalised) spec, named `name`.
+    pub(crate) fn matcher(&self, name: &str) -> Result<Matcher> {
+        Matcher::new(
+            name,
+            &self.ignores,
+            &self.paths,
+            self.options.editor_ignores,
+        )
+    }
+
+    /// [`normalized`](WatchSpec::normalized) without checking patterns (the
+    /// manager compiles them once, right after).
+    pub(crate) fn normalize_paths(&self, name: &str) -> Result<WatchSpec> {
         if name.is_empty() {
             return Err(Error::EmptyName);
         }
@@ -272,12 +275,10 @@ impl WatchSpec {
         paths.dedup();
         let mut ignores = Vec::with_capacity(self.ignores.len());
         for rule in &self.ignores {
-            let rule = IgnoreRule {
+            ignores.push(IgnoreRule {
                 base: resolve(&rule.base)?,
                 patterns: rule.patterns.clone(),
-            };
-            crate::ignore::validate(name, &rule)?;
-            ignores.push(rule);
+            });
         }
         if self.options.max_delay < self.options.quiet_window {
             return Err(Error::InvalidOption {

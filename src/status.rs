@@ -3,23 +3,11 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::event::ChangeBatch;
+use crate::change::ChangeBatch;
+use crate::ids::Generation;
 
 /// How many recent batches a [`WatchStatus`] keeps.
 pub const RECENT_BATCHES: usize = 20;
-
-/// Generation of a spec: 1 when a name is created, +1 on every update that
-/// changes the (normalised) spec. A name deleted and applied again starts
-/// again at 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Generation(pub u64);
-
-impl Generation {
-    /// The generation after this one.
-    pub fn next(self) -> Generation {
-        Generation(self.0 + 1)
-    }
-}
 
 /// Where a watch is in its life.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +82,7 @@ pub struct WatchStatus {
 
 impl WatchStatus {
     /// A fresh status in phase `Starting`.
+    #[cfg(test)]
     pub(crate) fn starting(name: &str, generation: Generation) -> WatchStatus {
         WatchStatus {
             name: name.to_owned(),

@@ -1,28 +1,55 @@
-//! OS watching backends. Both only *hint*: they say "something happened to
-//! this name in this directory", and the engine looks at the file system.
+//! OS watching backends, behind one small contract.
+//!
+//! # The contract
+//!
+//! A backend watches what the engine asks it to, turns its OS's
+//! notifications into [`OsEvent`]s and hands them to the engine through the
+//! [`Sink`] it was started with. That is all it does: it never reads a
+//! directory for the engine, never decides what changed and never touches
+//! the index.
+//!
+//! 1. **Events are hints.** An [`OsEvent`] says "something happened to this
+//!    name in this directory" (or to this path, or "events were lost"). The
+//!    engine then looks at the file system itself and diffs against its
+//!    index, so a backend must be *complete*, not precise: a spurious hint
+//!    costs one `lstat`, a missing one loses a change.
+//! 2. **OS vocabulary stays here.** inotify masks, notify `EventKind`s and
+//!    errno values are decoded in this directory and nowhere else: into
+//!    [`Hint`]s, [`OsEvent`]s and [`WatchError`]s (which say whether the OS
+//!    is out of watches, or the directory is gone).
+//! 3. **Never block the OS's queue.** Events are handed over with
+//!    [`Sink::send`], which never waits. A backend with its own thread
+//!    (native's reader, notify's event loop) must not block it on anything
+//!    the engine holds.
+//! 4. **Order.** Events of one backend reach the sink in the order the OS
+//!    produced them: sync cookies rely on it.
+//! 5. **Lost events are said so** ([`OsEvent::Overflow`]), never dropped
+//!    silently; a reader that dies says so ([`OsMsg::Failed`]).
+//! 6. **Two shapes.** A [`DirWatcher`] watches one directory per call and
+//!    names each watch by a [`WatchId`] (the same directory reached by two
+//!    paths gets the same id: the engine shares it). A [`PathWatcher`]
+//!    watches recursively by path and names events by absolute path. The
+//!    engine's watch table speaks both; a new backend (a poller, say)
+//!    implements one of the two traits in a new file here and gets an arm
+//!    in [`start`].
+//!
+//! Test hooks ([`Fault`]) make the next watch calls fail as the OS would,
+//! through the same error mapping as real failures.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::spec::Backend;
 
 #[cfg(target_os = "linux")]
 pub(crate) mod native;
 pub(crate) mod portable;
-
-/// Which OS watching a [`Manager`](crate::Manager) uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// `Native` on Linux, `Portable` elsewhere.
-    #[default]
-    Auto,
-    /// Linux only: inotify driven directly, one watch per directory,
-    /// pruned and shared across specs.
-    Native,
-    /// `notify`'s recommended watcher (inotify, FSEvents,
-    /// ReadDirectoryChangesW, kqueue), one recursive watch per root. Ignored
-    /// directories below a root are still watched by the OS (not pruned),
-    /// though their events are dropped.
-    Portable,
-}
 
 /// What a hint says happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,17 +60,327 @@ pub(crate) enum Hint {
     Modified,
     /// The name was removed.
     Removed,
-    /// The name was renamed away or renamed over.
+    /// The name was renamed away or renamed over (or the OS did not say).
     Moved,
     /// Nothing is known: the engine is re-checking (after lost events).
-    /// Does not by itself mean the entry was written or replaced.
+    /// Does not by itself mean the entry was written or replaced. Never
+    /// sent by a backend.
     Rescan,
 }
 
-/// One raw inotify event, owned (read by the reader thread).
+/// The number the OS gives one directory watch of a [`DirWatcher`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct WatchId(pub(crate) i32);
+
+/// One hint from a backend.
 #[derive(Debug)]
-pub(crate) struct RawEvent {
-    pub wd: i32,
-    pub mask: u32,
-    pub name: Option<OsString>,
+pub(crate) enum OsEvent {
+    /// Something happened to the entry `name` of the directory watched as
+    /// `watch`.
+    Entry {
+        watch: WatchId,
+        name: OsString,
+        hint: Hint,
+    },
+    /// The directory watched as `watch` was itself moved (`moved`) or
+    /// deleted.
+    DirSelf { watch: WatchId, moved: bool },
+    /// The OS dropped the watch `watch` (its directory is gone, or it was
+    /// removed): no event will carry this id any more.
+    Dropped { watch: WatchId },
+    /// Something happened at `path` ([`PathWatcher`]s).
+    Path { path: PathBuf, hint: Hint },
+    /// The OS lost events: anything below every watch may have changed
+    /// since the read before this one.
+    Overflow,
+    /// A watch went wrong at `path` (it may now be incomplete).
+    Error { path: PathBuf, message: String },
+}
+
+/// What a backend hands the engine.
+#[derive(Debug)]
+pub(crate) enum OsMsg {
+    /// Events read in one go. `raw`: how many OS events the read held
+    /// (noise included), for the counters. `read_at`: when the read
+    /// started, so every event still queued after it was queued after this
+    /// moment (what bounds what a later overflow may have hidden).
+    Events {
+        events: Vec<OsEvent>,
+        raw: u64,
+        read_at: SystemTime,
+    },
+    /// The backend's reader stopped for good; nothing more will come.
+    Failed(String),
+}
+
+/// Where a backend sends what it reads. Never blocks.
+#[derive(Clone)]
+pub(crate) struct Sink(Arc<dyn Fn(OsMsg) -> bool + Send + Sync>);
+
+impl Sink {
+    /// A sink that hands each message to `f` (which must not block, and
+    /// returns false once nobody listens any more).
+    pub(crate) fn new(f: impl Fn(OsMsg) -> bool + Send + Sync + 'static) -> Sink {
+        Sink(Arc::new(f))
+    }
+
+    /// Hands `msg` over; false once the engine is gone.
+    pub(crate) fn send(&self, msg: OsMsg) -> bool {
+        (self.0)(msg)
+    }
+}
+
+/// A watch call that failed: the error, classified, and the directory it
+/// is about (for a recursive watch, possibly one below the path asked for).
+#[derive(Debug)]
+pub(crate) struct WatchError {
+    pub error: io::Error,
+    pub at: PathBuf,
+}
+
+mod errno {
+    pub const ENOSPC: i32 = 28;
+    pub const EMFILE: i32 = 24;
+}
+
+impl WatchError {
+    pub(crate) fn new(error: io::Error, at: &Path) -> WatchError {
+        WatchError {
+            error,
+            at: at.to_path_buf(),
+        }
+    }
+
+    /// "No more watches to be had": the OS's limit (`ENOSPC` from inotify's
+    /// `max_user_watches`, `EMFILE`), or a cap of our own.
+    pub(crate) fn at_limit(&self) -> bool {
+        matches!(
+            self.error.raw_os_error(),
+            Some(errno::ENOSPC) | Some(errno::EMFILE)
+        ) || self.error.kind() == io::ErrorKind::QuotaExceeded
+    }
+
+    /// "No directory is there (any more)": no point trying again.
+    pub(crate) fn gone(&self) -> bool {
+        crate::fs::gone(&self.error)
+    }
+}
+
+/// Test hook: make watch calls fail as the OS would.
+#[cfg(any(test, feature = "test-hooks"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The next `n` watch calls fail with an I/O error (per-directory
+    /// backends only).
+    Fail(u32),
+    /// The next `n` watch calls fail as they do at the OS's watch limit
+    /// (`ENOSPC` from inotify, notify's `MaxFilesWatch`).
+    Limit(u32),
+}
+
+/// Injected failures left to hand out.
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    fail: u32,
+    limit: u32,
+}
+
+impl Faults {
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn set(&mut self, fault: Fault) {
+        match fault {
+            Fault::Fail(n) => self.fail = n,
+            Fault::Limit(n) => self.limit = n,
+        }
+    }
+
+    /// Uses up one injected I/O failure, if any is left.
+    pub(crate) fn take_fail(&mut self) -> bool {
+        take_one(&mut self.fail)
+    }
+
+    /// Uses up one injected watch-limit failure, if any is left.
+    pub(crate) fn take_limit(&mut self) -> bool {
+        take_one(&mut self.limit)
+    }
+}
+
+fn take_one(n: &mut u32) -> bool {
+    let left = *n > 0;
+    if left {
+        *n -= 1;
+    }
+    left
+}
+
+/// A switch that makes a backend's reader stop reading (test hook: lets
+/// the OS's queue overflow for real without touching machine-wide
+/// settings).
+#[derive(Debug, Default)]
+pub(crate) struct ReaderPause {
+    paused: Mutex<bool>,
+    resumed: Condvar,
+}
+
+impl ReaderPause {
+    pub(crate) fn set(&self, paused: bool) {
+        *self.paused.lock() = paused;
+        self.resumed.notify_all();
+    }
+
+    /// Waits while paused, checking `stop` every 50 ms.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn wait_while_paused(&self, stop: impl Fn() -> bool) {
+        let mut p = self.paused.lock();
+        while *p {
+            if stop() {
+                return;
+            }
+            self.resumed
+                .wait_for(&mut p, std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// A backend that watches one directory per call (inotify).
+pub(crate) trait DirWatcher: Send {
+    /// Watches the entries of directory `dir`, not recursively. The same
+    /// directory (by identity, not path) gives the same id. With `follow`,
+    /// `dir` may be a symlink to a directory. Injected faults apply.
+    fn watch(&mut self, dir: &Path, follow: bool) -> Result<WatchId, WatchError>;
+
+    /// The id a watch on `dir` has or would get, asking the OS (exact where
+    /// comparing stats would race with renames). May leave a new watch
+    /// behind: the caller unwatches an id it does not keep. No faults.
+    fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId>;
+
+    /// Stops a watch. An id the OS already dropped is fine.
+    fn unwatch(&mut self, id: WatchId);
+
+    /// Test hook: make the next watch calls fail.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn inject(&mut self, fault: Fault);
+
+    /// The watches the OS holds for us, where it says (for the index
+    /// checks of tests).
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn os_watches(&self) -> Option<Vec<WatchId>>;
+
+    /// Test hook: the switch that pauses the reader, if there is one.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause(&self) -> Option<Arc<ReaderPause>>;
+}
+
+/// A backend that watches recursively by path (notify).
+pub(crate) trait PathWatcher: Send {
+    /// Watches `path` (recursively or not) unless a watch already covers
+    /// it; upgrades a non-recursive watch when asked. Injected faults
+    /// apply. A recursive watch that stops at a directory below `path`
+    /// names that directory in the error, and `path` is not recorded.
+    fn watch(&mut self, path: &Path, recursive: bool) -> Result<(), WatchError>;
+
+    /// A directory just appeared below a recursive watch: watch it on its
+    /// own before it is read, to close the gap until the backend's own
+    /// recursion reaches it. Injected faults apply.
+    fn watch_new_dir(&mut self, dir: &Path) -> Result<(), WatchError>;
+
+    /// Whether `path` has the watch [`watch`](Self::watch) would give it.
+    fn has_watch(&self, path: &Path, recursive: bool) -> bool;
+
+    /// Whether a recursive watch strictly above `path` covers it.
+    fn covers(&self, path: &Path) -> bool;
+
+    /// A directory left the index: drop a watch of its own. Returns
+    /// whether one was dropped.
+    fn forget_dir(&mut self, dir: &Path) -> bool;
+
+    /// Drops the watch on `path` (and every watch below a recursive one).
+    fn unwatch(&mut self, path: &Path);
+
+    /// The paths watched, and whether recursively.
+    fn watched(&self) -> &BTreeMap<PathBuf, bool>;
+
+    /// Watch calls held.
+    fn count(&self) -> usize;
+
+    /// Test hook: make the next watch calls fail.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn inject(&mut self, fault: Fault);
+}
+
+/// A started backend, by shape.
+pub(crate) enum Os {
+    /// One watch per directory.
+    Dirs(Box<dyn DirWatcher>),
+    /// Recursive watches by path.
+    Paths(Box<dyn PathWatcher>),
+}
+
+/// A backend that could not start.
+#[derive(Debug)]
+pub(crate) struct StartError {
+    /// What was being started.
+    pub what: &'static str,
+    pub error: io::Error,
+}
+
+/// Starts the backend `choice` (resolving [`Backend::Auto`] for this
+/// platform), delivering to `sink`.
+pub(crate) fn start(choice: Backend, sink: Sink) -> Result<Os, StartError> {
+    match choice {
+        #[cfg(target_os = "linux")]
+        Backend::Auto | Backend::Native => native::Native::start(sink)
+            .map(|n| Os::Dirs(Box::new(n)))
+            .map_err(|error| StartError {
+                what: "cannot create an inotify instance",
+                error,
+            }),
+        #[cfg(not(target_os = "linux"))]
+        Backend::Native => Err(StartError {
+            what: "the native backend",
+            error: io::Error::new(io::ErrorKind::Unsupported, "it exists on Linux only"),
+        }),
+        #[cfg(not(target_os = "linux"))]
+        Backend::Auto => start_portable(sink),
+        Backend::Portable => start_portable(sink),
+    }
+}
+
+fn start_portable(sink: Sink) -> Result<Os, StartError> {
+    portable::Portable::start(sink)
+        .map(|p| Os::Paths(Box::new(p)))
+        .map_err(|error| StartError {
+            what: "cannot start the notify watcher",
+            error,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_errors_are_classified() {
+        let at = Path::new("/x");
+        let limit = WatchError::new(io::Error::from_raw_os_error(errno::ENOSPC), at);
+        assert!(limit.at_limit() && !limit.gone());
+        let fds = WatchError::new(io::Error::from_raw_os_error(errno::EMFILE), at);
+        assert!(fds.at_limit());
+        let cap = WatchError::new(io::Error::new(io::ErrorKind::QuotaExceeded, "cap"), at);
+        assert!(cap.at_limit());
+        let gone = WatchError::new(io::Error::from(io::ErrorKind::NotFound), at);
+        assert!(gone.gone() && !gone.at_limit());
+        let other = WatchError::new(io::Error::other("EIO"), at);
+        assert!(!other.gone() && !other.at_limit());
+    }
+
+    #[test]
+    fn faults_are_used_up_one_by_one() {
+        let mut f = Faults::default();
+        assert!(!f.take_fail() && !f.take_limit());
+        f.set(Fault::Fail(2));
+        f.set(Fault::Limit(1));
+        assert!(f.take_fail() && f.take_fail() && !f.take_fail());
+        assert!(f.take_limit() && !f.take_limit());
+    }
 }

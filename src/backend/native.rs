@@ -6,6 +6,7 @@
 //! even while the engine is busy reading directories. The engine adds and
 //! removes watches itself, through a [`Watches`] handle of the same instance.
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -13,13 +14,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use parking_lot::{Condvar, Mutex};
-
-use crossbeam_channel::Sender;
 use inotify::{EventMask, Inotify, WatchMask, Watches};
 
-use super::RawEvent;
-use crate::engine::Msg;
+#[cfg(any(test, feature = "test-hooks"))]
+use super::Fault;
+use super::{DirWatcher, Faults, Hint, OsEvent, OsMsg, ReaderPause, Sink, WatchError, WatchId};
 
 /// The mask every directory gets: no `IN_OPEN`/`IN_ACCESS`/`IN_CLOSE_*`
 /// (the engine's own reads would come back as events), no following of
@@ -43,39 +42,48 @@ pub(crate) fn mask(follow: bool) -> WatchMask {
     }
 }
 
-pub(crate) const IN_Q_OVERFLOW: u32 = EventMask::Q_OVERFLOW.bits();
-pub(crate) const IN_IGNORED: u32 = EventMask::IGNORED.bits();
-pub(crate) const IN_CREATE: u32 = EventMask::CREATE.bits();
-pub(crate) const IN_DELETE: u32 = EventMask::DELETE.bits();
-pub(crate) const IN_MODIFY: u32 = EventMask::MODIFY.bits();
-pub(crate) const IN_ATTRIB: u32 = EventMask::ATTRIB.bits();
-pub(crate) const IN_MOVED_FROM: u32 = EventMask::MOVED_FROM.bits();
-pub(crate) const IN_MOVED_TO: u32 = EventMask::MOVED_TO.bits();
-pub(crate) const IN_DELETE_SELF: u32 = EventMask::DELETE_SELF.bits();
-pub(crate) const IN_MOVE_SELF: u32 = EventMask::MOVE_SELF.bits();
-
-/// A switch that makes the reader stop reading (test hook: lets the kernel
-/// queue overflow for real without touching machine-wide settings).
-#[derive(Default)]
-pub(crate) struct ReaderPause {
-    paused: Mutex<bool>,
-    resumed: Condvar,
-}
-
-impl ReaderPause {
-    pub(crate) fn set(&self, paused: bool) {
-        *self.paused.lock() = paused;
-        self.resumed.notify_all();
+/// One inotify event in our vocabulary; `None` for noise (a directory's
+/// own modify/attrib events).
+fn decode(wd: i32, mask: EventMask, name: Option<&OsStr>) -> Option<OsEvent> {
+    let watch = WatchId(wd);
+    if mask.contains(EventMask::Q_OVERFLOW) {
+        // Events of this read up to the marker arrived; what the queue
+        // dropped came after the previous read.
+        return Some(OsEvent::Overflow);
     }
-
-    fn wait_while_paused(&self, stop: RawFd) {
-        let mut p = self.paused.lock();
-        while *p {
-            if stop_requested(stop) {
-                return;
+    if mask.contains(EventMask::IGNORED) {
+        return Some(OsEvent::Dropped { watch });
+    }
+    match name {
+        None => {
+            if mask.contains(EventMask::MOVE_SELF) {
+                Some(OsEvent::DirSelf { watch, moved: true })
+            } else if mask.contains(EventMask::DELETE_SELF) {
+                Some(OsEvent::DirSelf {
+                    watch,
+                    moved: false,
+                })
+            } else {
+                None
             }
-            self.resumed
-                .wait_for(&mut p, std::time::Duration::from_millis(50));
+        }
+        Some(name) => {
+            let hint = if mask.intersects(EventMask::MOVED_FROM | EventMask::MOVED_TO) {
+                Hint::Moved
+            } else if mask.contains(EventMask::DELETE) {
+                Hint::Removed
+            } else if mask.contains(EventMask::CREATE) {
+                Hint::Created
+            } else if mask.intersects(EventMask::MODIFY | EventMask::ATTRIB) {
+                Hint::Modified
+            } else {
+                Hint::Moved
+            };
+            Some(OsEvent::Entry {
+                watch,
+                name: name.to_os_string(),
+                hint,
+            })
         }
     }
 }
@@ -91,7 +99,7 @@ fn stop_requested(stop: RawFd) -> bool {
 }
 
 pub(crate) struct Native {
-    pub(crate) pause: Arc<ReaderPause>,
+    pause: Arc<ReaderPause>,
     /// Adds watches; holds the inotify descriptor open (the reader thread
     /// holds the other reference).
     watches: Watches,
@@ -100,10 +108,11 @@ pub(crate) struct Native {
     fd: RawFd,
     stop: OwnedFd,
     reader: Option<JoinHandle<()>>,
+    faults: Faults,
 }
 
 impl Native {
-    pub(crate) fn start(inbox: Sender<Msg>) -> io::Result<Native> {
+    pub(crate) fn start(sink: Sink) -> io::Result<Native> {
         let inotify = Inotify::init()?;
         let watches = inotify.watches();
         let fd = inotify.as_raw_fd();
@@ -119,47 +128,77 @@ impl Native {
         let p = pause.clone();
         let reader = std::thread::Builder::new()
             .name("specwatch-inotify".into())
-            .spawn(move || read_loop(inotify, stop_fd, inbox, &p))?;
+            .spawn(move || read_loop(inotify, stop_fd, sink, &p))?;
         Ok(Native {
             pause,
             watches,
             fd,
             stop,
             reader: Some(reader),
+            faults: Faults::default(),
         })
     }
 
     /// Adds (or re-adds: the kernel returns the same descriptor for the same
     /// inode) a watch on a directory.
-    pub(crate) fn add(&mut self, dir: &Path, follow: bool) -> io::Result<i32> {
-        Ok(self
-            .watches
-            .add(dir, mask(follow))?
-            .get_watch_descriptor_id())
+    fn add(&mut self, dir: &Path, follow: bool) -> io::Result<WatchId> {
+        Ok(WatchId(
+            self.watches
+                .add(dir, mask(follow))?
+                .get_watch_descriptor_id(),
+        ))
+    }
+}
+
+impl DirWatcher for Native {
+    fn watch(&mut self, dir: &Path, follow: bool) -> Result<WatchId, WatchError> {
+        let result = if self.faults.take_fail() {
+            Err(io::Error::other("injected watch failure"))
+        } else if self.faults.take_limit() {
+            // What inotify_add_watch says at max_user_watches.
+            Err(io::Error::from_raw_os_error(libc::ENOSPC))
+        } else {
+            self.add(dir, follow)
+        };
+        result.map_err(|e| WatchError::new(e, dir))
     }
 
-    /// The watch numbers the kernel holds for our descriptor, from
-    /// `/proc/self/fdinfo` (for the index checks of tests); `None` where
-    /// that cannot be read.
-    pub(crate) fn kernel_watches(&self) -> Option<Vec<i32>> {
+    fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId> {
+        self.add(dir, follow).ok()
+    }
+
+    /// One the kernel already dropped gives `EINVAL`, which is fine: the
+    /// kernel hands out watch numbers cyclically, so a dropped number is
+    /// not reused before the counter wraps.
+    fn unwatch(&mut self, id: WatchId) {
+        // SAFETY: `fd` is our inotify descriptor, kept open by `watches`.
+        unsafe {
+            libc::inotify_rm_watch(self.fd, id.0);
+        }
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn inject(&mut self, fault: Fault) {
+        self.faults.set(fault);
+    }
+
+    /// From `/proc/self/fdinfo`; `None` where that cannot be read.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn os_watches(&self) -> Option<Vec<WatchId>> {
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.fd)).ok()?;
         Some(
             info.lines()
                 .filter_map(|l| l.strip_prefix("inotify wd:"))
                 .filter_map(|rest| rest.split_whitespace().next())
                 .filter_map(|hex| i32::from_str_radix(hex, 16).ok())
+                .map(WatchId)
                 .collect(),
         )
     }
 
-    /// Removes a watch. One the kernel already dropped gives `EINVAL`,
-    /// which is fine: the kernel hands out watch numbers cyclically, so a
-    /// dropped number is not reused before the counter wraps.
-    pub(crate) fn remove(&mut self, id: i32) {
-        // SAFETY: `fd` is our inotify descriptor, kept open by `watches`.
-        unsafe {
-            libc::inotify_rm_watch(self.fd, id);
-        }
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause(&self) -> Option<Arc<ReaderPause>> {
+        Some(self.pause.clone())
     }
 }
 
@@ -183,10 +222,10 @@ impl Drop for Native {
     }
 }
 
-fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>, pause: &ReaderPause) {
+fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        pause.wait_while_paused(stop);
+        pause.wait_while_paused(|| stop_requested(stop));
         let mut fds = [
             libc::pollfd {
                 fd: inotify.as_raw_fd(),
@@ -206,7 +245,7 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>, pause: &Read
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            let _ = inbox.send(Msg::BackendError(format!("inotify poll failed: {e}")));
+            sink.send(OsMsg::Failed(format!("inotify poll failed: {e}")));
             return;
         }
         if fds[1].revents != 0 {
@@ -218,25 +257,79 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, inbox: Sender<Msg>, pause: &Read
             // overflow may have hidden).
             let read_at = SystemTime::now();
             match inotify.read_events(&mut buf) {
-                Ok(events) => {
-                    let batch: Vec<RawEvent> = events
-                        .map(|e| RawEvent {
-                            wd: e.wd.get_watch_descriptor_id(),
-                            mask: e.mask.bits(),
-                            name: e.name.map(|n| n.to_os_string()),
+                Ok(read) => {
+                    let mut raw = 0;
+                    let events: Vec<OsEvent> = read
+                        .filter_map(|e| {
+                            raw += 1;
+                            decode(e.wd.get_watch_descriptor_id(), e.mask, e.name)
                         })
                         .collect();
-                    if inbox.send(Msg::Inotify(batch, read_at)).is_err() {
+                    if !sink.send(OsMsg::Events {
+                        events,
+                        raw,
+                        read_at,
+                    }) {
                         return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let _ = inbox.send(Msg::BackendError(format!("inotify read failed: {e}")));
+                    sink.send(OsMsg::Failed(format!("inotify read failed: {e}")));
                     return;
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(mask: EventMask) -> Hint {
+        match decode(3, mask, Some(OsStr::new("n"))) {
+            Some(OsEvent::Entry { watch, name, hint }) => {
+                assert_eq!((watch, name.to_str()), (WatchId(3), Some("n")));
+                hint
+            }
+            other => panic!("{mask:?}: {other:?}"),
+        }
+    }
+
+    /// Every mask the native backend asks for decodes to the hint the
+    /// engine expects; renames win over the rest.
+    #[test]
+    fn masks_decode_to_hints() {
+        assert_eq!(entry(EventMask::CREATE), Hint::Created);
+        assert_eq!(entry(EventMask::CREATE | EventMask::ISDIR), Hint::Created);
+        assert_eq!(entry(EventMask::DELETE), Hint::Removed);
+        assert_eq!(entry(EventMask::MODIFY), Hint::Modified);
+        assert_eq!(entry(EventMask::ATTRIB), Hint::Modified);
+        assert_eq!(entry(EventMask::MOVED_FROM), Hint::Moved);
+        assert_eq!(entry(EventMask::MOVED_TO | EventMask::ISDIR), Hint::Moved);
+        assert_eq!(entry(EventMask::CLOSE_WRITE), Hint::Moved, "unknown: look");
+        assert!(matches!(
+            decode(-1, EventMask::Q_OVERFLOW, None),
+            Some(OsEvent::Overflow)
+        ));
+        assert!(matches!(
+            decode(4, EventMask::IGNORED, None),
+            Some(OsEvent::Dropped { watch: WatchId(4) })
+        ));
+        assert!(matches!(
+            decode(4, EventMask::MOVE_SELF, None),
+            Some(OsEvent::DirSelf { moved: true, .. })
+        ));
+        assert!(matches!(
+            decode(4, EventMask::DELETE_SELF, None),
+            Some(OsEvent::DirSelf { moved: false, .. })
+        ));
+        // A directory's own modify/attrib events are noise.
+        assert!(decode(4, EventMask::ATTRIB | EventMask::ISDIR, None).is_none());
+        assert!(!mask(false).contains(WatchMask::OPEN), "never IN_OPEN");
+        assert!(mask(false).contains(WatchMask::DONT_FOLLOW));
+        assert!(!mask(true).contains(WatchMask::DONT_FOLLOW));
     }
 }

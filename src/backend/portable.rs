@@ -8,11 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use crossbeam_channel::Sender;
-use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::event::ModifyKind;
+use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::engine::Msg;
+#[cfg(any(test, feature = "test-hooks"))]
+use super::Fault;
+use super::{Faults, Hint, OsEvent, OsMsg, PathWatcher, Sink, WatchError};
 
 pub(crate) struct Portable {
     watcher: RecommendedWatcher,
@@ -21,26 +24,72 @@ pub(crate) struct Portable {
     /// New directories watched recursively on their own, to close the gap
     /// before notify adds its watch (see `watch_new_dir`).
     extra: BTreeSet<PathBuf>,
+    faults: Faults,
+}
+
+/// One notify event (or error) in our vocabulary. Access events (notify
+/// always asks inotify for `IN_OPEN`, so the engine's own reads come back
+/// as such) decode to nothing. Every path is a hint of its own.
+fn decode(res: notify::Result<notify::Event>) -> Vec<OsEvent> {
+    let event = match res {
+        Ok(e) => e,
+        Err(e) => {
+            return vec![OsEvent::Error {
+                path: e.paths.first().cloned().unwrap_or_default(),
+                message: e.to_string(),
+            }];
+        }
+    };
+    let mut out = Vec::new();
+    if event.need_rescan() {
+        out.push(OsEvent::Overflow);
+    }
+    let hint = match event.kind {
+        EventKind::Access(_) => return out,
+        EventKind::Create(_) => Hint::Created,
+        EventKind::Remove(_) => Hint::Removed,
+        EventKind::Modify(ModifyKind::Name(_)) => Hint::Moved,
+        EventKind::Modify(_) => Hint::Modified,
+        EventKind::Any | EventKind::Other => Hint::Moved,
+    };
+    out.extend(
+        event
+            .paths
+            .into_iter()
+            .map(|path| OsEvent::Path { path, hint }),
+    );
+    out
 }
 
 impl Portable {
-    pub(crate) fn start(inbox: Sender<Msg>) -> notify::Result<Portable> {
+    pub(crate) fn start(sink: Sink) -> io::Result<Portable> {
         let watcher = RecommendedWatcher::new(
-            move |res| {
-                let _ = inbox.send(Msg::Notify(res));
+            // Runs on notify's thread: hand over and return, never block
+            // (`watch()` and `unwatch()` wait for this same thread).
+            move |res: notify::Result<notify::Event>| {
+                let raw = u64::from(res.is_ok());
+                sink.send(OsMsg::Events {
+                    events: decode(res),
+                    raw,
+                    read_at: SystemTime::now(),
+                });
             },
             Config::default().with_follow_symlinks(false),
-        )?;
+        )
+        .map_err(|e| watch_error(e, Path::new("")).error)?;
         Ok(Portable {
             watcher,
             watched: BTreeMap::new(),
             extra: BTreeSet::new(),
+            faults: Faults::default(),
         })
     }
+}
 
+impl PathWatcher for Portable {
     /// Drops the watch on `path` (and, as notify does, every watch below a
     /// recursive one).
-    pub(crate) fn unwatch(&mut self, path: &Path) {
+    fn unwatch(&mut self, path: &Path) {
         if let Some(recursive) = self.watched.remove(path) {
             let _ = self.watcher.unwatch(path);
             if recursive {
@@ -57,10 +106,13 @@ impl Portable {
     /// watched.
     ///
     /// On failure: the error and the directory it is about, as
-    /// [`ensure_watch`](Self::ensure_watch) gives them.
-    pub(crate) fn watch_new_dir(&mut self, dir: &Path) -> Result<(), (io::Error, PathBuf)> {
+    /// [`watch`](PathWatcher::watch) gives them.
+    fn watch_new_dir(&mut self, dir: &Path) -> Result<(), WatchError> {
         if self.watched.contains_key(dir) || self.extra.contains(dir) {
             return Ok(());
+        }
+        if self.faults.take_limit() {
+            return Err(limit_error(dir));
         }
         self.watcher
             .watch(dir, RecursiveMode::Recursive)
@@ -77,11 +129,7 @@ impl Portable {
     /// watched (notify walks the tree and gives up there); that directory is
     /// named, and `path` is not recorded as watched, so that the directories
     /// below it get watch calls of their own.
-    pub(crate) fn ensure_watch(
-        &mut self,
-        path: &Path,
-        recursive: bool,
-    ) -> Result<(), (io::Error, PathBuf)> {
+    fn watch(&mut self, path: &Path, recursive: bool) -> Result<(), WatchError> {
         if self.covers(path) {
             return Ok(());
         }
@@ -91,6 +139,9 @@ impl Portable {
             && (r || !recursive)
         {
             return Ok(());
+        }
+        if self.faults.take_limit() {
+            return Err(limit_error(path));
         }
         let mode = if recursive {
             RecursiveMode::Recursive
@@ -104,14 +155,14 @@ impl Portable {
         Ok(())
     }
 
-    /// Whether `path` has the watch [`ensure_watch`](Self::ensure_watch)
+    /// Whether `path` has the watch [`watch`](PathWatcher::watch)
     /// would give it.
-    pub(crate) fn has_watch(&self, path: &Path, recursive: bool) -> bool {
+    fn has_watch(&self, path: &Path, recursive: bool) -> bool {
         self.covers(path) || self.watched.get(path).is_some_and(|&r| r || !recursive)
     }
 
     /// Whether a recursive watch strictly above `path` covers it.
-    pub(crate) fn covers(&self, path: &Path) -> bool {
+    fn covers(&self, path: &Path) -> bool {
         path.ancestors()
             .skip(1)
             .any(|a| self.watched.get(a) == Some(&true) || self.extra.contains(a))
@@ -119,7 +170,7 @@ impl Portable {
 
     /// A directory left the index: drop a watch of our own on it. Returns
     /// whether one was dropped.
-    pub(crate) fn forget_dir(&mut self, dir: &Path) -> bool {
+    fn forget_dir(&mut self, dir: &Path) -> bool {
         if self.extra.remove(dir) {
             let _ = self.watcher.unwatch(dir);
             self.extra.retain(|e| !e.starts_with(dir));
@@ -130,18 +181,26 @@ impl Portable {
     }
 
     /// The paths watched (for recomputing what is still needed).
-    pub(crate) fn watched(&self) -> &BTreeMap<PathBuf, bool> {
+    fn watched(&self) -> &BTreeMap<PathBuf, bool> {
         &self.watched
     }
 
-    pub(crate) fn count(&self) -> usize {
+    fn count(&self) -> usize {
         self.watched.len() + self.extra.len()
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn inject(&mut self, fault: Fault) {
+        // Only the watch limit applies here (see `Fault::Fail`).
+        if let Fault::Limit(_) = fault {
+            self.faults.set(fault);
+        }
     }
 }
 
 /// The error notify reports at the OS's watch limit (`MaxFilesWatch`), as
-/// [`ensure_watch`](Portable::ensure_watch) returns it (test hook).
-pub(crate) fn limit_error(path: &Path) -> (io::Error, PathBuf) {
+/// a watch call returns it (test hook).
+fn limit_error(path: &Path) -> WatchError {
     watch_error(
         notify::Error::new(notify::ErrorKind::MaxFilesWatch).add_path(path.to_path_buf()),
         path,
@@ -151,7 +210,7 @@ pub(crate) fn limit_error(path: &Path) -> (io::Error, PathBuf) {
 /// A notify error as an I/O error (so that the engine classifies it like the
 /// native backend's), with the path it is about (`fallback` if it names
 /// none).
-fn watch_error(e: notify::Error, fallback: &Path) -> (io::Error, PathBuf) {
+fn watch_error(e: notify::Error, fallback: &Path) -> WatchError {
     let at = e
         .paths
         .first()
@@ -167,5 +226,77 @@ fn watch_error(e: notify::Error, fallback: &Path) -> (io::Error, PathBuf) {
         ),
         _ => io::Error::other(message),
     };
-    (io, at)
+    WatchError { error: io, at }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{AccessKind, CreateKind, Flag, RemoveKind, RenameMode};
+
+    fn hints(kind: EventKind) -> Vec<(PathBuf, Hint)> {
+        let e = notify::Event::new(kind)
+            .add_path("/r/a".into())
+            .add_path("/r/b".into());
+        decode(Ok(e))
+            .into_iter()
+            .map(|e| match e {
+                OsEvent::Path { path, hint } => (path, hint),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn event_kinds_decode_to_hints_per_path() {
+        let both = |h| vec![(PathBuf::from("/r/a"), h), (PathBuf::from("/r/b"), h)];
+        assert_eq!(
+            hints(EventKind::Create(CreateKind::File)),
+            both(Hint::Created)
+        );
+        assert_eq!(
+            hints(EventKind::Remove(RemoveKind::Any)),
+            both(Hint::Removed)
+        );
+        assert_eq!(
+            hints(EventKind::Modify(ModifyKind::Name(RenameMode::Both))),
+            both(Hint::Moved)
+        );
+        assert_eq!(
+            hints(EventKind::Modify(ModifyKind::Any)),
+            both(Hint::Modified)
+        );
+        assert_eq!(hints(EventKind::Other), both(Hint::Moved));
+        // The engine's own reads come back as opens: noise.
+        assert!(hints(EventKind::Access(AccessKind::Any)).is_empty());
+    }
+
+    #[test]
+    fn rescan_flag_is_an_overflow_and_errors_name_their_path() {
+        let e = notify::Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        assert!(matches!(decode(Ok(e)).as_slice(), [OsEvent::Overflow]));
+        let err = notify::Error::generic("boom").add_path("/r/x".into());
+        match decode(Err(err)).as_slice() {
+            [OsEvent::Error { path, message }] => {
+                assert_eq!(path, Path::new("/r/x"));
+                assert!(message.contains("boom"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn notify_errors_map_to_classified_watch_errors() {
+        let limit = limit_error(Path::new("/r/d"));
+        assert!(limit.at_limit(), "{limit:?}");
+        assert_eq!(limit.at, Path::new("/r/d"));
+        let gone = watch_error(
+            notify::Error::path_not_found().add_path("/r/e".into()),
+            Path::new("/r"),
+        );
+        assert!(gone.gone() && !gone.at_limit());
+        assert_eq!(gone.at, Path::new("/r/e"), "the path notify named");
+        let other = watch_error(notify::Error::generic("x"), Path::new("/r"));
+        assert_eq!(other.at, Path::new("/r"), "the fallback path");
+    }
 }

@@ -1,18 +1,9 @@
-//! What subscribers receive: change batches and status snapshots.
+//! Changes: what happened to a path, and the batches that carry them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::status::{Generation, WatchStatus};
-
-/// Sequence number of a [`ChangeBatch`].
-///
-/// Strictly increasing across all batches of one [`Manager`](crate::Manager)
-/// (so also across the batches of one spec, across its generations), starting
-/// at 1. Gaps mean batches of other specs, never lost batches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Seq(pub u64);
+use crate::ids::{Generation, Seq};
 
 /// What happened to a path, net over one batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,6 +37,7 @@ pub enum FileType {
 
 /// One changed path.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub struct Change {
     /// The absolute path, as the file system spells it (bytes on Unix, never
     /// a lossy rendering).
@@ -54,6 +46,18 @@ pub struct Change {
     pub kind: ChangeKind,
     /// The entry's type (after the change; for `Removed`, before it).
     pub file_type: FileType,
+}
+
+impl Change {
+    /// A change of `path` (to feed a consumer's own tests, say).
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>, kind: ChangeKind, file_type: FileType) -> Change {
+        Change {
+            path: path.into(),
+            kind,
+            file_type,
+        }
+    }
 }
 
 /// The changes seen for one spec, closed after its quiet window.
@@ -65,6 +69,7 @@ pub struct Change {
 /// `seq` order. Not promised: that a `Modified` file's content differs (a
 /// write of the same bytes is a modification).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChangeBatch {
     /// The spec's name.
     pub name: String,
@@ -76,17 +81,4 @@ pub struct ChangeBatch {
     pub time: SystemTime,
     /// The changes, sorted by path.
     pub changes: Vec<Change>,
-}
-
-/// One message to a subscriber.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub enum Event {
-    /// A batch of changes of one spec.
-    Changes(Arc<ChangeBatch>),
-    /// A new status snapshot of one spec (sent whenever its status changes).
-    Status(Arc<WatchStatus>),
-    /// The named spec was deleted; no more events will come for it (until it
-    /// is applied again).
-    Deleted(String),
 }

@@ -1,0 +1,191 @@
+//! What a hint leads to. Every OS event, whatever the backend, ends in one
+//! of two steps: [`handle_name`](Engine::handle_name) (look at one name of
+//! an indexed directory, diff against the index, report) or
+//! [`check_top`](Engine::check_top) (a directory itself moved or went). No
+//! state of its own.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use super::Engine;
+use crate::backend::{Hint, OsEvent, WatchId};
+use crate::change::FileType;
+use crate::fs;
+use crate::index::DirId;
+
+impl Engine {
+    /// Dispatches one backend event.
+    pub(super) fn os_event(&mut self, e: OsEvent) {
+        match e {
+            // Events of this read up to the marker arrived; what the OS
+            // dropped came after the previous read.
+            OsEvent::Overflow => self.overflow(self.recovery.prev_read()),
+            OsEvent::Dropped { watch } => {
+                for id in self.watches.lost(watch) {
+                    self.check_top(id, false);
+                }
+            }
+            OsEvent::DirSelf { watch, moved } => {
+                self.each_node_of(watch, |e, id| e.check_top(id, moved));
+            }
+            OsEvent::Entry { watch, name, hint } => {
+                self.each_node_of(watch, |e, id| e.handle_name(id, &name, hint));
+            }
+            OsEvent::Path { path, hint } => {
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    return;
+                };
+                if let Some(pid) = self.index.lookup(parent) {
+                    self.handle_name(pid, name, hint);
+                } else if let Some(id) = self.index.lookup(&path)
+                    && matches!(hint, Hint::Removed | Hint::Moved)
+                {
+                    self.check_top(id, hint == Hint::Moved);
+                }
+            }
+            OsEvent::Error { path, message } => {
+                let all = self.specs.ids();
+                self.record_error(&all, &path, &message);
+            }
+        }
+    }
+
+    /// Runs `f` for the node holding `watch`, then for the other nodes of
+    /// the same directory (other paths to it, through followed links) that
+    /// still share it afterwards. A watch no node holds (already released)
+    /// is ignored.
+    fn each_node_of(&mut self, watch: WatchId, mut f: impl FnMut(&mut Engine, DirId)) {
+        let Some(id) = self.watches.holder(watch) else {
+            return;
+        };
+        f(self, id);
+        let aliases = self.watches.aliases(watch).to_vec();
+        for i in aliases {
+            if self.watches.watch_of(i) == Some(watch) {
+                f(self, i);
+            }
+        }
+    }
+
+    /// Something happened to `name` in directory `id`: look, diff, report.
+    pub(super) fn handle_name(&mut self, id: DirId, name: &OsStr, hint: Hint) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        if fs::is_cookie(name) {
+            if hint != Hint::Removed {
+                self.syncs.found().push(node.path().join(name));
+            }
+            return;
+        }
+        if !node.tracks(name) {
+            return;
+        }
+        let path = node.path().join(name);
+        let old = node.entries().get(name);
+        let new = fs::lstat_type(&path).unwrap_or_default();
+        self.wake_partials(id, name, old, new);
+        match (old, new) {
+            (None, None) => {}
+            (None, Some(t)) => self.add_entry(id, name, t),
+            (Some(_), None) => self.remove_entry(id, name, true),
+            (Some(o), Some(t)) if o != t => {
+                self.remove_entry(id, name, true);
+                self.add_entry(id, name, t);
+            }
+            (Some(FileType::Dir), Some(FileType::Dir)) => {
+                let child = self.index.lookup(&path);
+                let suspect = match hint {
+                    Hint::Removed | Hint::Moved => true,
+                    // Only per-directory backends can tell cheaply.
+                    Hint::Rescan => self.watches.per_directory(),
+                    Hint::Created | Hint::Modified => false,
+                } || child.is_some_and(|c| self.unwatched(c));
+                if suspect && self.dir_replaced(id, name, &path) {
+                    self.remove_entry(id, name, true);
+                    self.add_entry(id, name, FileType::Dir);
+                } else if child.is_some_and(|c| self.recovery.retrying(c)) {
+                    self.retry_all_now();
+                }
+            }
+            (Some(_), Some(t)) => {
+                if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
+                    self.route(id, name, crate::change::ChangeKind::Modified, t);
+                }
+                if t == FileType::Symlink {
+                    // Replaced by a link elsewhere, perhaps.
+                    self.revalidate_link(id, name, true);
+                }
+            }
+        }
+    }
+
+    /// Whether the directory indexed at `path` (entry `name` of `id`) is no
+    /// longer the one on disk.
+    fn dir_replaced(&mut self, id: DirId, name: &OsStr, path: &Path) -> bool {
+        let Some(cid) = self.index.lookup(path) else {
+            // No node: right if every covering spec prunes it; otherwise the
+            // index lost it, and re-adding it is the repair.
+            return self.index.get(id).is_some_and(|n| {
+                n.full().iter().any(|s| self.specs.needs(*s, path))
+                    || n.partial().iter().any(|p| p.is_root && p.name == name)
+            });
+        };
+        match self.watches.watch_of(cid) {
+            // The OS hands back the same watch for the same directory.
+            Some(w) => !self.still_watched(path, w),
+            None => true,
+        }
+    }
+
+    /// A directory with no tracked parent lost its watch or moved: if it is
+    /// no longer there, drop it (reporting its contents) and re-attach.
+    pub(super) fn check_top(&mut self, id: DirId, moved: bool) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path().clone();
+        if self.links.contains(id) {
+            // A followed link's directory moved or went: no event about the
+            // link itself says so. Look where the link leads now.
+            match (
+                path.parent().and_then(|p| self.index.lookup(p)),
+                path.file_name(),
+            ) {
+                (Some(pid), Some(name)) => {
+                    let name = name.to_os_string();
+                    self.revalidate_link(pid, &name, true);
+                }
+                _ => self.remove_tree(id, true),
+            }
+            return;
+        }
+        if let Some(parent) = path.parent()
+            && let Some(pid) = self.index.lookup(parent)
+        {
+            let tracked = self
+                .index
+                .get(pid)
+                .is_some_and(|p| p.tracks(path.file_name().unwrap_or_default()));
+            if tracked {
+                // The parent's own event handles it, unless the parent is
+                // polled (no events): then drop the node with its entry, and
+                // the parent's next poll finds whatever is there now.
+                if self.polls.contains(pid) {
+                    self.drop_stale(id);
+                } else if self.unwatched(id) {
+                    // It lost its watch (the directory was deleted or
+                    // replaced) and the parent's events about the name may
+                    // all have been handled already, while the old watch
+                    // still stood: look at the name now.
+                    let name = path.file_name().unwrap_or_default().to_os_string();
+                    self.handle_name(pid, &name, Hint::Removed);
+                }
+                return;
+            }
+        }
+        if moved || !fs::is_dir_following(&path) {
+            self.remove_tree(id, true);
+        }
+    }
+}

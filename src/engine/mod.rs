@@ -1,0 +1,403 @@
+//! The engine: one thread that owns all mutable watch state.
+//!
+//! Everything it learns (a command from the manager, a batch of OS events)
+//! arrives in one inbox, in order. OS events are hints: for each one the
+//! engine looks at the file system (`lstat` of the name, or a read of a
+//! directory) and diffs against its index; only that diff becomes changes,
+//! which are routed to the specs that cover the path and netted per path by
+//! each spec's coalescer.
+//!
+//! This file is the loop: receive, dispatch, end the pass. Each fact has
+//! one owner, in its own file, that alone writes it:
+//!
+//! | file | owns (the only writer of) |
+//! |---|---|
+//! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
+//! | `specs.rs` | applied specs by id and name, their matchers and open batches |
+//! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
+//! | `poll.rs` | the poll set: which directories are polled, why, their stat signatures, when next |
+//! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
+//! | `problems.rs` | per-spec errors (directories not watched or read) |
+//! | `links.rs` | followed symlinks and where they led |
+//! | `roots.rs` | roots waiting to be attached again |
+//! | `sync.rs` | sync barriers and the cookies seen |
+//! | `publish.rs` | batches' sequence numbers, subscribers, and every `WatchStatus` |
+//!
+//! `tree.rs` (covering, reading, removing directories) and `events.rs`
+//! (what a hint leads to) own no state: they are the steps that ask the
+//! owners to change.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
+use parking_lot::Mutex;
+
+use crate::backend::{self, OsMsg, Sink};
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::fanout::Subscriber;
+use crate::ids::Generation;
+use crate::ignore::Matcher;
+use crate::index::Index;
+use crate::spec::{Backend, WatchSpec};
+use crate::stats::Stats;
+
+#[cfg(any(test, feature = "test-hooks"))]
+mod check;
+mod events;
+mod links;
+mod poll;
+mod problems;
+mod publish;
+mod recovery;
+mod roots;
+mod specs;
+mod sync;
+mod tree;
+mod watches;
+
+pub(crate) use publish::Shared;
+
+use links::Links;
+use poll::PollSet;
+use problems::Problems;
+use publish::Publisher;
+use recovery::Recovery;
+use roots::Roots;
+use specs::SpecTable;
+use sync::Syncs;
+use watches::WatchTable;
+
+/// What the engine's inbox carries.
+pub(crate) enum Msg {
+    /// Create or replace the named spec.
+    Upsert {
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Box<Matcher>,
+    },
+    /// Delete the named spec.
+    Delete { name: String },
+    /// A sync barrier: reply `true` once every change made before has been
+    /// delivered (`false`: no such spec). Given up at `deadline`.
+    Sync {
+        name: String,
+        deadline: Instant,
+        reply: Sender<bool>,
+    },
+    /// Answer with the counters once this pass has settled.
+    Stats { reply: Sender<Stats> },
+    /// What the backend read.
+    Os(OsMsg),
+    /// Test hooks.
+    #[cfg(feature = "test-hooks")]
+    Hook(Hook),
+    /// Stop the engine.
+    Shutdown,
+}
+
+/// Test hooks that go through the inbox (in order with everything else).
+#[cfg(feature = "test-hooks")]
+pub(crate) enum Hook {
+    /// Behave as if the OS had lost events.
+    Overflow,
+    /// Make the next watch calls fail.
+    Fault(backend::Fault),
+    /// Check the index's invariants; reply with violations.
+    Check(Sender<Vec<String>>),
+}
+
+/// The manager's knobs, handed to the engine at start.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Config {
+    pub backend: Backend,
+    pub overflow_margin: Option<Duration>,
+    pub poll_interval: Option<Duration>,
+    pub max_watches: Option<usize>,
+}
+
+/// The manager's side of a running engine.
+pub(crate) struct Handle {
+    tx: Sender<Msg>,
+    /// New subscribers, handed over to the engine (which owns the list).
+    joining: Sender<Subscriber>,
+    pub shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    #[cfg(feature = "test-hooks")]
+    pub pause: Option<Arc<backend::ReaderPause>>,
+}
+
+impl Handle {
+    /// Sends a message; an error once the engine thread has stopped.
+    pub(crate) fn send(&self, msg: Msg) -> Result<()> {
+        self.tx.send(msg).map_err(|_| stopped())
+    }
+
+    /// Adds a subscriber: every event published after this returns reaches
+    /// it (the engine takes new subscribers before each send).
+    pub(crate) fn subscribe(&self, s: Subscriber) {
+        let _ = self.joining.send(s);
+    }
+
+    /// Stops the engine and joins its thread (and through it the
+    /// backend's).
+    pub(crate) fn stop(&self) {
+        let _ = self.tx.send(Msg::Shutdown);
+        if let Some(h) = self.thread.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn stopped() -> Error {
+    Error::Engine {
+        message: "the engine thread has stopped".into(),
+        source: None,
+    }
+}
+
+/// Starts a backend and the engine thread.
+pub(crate) fn start(config: Config) -> Result<Handle> {
+    let (tx, inbox) = unbounded();
+    let (joining, joiners) = unbounded();
+    let to_engine = tx.clone();
+    let sink = Sink::new(move |m| to_engine.send(Msg::Os(m)).is_ok());
+    let os = backend::start(config.backend, sink).map_err(|e| Error::Engine {
+        message: format!("{}: {}", e.what, e.error),
+        source: Some(e.error),
+    })?;
+    let shared = Arc::new(Shared::new());
+    let watches = WatchTable::new(os, config.max_watches);
+    #[cfg(feature = "test-hooks")]
+    let pause = watches.pause();
+    let engine = Engine::new(
+        inbox,
+        Clock::real(),
+        watches,
+        Publisher::new(shared.clone(), joiners),
+        &config,
+    );
+    let thread = std::thread::Builder::new()
+        .name("specwatch-engine".into())
+        .spawn(move || engine.run_guarded())
+        .map_err(|e| Error::Engine {
+            message: format!("cannot start the engine thread: {e}"),
+            source: Some(e),
+        })?;
+    Ok(Handle {
+        tx,
+        joining,
+        shared,
+        thread: Mutex::new(Some(thread)),
+        #[cfg(feature = "test-hooks")]
+        pause,
+    })
+}
+
+pub(crate) struct Engine {
+    inbox: Receiver<Msg>,
+    clock: Clock,
+    /// When the message being handled was taken: what raw changes are
+    /// stamped with.
+    now: Instant,
+    index: Index,
+    specs: SpecTable,
+    watches: WatchTable,
+    polls: PollSet,
+    recovery: Recovery,
+    problems: Problems,
+    links: Links,
+    roots: Roots,
+    syncs: Syncs,
+    out: Publisher,
+    /// OS events handled so far (for [`Stats::os_events`]).
+    os_events: u64,
+    /// Callers of `Manager::stats` waiting for the end of this pass.
+    stats_waiters: Vec<Sender<Stats>>,
+}
+
+/// How often a backlogged subscriber's channel is checked for room.
+const BACKLOG_RETRY: Duration = Duration::from_millis(5);
+
+impl Engine {
+    fn new(
+        inbox: Receiver<Msg>,
+        clock: Clock,
+        watches: WatchTable,
+        out: Publisher,
+        config: &Config,
+    ) -> Engine {
+        let now = clock.now();
+        let wall = clock.wall();
+        Engine {
+            inbox,
+            now,
+            index: Index::default(),
+            specs: SpecTable::default(),
+            watches,
+            polls: PollSet::new(config.poll_interval),
+            recovery: Recovery::new(config.overflow_margin, wall),
+            problems: Problems::default(),
+            links: Links::default(),
+            roots: Roots::default(),
+            syncs: Syncs::default(),
+            out,
+            os_events: 0,
+            stats_waiters: Vec::new(),
+            clock,
+        }
+    }
+
+    /// Runs until shutdown; a panic marks every spec failed instead of
+    /// leaving a silently dead thread.
+    fn run_guarded(mut self) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run()));
+        let reason = match result {
+            Ok(()) => "the manager was shut down".to_owned(),
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                let error = format!("the watch engine panicked: {msg}");
+                // Only what is published is touched: the rest may be
+                // inconsistent after a panic.
+                self.out.fail_all(&error);
+                error
+            }
+        };
+        self.out.stopped(reason);
+    }
+
+    fn run(&mut self) {
+        loop {
+            let msg = match self.next_deadline() {
+                Some(d) => match self.inbox.recv_deadline(d) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match self.inbox.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return,
+                },
+            };
+            if let Some(m) = msg {
+                if !self.handle(m) {
+                    return;
+                }
+                // Handle everything already waiting before closing batches.
+                for _ in 0..100_000 {
+                    match self.inbox.try_recv() {
+                        Ok(m) => {
+                            if !self.handle(m) {
+                                return;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.end_pass();
+        }
+    }
+
+    /// The earliest timer: a batch due, a poll, a retry, a sync given up,
+    /// or (while a subscriber is behind) a look for room in its channel.
+    fn next_deadline(&self) -> Option<Instant> {
+        let timers = [
+            self.specs.next_deadline(),
+            self.polls.next_deadline(),
+            self.recovery.next_deadline(),
+            self.syncs.next_deadline(),
+        ];
+        let next = timers.into_iter().flatten().min();
+        if self.out.behind() {
+            // The only timer that is not a deadline of some work, and it
+            // only runs while some subscriber has a backlog.
+            let retry = self.clock.now() + BACKLOG_RETRY;
+            return Some(next.map_or(retry, |b| b.min(retry)));
+        }
+        next
+    }
+
+    /// Returns false on shutdown.
+    fn handle(&mut self, msg: Msg) -> bool {
+        self.now = self.clock.now();
+        match msg {
+            Msg::Upsert {
+                name,
+                generation,
+                spec,
+                matcher,
+            } => self.upsert(name, generation, spec, *matcher),
+            Msg::Delete { name } => self.delete(&name),
+            Msg::Shutdown => return false,
+            Msg::Os(OsMsg::Events {
+                events,
+                raw,
+                read_at,
+            }) => {
+                if raw > 0 {
+                    self.recovery.note_read(read_at);
+                    self.os_events += raw;
+                }
+                for e in events {
+                    self.os_event(e);
+                }
+            }
+            Msg::Os(OsMsg::Failed(error)) => self.out.fail(&error),
+            Msg::Sync {
+                name,
+                deadline,
+                reply,
+            } => self.start_sync(name, deadline, reply),
+            Msg::Stats { reply } => self.stats_waiters.push(reply),
+            #[cfg(feature = "test-hooks")]
+            Msg::Hook(hook) => match hook {
+                Hook::Overflow => self.overflow(self.recovery.last_read()),
+                Hook::Fault(f) => self.watches.inject(f),
+                Hook::Check(reply) => {
+                    let _ = reply.send(self.check_invariants());
+                }
+            },
+        }
+        true
+    }
+
+    /// After the inbox is drained: settle what the pass changed, run the
+    /// timers that are due, answer barriers, deliver, publish.
+    fn end_pass(&mut self) {
+        self.settle();
+        self.poll_due();
+        self.retry_due();
+        let synced = self.syncs_ready();
+        self.out.flush_backlogs();
+        self.flush_batches(&sync::specs_of(&synced));
+        self.publish();
+        self.answer_syncs(synced);
+        self.answer_stats();
+    }
+
+    /// Counters are computed on request only (the entry count walks the
+    /// index), after the pass that received the request has settled.
+    fn answer_stats(&mut self) {
+        if self.stats_waiters.is_empty() {
+            return;
+        }
+        let stats = Stats {
+            os_watches: self.watches.count(),
+            indexed_dirs: self.index.len(),
+            indexed_entries: self.index.entry_count(),
+            backlog_paths: self.out.backlog_paths(),
+            os_events: self.os_events,
+        };
+        for w in self.stats_waiters.drain(..) {
+            let _ = w.send(stats);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Per-spec problems: the directories a spec could not watch or read, and
+//! its last runtime error. The only writer of both; status derives its
+//! `Degraded` reason and `last_error` from here.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::index::SpecId;
+
+#[derive(Debug, Default)]
+struct SpecProblems {
+    /// Directory -> what went wrong there.
+    dirs: BTreeMap<PathBuf, String>,
+    /// The most recent error, naming its path (stays after it clears).
+    last: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Problems {
+    by_spec: HashMap<SpecId, SpecProblems>,
+    touched: Vec<SpecId>,
+}
+
+impl Problems {
+    /// `path` could not be watched or read, for `specs`.
+    pub(super) fn record(&mut self, specs: &[SpecId], path: &Path, msg: &str) {
+        for &s in specs {
+            let p = self.by_spec.entry(s).or_default();
+            p.dirs.insert(path.to_path_buf(), msg.to_owned());
+            p.last = Some(format!("{}: {msg}", path.display()));
+            self.touched.push(s);
+        }
+    }
+
+    /// `path` is fine again, for `specs`.
+    pub(super) fn clear(&mut self, specs: &[SpecId], path: &Path) {
+        for &s in specs {
+            if let Some(p) = self.by_spec.get_mut(&s)
+                && p.dirs.remove(path).is_some()
+            {
+                self.touched.push(s);
+            }
+        }
+    }
+
+    /// The directories of `sid` with a problem, by path.
+    pub(super) fn dirs(&self, sid: SpecId) -> Option<&BTreeMap<PathBuf, String>> {
+        self.by_spec.get(&sid).map(|p| &p.dirs)
+    }
+
+    /// The last error of `sid`.
+    pub(super) fn last(&self, sid: SpecId) -> Option<&String> {
+        self.by_spec.get(&sid)?.last.as_ref()
+    }
+
+    pub(super) fn forget(&mut self, sid: SpecId) {
+        self.by_spec.remove(&sid);
+    }
+
+    /// Specs whose problems changed since the last call.
+    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.touched)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_per_spec_and_the_last_error_stays() {
+        let mut p = Problems::default();
+        p.record(&[1, 2], Path::new("/a"), "cannot read: EIO");
+        p.record(&[1], Path::new("/b"), "cannot watch: EACCES");
+        assert_eq!(p.dirs(1).unwrap().len(), 2);
+        assert_eq!(p.dirs(2).unwrap().len(), 1);
+        assert_eq!(p.last(1).unwrap(), "/b: cannot watch: EACCES");
+        p.take_touched();
+        p.clear(&[1, 2], Path::new("/a"));
+        p.clear(&[1], Path::new("/nothing"));
+        let mut t = p.take_touched();
+        t.sort();
+        assert_eq!(t, vec![1, 2], "only real changes touch");
+        assert!(p.dirs(2).unwrap().is_empty());
+        assert_eq!(p.last(2).unwrap(), "/a: cannot read: EIO", "history stays");
+        p.forget(1);
+        assert!(p.dirs(1).is_none() && p.last(1).is_none());
+    }
+}

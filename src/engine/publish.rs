@@ -1,0 +1,534 @@
+//! Publishing: the only writer of every [`WatchStatus`], of batches'
+//! sequence numbers, and of what subscribers receive.
+//!
+//! A status is derived, never kept up to date by hand: at the end of each
+//! pass the specs whose facts changed (each owner notes which specs it
+//! touched) get their status built afresh from the owners, and it is
+//! published only if something a reader sees differs from the last one.
+//! The cost is proportional to what changed, not to the number of specs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crossbeam_channel::Receiver;
+use parking_lot::{Condvar, Mutex};
+
+use super::Engine;
+use crate::change::{Change, ChangeBatch};
+use crate::fanout::Event;
+use crate::fanout::Subscriber;
+use crate::ids::Generation;
+use crate::ids::Seq;
+use crate::index::SpecId;
+use crate::status::{Phase, RECENT_BATCHES, WatchStatus};
+
+/// What the engine publishes for the manager to read: written by the
+/// engine alone.
+pub(crate) struct Shared {
+    pub statuses: Mutex<HashMap<String, Arc<WatchStatus>>>,
+    /// Notified whenever statuses change or the engine stops.
+    pub changed: Condvar,
+    /// Set when the engine stopped for good, with the reason.
+    pub dead: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Shared {
+        Shared {
+            statuses: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            dead: Mutex::new(None),
+        }
+    }
+}
+
+/// What only the status reports about a spec generation.
+#[derive(Debug)]
+struct SpecOut {
+    monitor_start: SystemTime,
+    last_event: Option<SystemTime>,
+    recent: VecDeque<Arc<ChangeBatch>>,
+    published: Option<Arc<WatchStatus>>,
+}
+
+pub(super) struct Publisher {
+    shared: Arc<Shared>,
+    subscribers: Vec<Subscriber>,
+    /// New subscribers handed over by the manager.
+    joining: Receiver<Subscriber>,
+    /// Whether some subscriber has a backlog.
+    behind: bool,
+    next_seq: u64,
+    specs: HashMap<SpecId, SpecOut>,
+    touched: Vec<SpecId>,
+    /// The backend failed for good: every spec is `Failed` with this.
+    failed: Option<String>,
+}
+
+/// The facts of one spec's status that other owners hold.
+pub(super) struct Facts {
+    pub name: String,
+    pub generation: Generation,
+    pub watched_dirs: usize,
+    pub polled_dirs: usize,
+    pub watch_retries: u64,
+    pub overflow_recoveries: u64,
+    pub last_error: Option<String>,
+    /// `None`: watching in full; else why not.
+    pub degraded: Option<String>,
+}
+
+impl Publisher {
+    pub(super) fn new(shared: Arc<Shared>, joining: Receiver<Subscriber>) -> Publisher {
+        Publisher {
+            shared,
+            subscribers: Vec::new(),
+            joining,
+            behind: false,
+            next_seq: 1,
+            specs: HashMap::new(),
+            touched: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// Spec generation `sid` starts being watched at `wall`.
+    pub(super) fn started(&mut self, sid: SpecId, wall: SystemTime) {
+        self.specs.insert(
+            sid,
+            SpecOut {
+                monitor_start: wall,
+                last_event: None,
+                recent: VecDeque::new(),
+                published: None,
+            },
+        );
+        self.touched.push(sid);
+    }
+
+    /// A root of `sid` is watched again after it vanished.
+    pub(super) fn restarted(&mut self, sid: SpecId, wall: SystemTime) {
+        if let Some(s) = self.specs.get_mut(&sid) {
+            s.monitor_start = wall;
+            self.touched.push(sid);
+        }
+    }
+
+    /// Publishes a batch of `sid` closed at `wall`.
+    pub(super) fn batch(
+        &mut self,
+        sid: SpecId,
+        name: &str,
+        generation: Generation,
+        changes: Vec<Change>,
+        wall: SystemTime,
+    ) {
+        let batch = Arc::new(ChangeBatch {
+            name: name.to_owned(),
+            generation,
+            seq: Seq(self.next_seq),
+            time: wall,
+            changes,
+        });
+        self.next_seq += 1;
+        if let Some(s) = self.specs.get_mut(&sid) {
+            if s.recent.len() == RECENT_BATCHES {
+                s.recent.pop_front();
+            }
+            s.recent.push_back(batch.clone());
+            s.last_event = Some(wall);
+            self.touched.push(sid);
+        }
+        self.send(Event::Changes(batch));
+    }
+
+    /// The spec generation is gone (deleted or superseded): nothing more is
+    /// published for it.
+    pub(super) fn forget(&mut self, sid: SpecId) {
+        self.specs.remove(&sid);
+    }
+
+    /// The spec `name` was deleted.
+    pub(super) fn deleted(&mut self, name: &str) {
+        self.shared.statuses.lock().remove(name);
+        self.send(Event::Deleted(name.to_owned()));
+        self.shared.changed.notify_all();
+    }
+
+    /// The backend failed for good: every spec fails with `error`.
+    pub(super) fn fail(&mut self, error: &str) {
+        self.failed = Some(error.to_owned());
+        self.touched.extend(self.specs.keys().copied());
+    }
+
+    /// After a panic: every last published status, failed with `error`,
+    /// without looking at anything else (it may be inconsistent).
+    pub(super) fn fail_all(&mut self, error: &str) {
+        self.failed = Some(error.to_owned());
+        let sids: Vec<SpecId> = self.specs.keys().copied().collect();
+        for sid in sids {
+            let Some(last) = self.specs.get(&sid).and_then(|s| s.published.clone()) else {
+                continue;
+            };
+            let mut st = WatchStatus::clone(&last);
+            st.phase = Phase::Failed {
+                error: error.to_owned(),
+            };
+            st.last_error = Some(error.to_owned());
+            self.put(sid, st);
+        }
+        self.shared.changed.notify_all();
+    }
+
+    /// The engine stopped for good.
+    pub(super) fn stopped(&mut self, reason: String) {
+        *self.shared.dead.lock() = Some(reason);
+        self.shared.changed.notify_all();
+    }
+
+    /// Specs whose status inputs changed here since the last call.
+    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.touched)
+    }
+
+    /// Offers a freshly derived status of `sid`; publishes it if a reader
+    /// would see a difference. Returns whether it did.
+    pub(super) fn offer(&mut self, sid: SpecId, f: Facts) -> bool {
+        let Some(s) = self.specs.get(&sid) else {
+            return false;
+        };
+        let phase = match (&self.failed, f.degraded) {
+            (Some(error), _) => Phase::Failed {
+                error: error.clone(),
+            },
+            (None, None) => Phase::Watching,
+            (None, Some(reason)) => Phase::Degraded { reason },
+        };
+        let last_error = match &self.failed {
+            Some(error) => Some(error.clone()),
+            None => f.last_error,
+        };
+        let status = WatchStatus {
+            name: f.name,
+            observed_generation: f.generation,
+            phase,
+            monitor_start_time: Some(s.monitor_start),
+            last_event_time: s.last_event,
+            recent_batches: s.recent.iter().cloned().collect(),
+            watched_dirs: f.watched_dirs,
+            polled_dirs: f.polled_dirs,
+            watch_retries: f.watch_retries,
+            overflow_recoveries: f.overflow_recoveries,
+            last_error,
+        };
+        if s.published.as_deref().is_some_and(|p| same(p, &status)) {
+            return false;
+        }
+        self.put(sid, status);
+        true
+    }
+
+    fn put(&mut self, sid: SpecId, status: WatchStatus) {
+        let snapshot = Arc::new(status);
+        if let Some(s) = self.specs.get_mut(&sid) {
+            s.published = Some(snapshot.clone());
+        }
+        self.shared
+            .statuses
+            .lock()
+            .insert(snapshot.name.clone(), snapshot.clone());
+        self.send(Event::Status(snapshot));
+    }
+
+    /// Wakes those waiting on statuses.
+    pub(super) fn notify(&self) {
+        self.shared.changed.notify_all();
+    }
+
+    /// Sends `event` to every subscriber (new ones first join).
+    fn send(&mut self, event: Event) {
+        self.subscribers.extend(self.joining.try_iter());
+        self.subscribers.retain_mut(|s| s.send(event.clone()));
+        self.behind = self.subscribers.iter().any(Subscriber::behind);
+    }
+
+    /// Moves backlogs into channels where room appeared.
+    pub(super) fn flush_backlogs(&mut self) {
+        if !self.behind {
+            return;
+        }
+        self.subscribers.retain_mut(Subscriber::flush);
+        self.behind = self.subscribers.iter().any(Subscriber::behind);
+    }
+
+    pub(super) fn behind(&self) -> bool {
+        self.behind
+    }
+
+    pub(super) fn backlog_paths(&self) -> usize {
+        self.subscribers.iter().map(Subscriber::backlog_paths).sum()
+    }
+}
+
+/// Whether a reader would see no difference between two statuses. Batches
+/// are shared, so the recent ones compare by identity.
+fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
+    a.name == b.name
+        && a.observed_generation == b.observed_generation
+        && a.phase == b.phase
+        && a.monitor_start_time == b.monitor_start_time
+        && a.last_event_time == b.last_event_time
+        && a.recent_batches.len() == b.recent_batches.len()
+        && a.recent_batches
+            .iter()
+            .zip(&b.recent_batches)
+            .all(|(x, y)| Arc::ptr_eq(x, y))
+        && a.watched_dirs == b.watched_dirs
+        && a.polled_dirs == b.polled_dirs
+        && a.watch_retries == b.watch_retries
+        && a.overflow_recoveries == b.overflow_recoveries
+        && a.last_error == b.last_error
+}
+
+impl Engine {
+    /// Derives and offers the status of every spec whose facts changed.
+    pub(super) fn publish(&mut self) {
+        let mut touched = self.out.take_touched();
+        touched.extend(self.index.take_touched());
+        touched.extend(self.problems.take_touched());
+        touched.extend(self.recovery.take_touched());
+        if self.polls.take_changed() {
+            // Which specs cover a polled directory can only be told by
+            // looking: rare enough (the watch limit, links on a path
+            // backend) to look at them all.
+            touched.extend(self.specs.ids());
+        }
+        if touched.is_empty() {
+            return;
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let mut any = false;
+        for sid in touched {
+            if let Some(facts) = self.facts(sid) {
+                any |= self.out.offer(sid, facts);
+            }
+        }
+        if any {
+            self.out.notify();
+        }
+    }
+
+    /// The status facts of `sid`, from their owners.
+    fn facts(&self, sid: SpecId) -> Option<Facts> {
+        let st = self.specs.get(sid)?;
+        let (polled, link_polled) = if self.polls.is_empty() {
+            (0, 0)
+        } else {
+            self.polls
+                .count(|id| self.index.get(id).is_some_and(|n| n.covers(sid)))
+        };
+        let missing: Vec<String> = st
+            .roots()
+            .iter()
+            .filter(|r| !self.index.root_present(sid, r))
+            .map(|r| r.display().to_string())
+            .collect();
+        let errors = self.problems.dirs(sid).filter(|e| !e.is_empty());
+        let degraded = if missing.is_empty() && errors.is_none() && polled == 0 {
+            None
+        } else {
+            let mut parts = Vec::new();
+            if link_polled > 0 {
+                parts.push(format!(
+                    "{link_polled} directories at or below followed symlinks polled every {:?} \
+                     (the portable backend does not watch through links)",
+                    self.polls.interval()
+                ));
+            }
+            if polled > link_polled {
+                let polled = polled - link_polled;
+                parts.push(format!(
+                    "{polled} directories polled every {:?} for want of OS watches ({})",
+                    self.polls.interval(),
+                    self.polls.limit_reason().unwrap_or("watch limit reached")
+                ));
+            }
+            if !missing.is_empty() {
+                parts.push(format!("waiting for {} to exist", missing.join(", ")));
+            }
+            if let Some(errors) = errors {
+                let list: Vec<String> = errors
+                    .iter()
+                    .take(5)
+                    .map(|(p, e)| format!("{}: {e}", p.display()))
+                    .collect();
+                let more = errors.len().saturating_sub(5);
+                let tail = if more > 0 {
+                    format!(" (and {more} more)")
+                } else {
+                    String::new()
+                };
+                parts.push(format!(
+                    "{} directories not watched: {}{tail}",
+                    errors.len(),
+                    list.join("; ")
+                ));
+            }
+            Some(parts.join("; "))
+        };
+        Some(Facts {
+            name: st.name().to_owned(),
+            generation: st.generation(),
+            watched_dirs: self.index.covered_dirs(sid),
+            polled_dirs: polled,
+            watch_retries: self.recovery.attempts(sid),
+            overflow_recoveries: self.recovery.overflows(sid),
+            last_error: self.problems.last(sid).cloned(),
+            degraded,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::{ChangeKind, FileType};
+    use std::time::Duration;
+
+    fn publisher() -> (Publisher, crossbeam_channel::Receiver<Event>) {
+        let (join_tx, join_rx) = crossbeam_channel::unbounded();
+        let p = Publisher::new(Arc::new(Shared::new()), join_rx);
+        let (tx, rx) = crossbeam_channel::bounded(100);
+        join_tx.send(Subscriber::new(tx)).unwrap();
+        (p, rx)
+    }
+
+    fn facts(dirs: usize) -> Facts {
+        Facts {
+            name: "s".into(),
+            generation: Generation(1),
+            watched_dirs: dirs,
+            polled_dirs: 0,
+            watch_retries: 0,
+            overflow_recoveries: 0,
+            last_error: None,
+            degraded: None,
+        }
+    }
+
+    fn statuses(rx: &crossbeam_channel::Receiver<Event>) -> Vec<Arc<WatchStatus>> {
+        rx.try_iter()
+            .filter_map(|e| match e {
+                Event::Status(s) => Some(s),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_status_is_published_only_when_a_reader_would_see_a_change() {
+        let (mut p, rx) = publisher();
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        p.started(1, t0);
+        assert!(p.offer(1, facts(3)));
+        assert!(!p.offer(1, facts(3)), "nothing new");
+        assert!(p.offer(1, facts(4)));
+        assert_eq!(statuses(&rx).len(), 2);
+        assert_eq!(p.shared.statuses.lock()["s"].watched_dirs, 4);
+        // A batch changes what a reader sees: recent batches, event time.
+        let change = Change {
+            path: "/r/f".into(),
+            kind: ChangeKind::Created,
+            file_type: FileType::File,
+        };
+        p.batch(
+            1,
+            "s",
+            Generation(1),
+            vec![change],
+            t0 + Duration::from_secs(1),
+        );
+        assert!(p.offer(1, facts(4)));
+        assert!(!p.offer(1, facts(4)));
+        let st = statuses(&rx);
+        assert_eq!(st.len(), 1);
+        assert_eq!(st[0].recent_batches.len(), 1);
+        assert_eq!(st[0].last_event_time, Some(t0 + Duration::from_secs(1)));
+        // Monitoring restarted: the time moves.
+        p.restarted(1, t0 + Duration::from_secs(2));
+        assert!(p.offer(1, facts(4)));
+        assert_eq!(
+            statuses(&rx)[0].monitor_start_time,
+            Some(t0 + Duration::from_secs(2))
+        );
+        assert_eq!(p.take_touched(), vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn recent_batches_are_bounded_and_seqs_increase() {
+        let (mut p, rx) = publisher();
+        p.started(1, SystemTime::UNIX_EPOCH);
+        for i in 0..(RECENT_BATCHES + 5) {
+            let change = Change {
+                path: format!("/r/{i}").into(),
+                kind: ChangeKind::Modified,
+                file_type: FileType::File,
+            };
+            p.batch(1, "s", Generation(1), vec![change], SystemTime::UNIX_EPOCH);
+        }
+        let seqs: Vec<u64> = rx
+            .try_iter()
+            .filter_map(|e| match e {
+                Event::Changes(b) => Some(b.seq.0),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(seqs, (1..=(RECENT_BATCHES as u64 + 5)).collect::<Vec<_>>());
+        p.offer(1, facts(1));
+        let st = p.shared.statuses.lock()["s"].clone();
+        assert_eq!(st.recent_batches.len(), RECENT_BATCHES);
+        assert_eq!(st.recent_batches[0].seq, Seq(6), "the oldest went first");
+    }
+
+    #[test]
+    fn failure_wins_over_every_derived_phase() {
+        let (mut p, _rx) = publisher();
+        p.started(1, SystemTime::UNIX_EPOCH);
+        let mut f = facts(1);
+        f.degraded = Some("waiting for /x to exist".into());
+        assert!(p.offer(1, f));
+        assert!(matches!(
+            p.shared.statuses.lock()["s"].phase,
+            Phase::Degraded { .. }
+        ));
+        p.take_touched();
+        p.fail("inotify read failed: EIO");
+        assert_eq!(p.take_touched(), vec![1], "every spec is touched");
+        assert!(p.offer(1, facts(1)));
+        let st = p.shared.statuses.lock()["s"].clone();
+        assert_eq!(
+            st.phase,
+            Phase::Failed {
+                error: "inotify read failed: EIO".into()
+            }
+        );
+        assert_eq!(st.last_error.as_deref(), Some("inotify read failed: EIO"));
+    }
+
+    #[test]
+    fn deleted_specs_leave_statuses_and_say_so() {
+        let (mut p, rx) = publisher();
+        p.started(1, SystemTime::UNIX_EPOCH);
+        p.offer(1, facts(1));
+        p.forget(1);
+        p.deleted("s");
+        assert!(p.shared.statuses.lock().is_empty());
+        assert!(
+            rx.try_iter()
+                .any(|e| matches!(e, Event::Deleted(n) if n == "s"))
+        );
+        assert!(!p.offer(1, facts(1)), "nothing for a forgotten spec");
+    }
+}

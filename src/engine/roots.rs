@@ -1,0 +1,250 @@
+//! Attaching roots: each root is watched from its parent (to see it vanish
+//! and come back), or from its nearest existing ancestor while it does not
+//! exist. The only writer of the queue of roots waiting to be attached
+//! again; where each root is registered is the index's fact (a
+//! [`Partial`]), and whether it is missing is derived from there.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use super::Engine;
+use crate::change::{ChangeKind, FileType};
+use crate::fs;
+use crate::index::{DirId, Partial, SpecId};
+
+/// Roots whose watching point changed, to attach again at the end of the
+/// pass.
+#[derive(Debug, Default)]
+pub(super) struct Roots {
+    pending: Vec<(SpecId, PathBuf)>,
+}
+
+impl Roots {
+    pub(super) fn push(&mut self, sid: SpecId, root: PathBuf) {
+        self.pending.push((sid, root));
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Everything pending, sorted, each once.
+    fn take(&mut self) -> Vec<(SpecId, PathBuf)> {
+        let mut todo = std::mem::take(&mut self.pending);
+        todo.sort();
+        todo.dedup();
+        todo
+    }
+}
+
+impl Engine {
+    /// Watches `root` for `sid`: from its parent (to see it vanish and come
+    /// back), or from its nearest existing ancestor while it does not exist;
+    /// and recursively if it is a directory. With `report`, everything found
+    /// is reported as created.
+    pub(super) fn attach_root(&mut self, sid: SpecId, root: &Path, report: bool) {
+        let Some(parent) = root.parent() else {
+            // The file system root: nothing above to watch.
+            self.add_full(vec![sid], root.to_path_buf(), report);
+            return;
+        };
+        let mut anc = parent.to_path_buf();
+        let mut next: OsString = root.file_name().unwrap_or_default().to_os_string();
+        while !fs::is_dir_following(&anc) {
+            match anc.parent() {
+                Some(p) => {
+                    next = anc.file_name().unwrap_or_default().to_os_string();
+                    anc = p.to_path_buf();
+                }
+                None => break,
+            }
+        }
+        let is_root = anc == parent;
+        let (nid, created) = self.index.ensure(&anc);
+        if created {
+            self.watch_node(nid, true, &[sid]);
+            if self.index.get(nid).is_none() {
+                self.roots.push(sid, root.to_path_buf());
+                return;
+            }
+        }
+        let target = anc.join(&next);
+        let ft = fs::lstat_type(&target).unwrap_or(None);
+        self.index.add_partial(
+            nid,
+            Partial {
+                spec: sid,
+                name: next.clone(),
+                is_root,
+                root: root.to_path_buf(),
+            },
+        );
+        if !self.index.get(nid).is_some_and(|n| n.complete()) {
+            match ft {
+                Some(t) => {
+                    self.index.set_entry(nid, &next, t);
+                }
+                None => {
+                    self.index.remove_entry(nid, &next);
+                }
+            }
+        }
+        if !self.specs.contains(sid) {
+            return;
+        }
+        if !is_root {
+            if ft == Some(FileType::Dir) {
+                // It appeared while we looked: walk down again.
+                self.roots.push(sid, root.to_path_buf());
+            }
+            return;
+        }
+        match ft {
+            None => {}
+            Some(FileType::Dir) => {
+                if report {
+                    self.specs
+                        .record_root(sid, self.now, root, ChangeKind::Created, FileType::Dir);
+                }
+                self.add_full(vec![sid], root.to_path_buf(), report);
+            }
+            Some(t) => {
+                if report {
+                    self.specs
+                        .record_root(sid, self.now, root, ChangeKind::Created, t);
+                }
+                if t == FileType::Symlink {
+                    self.revalidate_link(nid, &next, report);
+                }
+            }
+        }
+    }
+
+    /// Re-attaches roots whose watching point changed, then frees what no
+    /// spec needs, brings path backends' watches up to date, and moves
+    /// polled directories back to OS watches if watches were freed.
+    pub(super) fn settle(&mut self) {
+        let mut rounds = 0;
+        while !self.roots.is_empty() && rounds < 64 {
+            rounds += 1;
+            for (sid, root) in self.roots.take() {
+                if !self
+                    .specs
+                    .get(sid)
+                    .is_some_and(|st| st.roots().contains(&root))
+                {
+                    continue;
+                }
+                // Unregister first, free later: freeing at once would drop a
+                // watch that the new attachment may need again.
+                let old = self.index.find_partial(sid, &root);
+                if let Some(old) = old {
+                    self.index.remove_partial(old, sid, &root);
+                }
+                // A root that is still indexed as a directory keeps its tree.
+                let covered = self
+                    .index
+                    .lookup(&root)
+                    .and_then(|id| self.index.get(id))
+                    .is_some_and(|n| n.covers(sid));
+                if covered {
+                    self.reattach_partial_only(sid, &root);
+                } else {
+                    self.attach_root(sid, &root, true);
+                }
+                if let Some(old) = old
+                    && self.index.get(old).is_some_and(|n| n.is_unused())
+                {
+                    self.free_node(old);
+                }
+            }
+        }
+        self.reconcile_watches();
+        self.unpoll();
+    }
+
+    /// Re-registers only the parent watch of a root whose tree is intact.
+    fn reattach_partial_only(&mut self, sid: SpecId, root: &Path) {
+        let Some(parent) = root.parent() else {
+            return;
+        };
+        if !fs::is_dir_following(parent) {
+            return;
+        }
+        let (nid, created) = self.index.ensure(parent);
+        if created {
+            self.watch_node(nid, true, &[sid]);
+        }
+        let name = root.file_name().unwrap_or_default().to_os_string();
+        let Some(node) = self.index.get(nid) else {
+            self.roots.push(sid, root.to_path_buf());
+            return;
+        };
+        if !node.complete() {
+            // A directory, or a followed link to one.
+            let t = fs::lstat_type(root).ok().flatten().unwrap_or(FileType::Dir);
+            self.index.set_entry(nid, &name, t);
+        }
+        self.index.add_partial(
+            nid,
+            Partial {
+                spec: sid,
+                name,
+                is_root: true,
+                root: root.to_path_buf(),
+            },
+        );
+    }
+
+    /// Roots waiting below `id/name` (not yet existing) re-attach when that
+    /// name changes.
+    pub(super) fn wake_partials(
+        &mut self,
+        id: DirId,
+        name: &OsStr,
+        old: Option<FileType>,
+        new: Option<FileType>,
+    ) {
+        if old == new {
+            return;
+        }
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        for p in node.partial() {
+            if !p.is_root && p.name == name {
+                self.roots.push(p.spec, p.root.clone());
+            }
+        }
+    }
+
+    /// Roots that are exactly `id/name` appeared again: their monitoring
+    /// (re)starts now.
+    pub(super) fn root_appeared(&mut self, id: DirId, name: &OsStr) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let wall = self.clock.wall();
+        for p in node.partial() {
+            if p.is_root && p.name == name && self.specs.contains(p.spec) {
+                self.out.restarted(p.spec, wall);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_roots_come_out_sorted_once() {
+        let mut r = Roots::default();
+        r.push(2, "/b".into());
+        r.push(1, "/a".into());
+        r.push(2, "/b".into());
+        assert!(!r.is_empty());
+        assert_eq!(r.take(), vec![(1, "/a".into()), (2, "/b".into())]);
+        assert!(r.is_empty());
+    }
+}

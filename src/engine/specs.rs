@@ -1,0 +1,323 @@
+//! The applied specs, as the engine knows them: one [`SpecState`] per
+//! generation (a new id for every update), the name index, each spec's
+//! compiled ignore rules and its open batch. The only writer of all that;
+//! the steps that create, update and delete specs are here too.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::Engine;
+use crate::change::{Change, ChangeKind, FileType};
+use crate::coalesce::Coalescer;
+use crate::ids::Generation;
+use crate::ignore::Matcher;
+use crate::index::{DirNode, SpecId};
+use crate::spec::WatchSpec;
+
+/// One applied spec generation.
+pub(super) struct SpecState {
+    name: String,
+    generation: Generation,
+    spec: WatchSpec,
+    matcher: Matcher,
+    coalescer: Coalescer,
+}
+
+impl SpecState {
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(super) fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Its roots (normalised: absolute, clean, sorted).
+    pub(super) fn roots(&self) -> &[PathBuf] {
+        &self.spec.paths
+    }
+
+    pub(super) fn follows_links(&self) -> bool {
+        self.spec.options.follow_symlinks
+    }
+
+    /// Whether the directory `dir` needs no watch and no reading for it.
+    pub(super) fn prunes(&self, dir: &Path) -> bool {
+        self.matcher.prunes(dir)
+    }
+}
+
+/// Every applied spec generation.
+#[derive(Default)]
+pub(super) struct SpecTable {
+    states: HashMap<SpecId, SpecState>,
+    by_name: HashMap<String, SpecId>,
+    /// Ids are never reused: facts keyed by a deleted spec's id cannot be
+    /// mistaken for a new one's.
+    next: SpecId,
+}
+
+impl SpecTable {
+    /// Adds a generation under `name`; returns its id and the id of the
+    /// generation it replaces (still present: the caller retires it).
+    fn insert(
+        &mut self,
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Matcher,
+    ) -> (SpecId, Option<SpecId>) {
+        self.next += 1;
+        let sid = self.next;
+        let state = SpecState {
+            coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay),
+            name: name.clone(),
+            generation,
+            spec,
+            matcher,
+        };
+        let old = self.by_name.insert(name, sid);
+        self.states.insert(sid, state);
+        (sid, old)
+    }
+
+    /// Removes a generation (and its name, if it is the current one).
+    fn remove(&mut self, sid: SpecId) {
+        if let Some(st) = self.states.remove(&sid)
+            && self.by_name.get(&st.name) == Some(&sid)
+        {
+            self.by_name.remove(&st.name);
+        }
+    }
+
+    pub(super) fn id_of(&self, name: &str) -> Option<SpecId> {
+        self.by_name.get(name).copied()
+    }
+
+    pub(super) fn get(&self, sid: SpecId) -> Option<&SpecState> {
+        self.states.get(&sid)
+    }
+
+    pub(super) fn contains(&self, sid: SpecId) -> bool {
+        self.states.contains_key(&sid)
+    }
+
+    pub(super) fn ids(&self) -> Vec<SpecId> {
+        self.states.keys().copied().collect()
+    }
+
+    /// Whether spec `sid` follows symlinks.
+    pub(super) fn follows(&self, sid: SpecId) -> bool {
+        self.get(sid).is_some_and(SpecState::follows_links)
+    }
+
+    /// Whether spec `sid` exists and does not prune `dir`: it needs it.
+    pub(super) fn needs(&self, sid: SpecId, dir: &Path) -> bool {
+        self.get(sid).is_some_and(|st| !st.prunes(dir))
+    }
+
+    /// Records a raw change of a spec's own root (never ignored).
+    pub(super) fn record_root(
+        &mut self,
+        sid: SpecId,
+        now: Instant,
+        root: &Path,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.coalescer.push(now, root.to_path_buf(), kind, ft);
+        }
+    }
+
+    /// Hands a raw change at `node/name` to every spec it concerns that
+    /// does not ignore it.
+    pub(super) fn route(
+        &mut self,
+        now: Instant,
+        node: &DirNode,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        let mut targets = node.concerned(name).peekable();
+        if targets.peek().is_none() {
+            return;
+        }
+        let path = node.path().join(name);
+        for s in targets {
+            if let Some(st) = self.states.get_mut(&s)
+                && !st.matcher.is_ignored(&path, ft == FileType::Dir)
+            {
+                st.coalescer.push(now, path.clone(), kind, ft);
+            }
+        }
+    }
+
+    /// Closes the open batch of `sid`, due or not.
+    fn take(&mut self, sid: SpecId) -> Vec<Change> {
+        self.states
+            .get_mut(&sid)
+            .map(|st| st.coalescer.take())
+            .unwrap_or_default()
+    }
+
+    /// Closes every batch that is due at `now`.
+    fn take_due(&mut self, now: Instant) -> Vec<(SpecId, Vec<Change>)> {
+        self.states
+            .iter_mut()
+            .filter_map(|(sid, st)| Some((*sid, st.coalescer.take_due(now)?)))
+            .collect()
+    }
+
+    /// When the earliest open batch is due.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.states
+            .values()
+            .filter_map(|s| s.coalescer.deadline())
+            .min()
+    }
+}
+
+impl Engine {
+    /// Creates or replaces the named spec. The old generation's open batch
+    /// is closed first (nothing seen is lost), then the new one is attached
+    /// before the old one lets go of its watches (no gap).
+    pub(super) fn upsert(
+        &mut self,
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Matcher,
+    ) {
+        let roots = spec.paths.clone();
+        let (sid, old) = self.specs.insert(name, generation, spec, matcher);
+        self.out.started(sid, self.clock.wall());
+        if let Some(old) = old {
+            self.emit(old, None);
+        }
+        for root in roots {
+            self.attach_root(sid, &root, false);
+        }
+        if let Some(old) = old {
+            self.retire(old);
+        }
+        self.watches.reconcile_soon();
+    }
+
+    /// Deletes the named spec: its pending changes are dropped.
+    pub(super) fn delete(&mut self, name: &str) {
+        let Some(sid) = self.specs.id_of(name) else {
+            return;
+        };
+        self.retire(sid);
+        self.watches.reconcile_soon();
+        self.out.deleted(name);
+    }
+
+    /// Removes every trace of a spec generation: registrations, unused
+    /// directories, and the facts other owners keep about it.
+    fn retire(&mut self, sid: SpecId) {
+        for id in self.index.detach(sid) {
+            self.free_node(id);
+        }
+        self.specs.remove(sid);
+        self.problems.forget(sid);
+        self.recovery.forget(sid);
+        self.out.forget(sid);
+    }
+
+    /// Publishes the batch of `sid`: the one given, or its open one.
+    fn emit(&mut self, sid: SpecId, changes: Option<Vec<Change>>) {
+        let changes = changes.unwrap_or_else(|| self.specs.take(sid));
+        if changes.is_empty() {
+            return;
+        }
+        if let Some(st) = self.specs.get(sid) {
+            self.out
+                .batch(sid, st.name(), st.generation(), changes, self.clock.wall());
+        }
+    }
+
+    /// Closes the batches that are due, and those of `synced` specs
+    /// whatever their windows say.
+    pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
+        for &sid in synced {
+            self.emit(sid, None);
+        }
+        for (sid, changes) in self.specs.take_due(self.clock.now()) {
+            self.emit(sid, Some(changes));
+        }
+    }
+
+    /// Hands a raw change at `id/name` to every spec it concerns.
+    pub(super) fn route(
+        &mut self,
+        id: crate::index::DirId,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        self.specs.route(self.now, node, name, kind, ft);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn state(paths: &[&str], quiet_ms: u64) -> (WatchSpec, Matcher) {
+        let spec = WatchSpec::new(paths.iter().copied())
+            .quiet_window(Duration::from_millis(quiet_ms))
+            .normalized("t")
+            .unwrap();
+        let m = spec.matcher("t").unwrap();
+        (spec, m)
+    }
+
+    #[test]
+    fn ids_are_never_reused_and_names_follow_the_newest_generation() {
+        let mut t = SpecTable::default();
+        let (s, m) = state(&["/a"], 50);
+        let (a1, old) = t.insert("a".into(), Generation(1), s, m);
+        assert_eq!(old, None);
+        let (s, m) = state(&["/b"], 50);
+        let (a2, old) = t.insert("a".into(), Generation(2), s, m);
+        assert_eq!(old, Some(a1));
+        assert_ne!(a1, a2);
+        assert_eq!(t.id_of("a"), Some(a2));
+        t.remove(a1); // the old generation: the name stays with a2
+        assert_eq!(t.id_of("a"), Some(a2));
+        t.remove(a2);
+        assert_eq!(t.id_of("a"), None);
+        let (s, m) = state(&["/a"], 50);
+        let (a3, _) = t.insert("a".into(), Generation(1), s, m);
+        assert!(a3 > a2, "a fresh id");
+    }
+
+    #[test]
+    fn batches_close_by_each_specs_own_window() {
+        let mut t = SpecTable::default();
+        let (s, m) = state(&["/a"], 10);
+        let (a, _) = t.insert("a".into(), Generation(1), s, m);
+        let (s, m) = state(&["/b"], 100);
+        let (b, _) = t.insert("b".into(), Generation(1), s, m);
+        let t0 = Instant::now();
+        t.record_root(a, t0, Path::new("/a"), ChangeKind::Created, FileType::Dir);
+        t.record_root(b, t0, Path::new("/b"), ChangeKind::Created, FileType::Dir);
+        assert_eq!(t.next_deadline(), Some(t0 + Duration::from_millis(10)));
+        assert!(t.take_due(t0 + Duration::from_millis(9)).is_empty());
+        let due = t.take_due(t0 + Duration::from_millis(10));
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].0, a);
+        assert_eq!(t.next_deadline(), Some(t0 + Duration::from_millis(100)));
+        assert_eq!(t.take(b).len(), 1, "a sync closes it early");
+        assert_eq!(t.next_deadline(), None);
+    }
+}

@@ -1,0 +1,259 @@
+//! Sync barriers (Watchman's cookies, in-process): the only writer of the
+//! barriers waiting and of the cookies seen.
+//!
+//! A barrier registers first, then the engine itself creates one cookie
+//! file per root (in the root, or the nearest existing directory above
+//! it). The OS reports a watcher's events in order, so once every cookie
+//! has come back through the inbox every event before it has been handled;
+//! at the end of that pass the spec's polled directories are polled once
+//! more, its links looked at again, its open batch closed, and the caller
+//! answered. A cookie that cannot be created costs a rescan of its root
+//! instead. Cookies are removed before the answer and never indexed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use crossbeam_channel::Sender;
+
+use super::Engine;
+use crate::index::SpecId;
+
+use crate::fs::COOKIE_PREFIX;
+
+struct Wait {
+    name: String,
+    /// Cookies not seen yet.
+    remaining: BTreeSet<PathBuf>,
+    /// Cookies created (removed when the wait ends).
+    created: Vec<PathBuf>,
+    deadline: Instant,
+    reply: Sender<bool>,
+}
+
+/// A barrier whose cookies have all been seen.
+pub(super) struct Ready {
+    sid: Option<SpecId>,
+    wait: Wait,
+}
+
+#[derive(Default)]
+pub(super) struct Syncs {
+    waits: Vec<Wait>,
+    /// Cookies found since the last end of pass (by events or reads).
+    found: Vec<PathBuf>,
+    next_id: u64,
+}
+
+impl Syncs {
+    /// Where reads and events put the cookies they find.
+    pub(super) fn found(&mut self) -> &mut Vec<PathBuf> {
+        &mut self.found
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.waits.iter().map(|w| w.deadline).min()
+    }
+
+    /// Counts the cookies found; takes the waits whose cookies are all
+    /// seen. Cookies nobody waits for are forgotten.
+    fn take_ready(&mut self) -> Vec<Wait> {
+        for c in self.found.drain(..) {
+            for w in &mut self.waits {
+                w.remaining.remove(&c);
+            }
+        }
+        let (ready, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.remaining.is_empty());
+        self.waits = waiting;
+        ready
+    }
+
+    /// Takes the waits whose caller has given up by `now`.
+    fn take_expired(&mut self, now: Instant) -> Vec<Wait> {
+        let (expired, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.deadline <= now);
+        self.waits = waiting;
+        expired
+    }
+}
+
+/// Where a root's sync cookie goes: the root if it is a directory, else the
+/// nearest existing directory above it (which the engine watches).
+fn cookie_dir(root: &Path) -> PathBuf {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
+        return root.to_path_buf();
+    }
+    let mut dir = root.parent().unwrap_or(root);
+    while !dir.is_dir() {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    dir.to_path_buf()
+}
+
+fn remove_cookies(w: &Wait) {
+    for c in &w.created {
+        let _ = std::fs::remove_file(c);
+    }
+}
+
+impl Engine {
+    /// Registers a barrier for spec `name`, then creates its cookies.
+    pub(super) fn start_sync(&mut self, name: String, deadline: Instant, reply: Sender<bool>) {
+        let Some(sid) = self.specs.id_of(&name) else {
+            let _ = reply.send(false);
+            return;
+        };
+        let roots = self.specs.get(sid).expect("named spec").roots().to_vec();
+        self.syncs.next_id += 1;
+        let id = self.syncs.next_id;
+        let cookies: Vec<(PathBuf, PathBuf)> = roots
+            .into_iter()
+            .enumerate()
+            .map(|(i, root)| {
+                let c = cookie_dir(&root)
+                    .join(format!("{COOKIE_PREFIX}{}-{id}-{i}", std::process::id()));
+                (c, root)
+            })
+            .collect();
+        self.syncs.waits.push(Wait {
+            name,
+            remaining: cookies.iter().map(|(c, _)| c.clone()).collect(),
+            created: Vec::new(),
+            deadline,
+            reply,
+        });
+        for (cookie, root) in cookies {
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&cookie);
+            let w = self.syncs.waits.last_mut().expect("just pushed");
+            match made {
+                Ok(_) => w.created.push(cookie),
+                Err(_) => {
+                    // No cookie (a read-only or permission-denied
+                    // directory): rescan the root instead, a weaker barrier
+                    // that loses no created or removed entry.
+                    w.remaining.remove(&cookie);
+                    let since: SystemTime = self.recovery.overflow_since();
+                    self.rescan_under(&root, Some(since));
+                }
+            }
+        }
+    }
+
+    /// The barriers whose cookies have all been seen, made complete: the
+    /// spec's polled directories polled once more (they have no events to
+    /// wait for) and its links looked at again (a link's target can change
+    /// without an event). Their batches are closed by the caller.
+    pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
+        let ready = self.syncs.take_ready();
+        let mut out = Vec::with_capacity(ready.len());
+        for wait in ready {
+            let sid = self.specs.id_of(&wait.name);
+            if let Some(sid) = sid {
+                self.poll_spec(sid);
+                self.revalidate_links_of(sid);
+                if !self.roots.is_empty() {
+                    self.settle();
+                }
+            }
+            out.push(Ready { sid, wait });
+        }
+        out
+    }
+
+    /// Answers barriers whose batches have been delivered, and lets go of
+    /// those whose caller gave up.
+    pub(super) fn answer_syncs(&mut self, ready: Vec<Ready>) {
+        for r in ready {
+            remove_cookies(&r.wait);
+            let _ = r.wait.reply.send(true);
+        }
+        for w in self.syncs.take_expired(self.clock.now()) {
+            remove_cookies(&w);
+        }
+    }
+}
+
+/// The specs of `ready` barriers (whose batches close now).
+pub(super) fn specs_of(ready: &[Ready]) -> Vec<SpecId> {
+    ready.iter().filter_map(|r| r.sid).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn wait(
+        name: &str,
+        cookies: &[&str],
+        deadline: Instant,
+    ) -> (Wait, crossbeam_channel::Receiver<bool>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        (
+            Wait {
+                name: name.into(),
+                remaining: cookies.iter().map(PathBuf::from).collect(),
+                created: Vec::new(),
+                deadline,
+                reply: tx,
+            },
+            rx,
+        )
+    }
+
+    #[test]
+    fn a_barrier_is_ready_once_every_cookie_is_seen() {
+        let t0 = Instant::now();
+        let mut s = Syncs::default();
+        let (a, _ra) = wait("a", &["/r/c1", "/q/c2"], t0 + Duration::from_secs(1));
+        let (b, _rb) = wait("b", &["/r/c3"], t0 + Duration::from_secs(1));
+        s.waits.extend([a, b]);
+        s.found().push("/r/c1".into());
+        s.found().push("/stray".into());
+        assert!(s.take_ready().is_empty());
+        assert!(s.found.is_empty(), "found cookies are used up");
+        s.found().push("/q/c2".into());
+        let ready = s.take_ready();
+        assert_eq!(ready.len(), 1);
+        assert_eq!(ready[0].name, "a");
+        assert_eq!(s.waits.len(), 1);
+        assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_barrier_nobody_waits_for_expires() {
+        let t0 = Instant::now();
+        let mut s = Syncs::default();
+        let (a, ra) = wait("a", &["/r/c1"], t0 + Duration::from_millis(10));
+        s.waits.push(a);
+        assert!(s.take_expired(t0).is_empty());
+        let gone = s.take_expired(t0 + Duration::from_millis(10));
+        assert_eq!(gone.len(), 1);
+        drop(gone);
+        assert!(ra.recv().is_err(), "the reply is dropped, not sent");
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn cookies_go_in_the_nearest_existing_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        assert_eq!(cookie_dir(root), root);
+        std::fs::write(root.join("f"), "x").unwrap();
+        assert_eq!(cookie_dir(&root.join("f")), root, "a file root: its parent");
+        assert_eq!(
+            cookie_dir(&root.join("a/b/c")),
+            root,
+            "a missing root: the nearest ancestor"
+        );
+    }
+}

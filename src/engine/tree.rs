@@ -1,0 +1,316 @@
+//! Covering, reading and removing directories: the walk that brings a tree
+//! into the index (watch first, then read, so nothing created in between
+//! is missed), and the removal that reports what went. No state of its
+//! own: each step asks the owners (index, watch table, poll set, ...) to
+//! change.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use super::Engine;
+use crate::change::{ChangeKind, FileType};
+use crate::fs::{self, DirIdent};
+use crate::index::{DirId, DirNode, EntryDiff, SpecId};
+
+impl Engine {
+    /// Covers `dir` and what is below it (minus what each spec prunes) for
+    /// `specs`: watch first, then read, so nothing created in between is
+    /// missed. With `report`, entries read are reported as created.
+    pub(super) fn add_full(&mut self, specs: Vec<SpecId>, dir: PathBuf, report: bool) {
+        self.add_tree(specs, dir, report, None)
+    }
+
+    /// [`add_full`](Self::add_full), where `dir` may be a followed symlink
+    /// (`link`: the identity of the directory it leads to). Links below it
+    /// are followed for the specs that follow them.
+    pub(super) fn add_tree(
+        &mut self,
+        specs: Vec<SpecId>,
+        dir: PathBuf,
+        report: bool,
+        link: Option<DirIdent>,
+    ) {
+        let mut stack = vec![(dir, specs, link)];
+        while let Some((path, specs, link)) = stack.pop() {
+            let (mut id, mut created) = self.index.ensure(&path);
+            if let Some(target) = link {
+                if !created && self.links.target(id) != Some(&target) {
+                    // The path was followed to another directory before, or
+                    // held a directory that its events have not removed yet.
+                    self.remove_tree(id, report);
+                    (id, created) = self.index.ensure(&path);
+                }
+                self.links.insert(id, target);
+            }
+            for s in &specs {
+                self.index.cover(id, *s);
+            }
+            let needs_watch = if self.watches.per_directory() {
+                self.watches.watch_of(id).is_none()
+            } else {
+                created || !self.index.get(id).is_some_and(DirNode::complete)
+            };
+            let mut watched = true;
+            if needs_watch {
+                // Path backends: every new directory gets its own watch
+                // call, even below one just walked: a directory created
+                // after that walk is only watched by the backend's own
+                // recursion some time after its creation event, and reading
+                // it before then could miss files.
+                let mut at_limit = false;
+                if !self.watches.per_directory()
+                    && report
+                    && !self.below_link(id)
+                    && self.watches.covers(&path)
+                    && let Err(e) = self.watches.watch_new_dir(&path)
+                {
+                    if e.at_limit() {
+                        // Covered by the watch above only in name: poll it.
+                        self.poll_at_limit(id, &e);
+                        at_limit = true;
+                    } else {
+                        self.record_error(&specs, &e.at, &format!("cannot watch: {}", e.error));
+                    }
+                }
+                watched = !at_limit && self.watch_node(id, false, &specs);
+            }
+            if self.index.get(id).is_none() {
+                continue; // removed as stale while watching
+            }
+            if !self.index.get(id).is_some_and(DirNode::complete) {
+                self.read_new(id, &path, &specs, watched, report);
+            }
+            self.push_children(id, &path, &specs, &mut stack);
+        }
+    }
+
+    /// The first full read of directory `id` (at `path`), just watched if
+    /// `watched`.
+    fn read_new(
+        &mut self,
+        id: DirId,
+        path: &Path,
+        specs: &[SpecId],
+        mut watched: bool,
+        report: bool,
+    ) {
+        let mut listing = fs::read_listing(path, self.syncs.found());
+        // The watch was refused because no directory was at the path
+        // (gone: no retry is scheduled), yet one was read there just
+        // after: it was replaced in between. Watch the one there now and
+        // read it again, or it would have neither a watch nor polling, and
+        // a polled parent would never notice.
+        let mut tries = 0;
+        while !watched && listing.is_ok() && tries < 3 && self.stranded(id) {
+            tries += 1;
+            watched = self.watch_node(id, false, specs);
+            if watched {
+                listing = fs::read_listing(path, self.syncs.found());
+            }
+        }
+        if self.index.get(id).is_none() {
+            return;
+        }
+        if !watched && listing.is_ok() && self.stranded(id) {
+            self.schedule_retry(id, specs);
+        }
+        match listing {
+            Ok(list) => {
+                let added = self.index.fill(id, list);
+                if self.polls.contains(id) {
+                    self.sign(id);
+                }
+                if report {
+                    for (name, ft) in added {
+                        self.route(id, &name, ChangeKind::Created, ft);
+                    }
+                }
+                self.problems.clear(specs, path);
+            }
+            Err(e) if fs::gone(&e) => {
+                // Vanished: the parent's event removes it.
+            }
+            Err(e) => {
+                self.schedule_retry(id, specs);
+                self.record_error(specs, path, &format!("cannot read: {e}"));
+            }
+        }
+    }
+
+    /// Queues the subdirectories of `id` (and, for specs that follow them,
+    /// links to directories) that some of `specs` does not prune.
+    fn push_children(
+        &self,
+        id: DirId,
+        path: &Path,
+        specs: &[SpecId],
+        stack: &mut Vec<(PathBuf, Vec<SpecId>, Option<DirIdent>)>,
+    ) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let follows = specs.iter().any(|s| self.specs.follows(*s));
+        for (name, ft) in node.entries().iter() {
+            let link = match ft {
+                FileType::Dir => false,
+                FileType::Symlink if follows => true,
+                _ => continue,
+            };
+            let child = path.join(name);
+            let cs: Vec<SpecId> = specs
+                .iter()
+                .copied()
+                .filter(|s| (!link || self.specs.follows(*s)) && self.specs.needs(*s, &child))
+                .collect();
+            if cs.is_empty() {
+                continue;
+            }
+            if !link {
+                stack.push((child, cs, None));
+            } else if let Some(target) = fs::link_target(&child) {
+                stack.push((child, cs, Some(target)));
+            }
+        }
+    }
+
+    /// A new entry: index it, report it, and if it is a directory cover it
+    /// (watch, read, report its contents).
+    pub(super) fn add_entry(&mut self, id: DirId, name: &OsStr, t: FileType) {
+        if self.index.get(id).is_none() {
+            return;
+        }
+        self.index.set_entry(id, name, t);
+        self.route(id, name, ChangeKind::Created, t);
+        if t != FileType::Dir {
+            self.root_appeared(id, name);
+            if t == FileType::Symlink {
+                self.revalidate_link(id, name, true);
+            }
+            return;
+        }
+        let child = self.index.get(id).expect("live node").path().join(name);
+        let specs = self.child_specs(id, name, &child, false);
+        self.root_appeared(id, name);
+        if !specs.is_empty() {
+            self.add_full(specs, child, true);
+        }
+    }
+
+    /// An entry is gone: report it and everything indexed below it.
+    pub(super) fn remove_entry(&mut self, id: DirId, name: &OsStr, report: bool) {
+        let Some(t) = self.index.remove_entry(id, name) else {
+            return;
+        };
+        let node = self.index.get(id).expect("live node");
+        let child = node.path().join(name);
+        if report {
+            self.specs
+                .route(self.now, node, name, ChangeKind::Removed, t);
+        }
+        if matches!(t, FileType::Dir | FileType::Symlink)
+            && let Some(cid) = self.index.lookup(&child)
+        {
+            self.remove_tree(cid, report);
+        }
+    }
+
+    /// Removes a directory node and all indexed below it, reporting every
+    /// entry as removed; roots that lived there are re-attached later.
+    pub(super) fn remove_tree(&mut self, top: DirId, report: bool) {
+        let mut stack = vec![top];
+        while let Some(id) = stack.pop() {
+            let Some(node) = self.index.remove(id) else {
+                continue;
+            };
+            self.release(id, &node);
+            for (name, t) in node.entries().iter() {
+                if report {
+                    self.specs
+                        .route(self.now, &node, name, ChangeKind::Removed, t);
+                }
+                if matches!(t, FileType::Dir | FileType::Symlink)
+                    && let Some(cid) = self.index.lookup(&node.path().join(name))
+                {
+                    stack.push(cid);
+                }
+            }
+            self.problems.clear(node.full(), node.path());
+            for &s in node.full() {
+                if self
+                    .specs
+                    .get(s)
+                    .is_some_and(|st| st.roots().iter().any(|p| **p == **node.path()))
+                {
+                    self.roots.push(s, node.path().to_path_buf());
+                }
+            }
+            for p in node.partial() {
+                self.roots.push(p.spec, p.root.clone());
+            }
+        }
+        self.watches.reconcile_soon();
+    }
+
+    /// Drops a directory that no spec needs (its OS watch with it). Its
+    /// entry in the parent's listing stays.
+    pub(super) fn free_node(&mut self, id: DirId) {
+        if let Some(node) = self.index.remove(id) {
+            self.release(id, &node);
+        }
+    }
+
+    /// A directory left the index: what other owners keep about it goes.
+    fn release(&mut self, id: DirId, node: &DirNode) {
+        self.links.remove(id);
+        self.polls.remove(id);
+        self.watches.release(id, node.path());
+    }
+
+    /// Removes a node that no longer describes what is on disk at its path,
+    /// together with its entry in its parent (reporting both).
+    pub(super) fn drop_stale(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path().clone();
+        if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+            && let Some(pid) = self.index.lookup(parent)
+            && pid != id
+            && self
+                .index
+                .get(pid)
+                .is_some_and(|p| p.entries().get(name) == Some(FileType::Dir))
+        {
+            self.remove_entry(pid, name, true);
+        }
+        if self.index.get(id).is_some() {
+            self.remove_tree(id, true);
+        }
+    }
+
+    /// Applies a listing diff of directory `id`: new entries are covered and
+    /// reported, gone ones reported with everything below them.
+    pub(super) fn apply_diffs(&mut self, id: DirId, diffs: Vec<EntryDiff>) {
+        for d in diffs {
+            match d {
+                EntryDiff::Added(n, t) => self.add_entry(id, &n, t),
+                EntryDiff::Removed(n, _) => self.remove_entry(id, &n, true),
+                EntryDiff::Retyped(n, _, t) => {
+                    self.remove_entry(id, &n, true);
+                    self.add_entry(id, &n, t);
+                }
+            }
+        }
+    }
+
+    /// Records that directory `path` could not be watched or read, for the
+    /// specs (still applied) among `specs`.
+    pub(super) fn record_error(&mut self, specs: &[SpecId], path: &Path, msg: &str) {
+        let live: Vec<SpecId> = specs
+            .iter()
+            .copied()
+            .filter(|s| self.specs.contains(*s))
+            .collect();
+        self.problems.record(&live, path, msg);
+    }
+}

@@ -1,0 +1,49 @@
+//! Test hooks (cargo feature `test-hooks`, off by default): fault
+//! injection and invariant checks for the project's own tests. Not part of
+//! the stable API: without the feature none of this exists.
+
+use crate::backend::Fault;
+use crate::engine::{Hook, Msg};
+use crate::error::{Error, Result};
+use crate::manager::Manager;
+
+impl Manager {
+    /// Makes the engine behave as if the OS had dropped events (inotify
+    /// `IN_Q_OVERFLOW`).
+    pub fn inject_overflow(&self) -> Result<()> {
+        self.send(Msg::Hook(Hook::Overflow))
+    }
+
+    /// The next `n` watch calls of a per-directory backend (native) fail
+    /// with an I/O error (to test the retry with backoff).
+    pub fn inject_watch_failures(&self, n: u32) -> Result<()> {
+        self.send(Msg::Hook(Hook::Fault(Fault::Fail(n))))
+    }
+
+    /// The next `n` watch calls, on either backend, fail as they do at the
+    /// OS's watch limit (`ENOSPC` from inotify; notify's `MaxFilesWatch` on
+    /// the portable backend), through the same error mapping, to test the
+    /// polling fallback where the manager's watch cap does not apply.
+    pub fn inject_watch_limit(&self, n: u32) -> Result<()> {
+        self.send(Msg::Hook(Hook::Fault(Fault::Limit(n))))
+    }
+
+    /// The engine's index invariant violations (empty when consistent).
+    pub fn check_index(&self) -> Result<Vec<String>> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(Msg::Hook(Hook::Check(reply)))?;
+        rx.recv().map_err(|_| Error::Engine {
+            message: "the engine thread has stopped".into(),
+            source: None,
+        })
+    }
+
+    /// Stops (true) or resumes (false) reading the backend's event queue,
+    /// so that a real kernel queue overflow can be provoked. No effect on
+    /// the portable backend.
+    pub fn pause_os_reader(&self, paused: bool) {
+        if let Some(p) = &self.engine.pause {
+            p.set(paused);
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Numbers that must not mix, as newtypes.
+
+/// Generation of a spec: 1 when a name is created, +1 on every update that
+/// changes the (normalised) spec. A name deleted and applied again starts
+/// again at 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Generation(pub u64);
+
+impl Generation {
+    /// The generation after this one.
+    #[must_use]
+    pub fn next(self) -> Generation {
+        Generation(self.0 + 1)
+    }
+}
+
+/// Sequence number of a [`ChangeBatch`](crate::ChangeBatch).
+///
+/// Strictly increasing across all batches of one [`Manager`](crate::Manager)
+/// (so also across the batches of one spec, across its generations), starting
+/// at 1. Gaps mean batches of other specs, never lost batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Seq(pub u64);

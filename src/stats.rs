@@ -1,0 +1,26 @@
+//! Manager-wide counters.
+
+/// Counters of the whole manager (all specs together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// OS watches held. Native backend: one per watched directory, shared by
+    /// all specs covering it and by all paths leading to it (followed
+    /// symlinks), plus one on the parent of each root (to see the root
+    /// itself vanish and reappear). Portable backend: the watch calls
+    /// made on notify (one per root; notify holds one inotify watch per
+    /// directory below it).
+    pub os_watches: usize,
+    /// Directories in the index.
+    pub indexed_dirs: usize,
+    /// Entries (files, directories, links) in the index.
+    pub indexed_entries: usize,
+    /// Distinct paths waiting in the backlogs of subscribers that are
+    /// behind (0 when every subscriber keeps up).
+    pub backlog_paths: usize,
+    /// OS events handled since the manager started (native: inotify
+    /// events, overflow markers included; portable: notify events). Only
+    /// events the kernel delivered count: a pruned directory has no watch
+    /// and costs none.
+    pub os_events: u64,
+}
