@@ -115,14 +115,38 @@
 //!   prefix are never indexed or reported.
 //! - Paths are cleaned lexically (`a/b/../c` is `a/c`) without resolving
 //!   symlinks, so that paths that do not exist yet can be accepted.
+//! - The sync barrier's cookies are created by the engine thread: a `sync`
+//!   issued while the engine is busy (walking a huge new tree, or blocked
+//!   on a hung network file system) waits for it, up to its timeout.
+//!
+//! # Architecture
+//!
+//! One engine thread owns all mutable watch state; each fact (the index,
+//! the OS watch table, the poll set, retries, sync barriers, every
+//! [`WatchStatus`]) has one owner module that alone writes it, and status
+//! is derived from the owners at the end of each pass. Backends sit behind
+//! one small contract and only hint. `ARCHITECTURE.md` in the repository
+//! draws the modules, says which state each owns, and walks one change
+//! from the kernel to a subscriber.
+//!
+//! # Cargo features
+//!
+//! None is on by default, and the default build has no optional
+//! dependency.
+//!
+//! - `test-hooks`: fault injection (lost events, failed watches, the OS's
+//!   watch limit, a paused reader) and index invariant checks, as methods
+//!   of `Manager`, for the crate's own tests. Not part of the stable API.
+//! - `bench`: a module of entry points into internal pure code, for the
+//!   crate's benchmarks. Not part of the stable API.
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 
 // Layers, imported downwards only: the front (this file, `manager`,
 // `hooks`, `bench_api`) -> `engine` -> the pure core (`index`, `ignore`,
 // `coalesce`, `reconcile`, `fanout`) and the I/O leaves (`backend`, `fs`)
-// -> plain data (`spec`, `event`, `status`, `stats`, `error`, `clock`).
-// ARCHITECTURE.md draws it.
+// -> plain data (`spec`, `change`, `status`, `stats`, `ids`, `error`,
+// `clock`). ARCHITECTURE.md draws it; tests/layers.rs checks it.
 mod backend;
 #[cfg(feature = "bench")]
 pub mod bench_api;

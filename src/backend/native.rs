@@ -245,7 +245,7 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause)
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            sink.send(OsMsg::Failed(format!("inotify poll failed: {e}")));
+            sink.send(OsMsg::failed(format!("inotify poll failed: {e}")));
             return;
         }
         if fds[1].revents != 0 {
@@ -265,18 +265,14 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause)
                             decode(e.wd.get_watch_descriptor_id(), e.mask, e.name)
                         })
                         .collect();
-                    if !sink.send(OsMsg::Events {
-                        events,
-                        raw,
-                        read_at,
-                    }) {
+                    if !sink.send(OsMsg::events(events, raw, read_at)) {
                         return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    sink.send(OsMsg::Failed(format!("inotify read failed: {e}")));
+                    sink.send(OsMsg::failed(format!("inotify read failed: {e}")));
                     return;
                 }
             }

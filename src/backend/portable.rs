@@ -15,7 +15,7 @@ use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 #[cfg(any(test, feature = "test-hooks"))]
 use super::Fault;
-use super::{Faults, Hint, OsEvent, OsMsg, PathWatcher, Sink, WatchError};
+use super::{Faults, Hint, Inner, OsEvent, OsMsg, PathWatcher, Read, Sink, WatchError};
 
 pub(crate) struct Portable {
     watcher: RecommendedWatcher,
@@ -25,6 +25,24 @@ pub(crate) struct Portable {
     /// before notify adds its watch (see `watch_new_dir`).
     extra: BTreeSet<PathBuf>,
     faults: Faults,
+}
+
+/// A notify event as notify's thread handed it over, with when.
+#[derive(Debug)]
+pub(crate) struct Undecoded {
+    res: notify::Result<notify::Event>,
+    read_at: SystemTime,
+}
+
+impl Undecoded {
+    /// Decodes it (on the engine's thread).
+    pub(super) fn decode(self) -> Read {
+        Read::Events {
+            raw: u64::from(self.res.is_ok()),
+            events: decode(self.res),
+            read_at: self.read_at,
+        }
+    }
 }
 
 /// One notify event (or error) in our vocabulary. Access events (notify
@@ -67,12 +85,10 @@ impl Portable {
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
             move |res: notify::Result<notify::Event>| {
-                let raw = u64::from(res.is_ok());
-                sink.send(OsMsg::Events {
-                    events: decode(res),
-                    raw,
+                sink.send(OsMsg(Inner::Portable(Undecoded {
+                    res,
                     read_at: SystemTime::now(),
-                });
+                })));
             },
             Config::default().with_follow_symlinks(false),
         )

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use parking_lot::Mutex;
 
-use crate::backend::{self, OsMsg, Sink};
+use crate::backend::{self, OsMsg, Read, Sink};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::fanout::Subscriber;
@@ -55,6 +55,8 @@ mod recovery;
 mod roots;
 mod specs;
 mod sync;
+#[cfg(all(test, unix))]
+mod tests;
 mod tree;
 mod watches;
 
@@ -337,20 +339,22 @@ impl Engine {
             } => self.upsert(name, generation, spec, *matcher),
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
-            Msg::Os(OsMsg::Events {
-                events,
-                raw,
-                read_at,
-            }) => {
-                if raw > 0 {
-                    self.recovery.note_read(read_at);
-                    self.os_events += raw;
+            Msg::Os(m) => match m.read() {
+                Read::Events {
+                    events,
+                    raw,
+                    read_at,
+                } => {
+                    if raw > 0 {
+                        self.recovery.note_read(read_at);
+                        self.os_events += raw;
+                    }
+                    for e in events {
+                        self.os_event(e);
+                    }
                 }
-                for e in events {
-                    self.os_event(e);
-                }
-            }
-            Msg::Os(OsMsg::Failed(error)) => self.out.fail(&error),
+                Read::Failed(error) => self.out.fail(&error),
+            },
             Msg::Sync {
                 name,
                 deadline,

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
 use crossbeam_channel::Sender;
@@ -42,8 +43,11 @@ pub(super) struct Syncs {
     waits: Vec<Wait>,
     /// Cookies found since the last end of pass (by events or reads).
     found: Vec<PathBuf>,
-    next_id: u64,
 }
+
+/// Barrier numbers, unique in the process: two managers syncing the same
+/// root never name a cookie alike.
+static NEXT_BARRIER: AtomicU64 = AtomicU64::new(1);
 
 impl Syncs {
     /// Where reads and events put the cookies they find.
@@ -110,8 +114,7 @@ impl Engine {
             return;
         };
         let roots = self.specs.get(sid).expect("named spec").roots().to_vec();
-        self.syncs.next_id += 1;
-        let id = self.syncs.next_id;
+        let id = NEXT_BARRIER.fetch_add(1, Ordering::Relaxed);
         let cookies: Vec<(PathBuf, PathBuf)> = roots
             .into_iter()
             .enumerate()

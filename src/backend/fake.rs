@@ -1,0 +1,109 @@
+//! A per-directory backend without an OS, for the engine's unit tests: it
+//! hands out watch ids by directory identity (device and inode, as inotify
+//! does), honours injected faults, and reports nothing by itself: tests
+//! inject the events they want.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{DirWatcher, Fault, Faults, ReaderPause, WatchError, WatchId};
+
+#[derive(Default)]
+struct State {
+    ids: HashMap<(u64, u64), i32>,
+    next: i32,
+    live: BTreeSet<i32>,
+    faults: Faults,
+    calls: u32,
+}
+
+/// The test's handle on a [`Fake`]: shared state.
+#[derive(Clone, Default)]
+pub(crate) struct FakeControl(Arc<Mutex<State>>);
+
+/// The backend half.
+pub(crate) struct Fake(pub(crate) FakeControl);
+
+fn identity(dir: &Path, follow: bool) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = if follow {
+        std::fs::metadata(dir)?
+    } else {
+        std::fs::symlink_metadata(dir)?
+    };
+    if !m.is_dir() {
+        return Err(io::Error::from(io::ErrorKind::NotADirectory));
+    }
+    Ok((m.dev(), m.ino()))
+}
+
+impl State {
+    fn add(&mut self, dir: &Path, follow: bool) -> io::Result<WatchId> {
+        let ident = identity(dir, follow)?;
+        let next = &mut self.next;
+        let id = *self.ids.entry(ident).or_insert_with(|| {
+            *next += 1;
+            *next
+        });
+        self.live.insert(id);
+        Ok(WatchId(id))
+    }
+}
+
+impl FakeControl {
+    /// The live watch of directory `dir`, if it has one.
+    pub(crate) fn id_of(&self, dir: &Path) -> Option<WatchId> {
+        let s = self.0.lock();
+        let id = *s.ids.get(&identity(dir, true).ok()?)?;
+        s.live.contains(&id).then_some(WatchId(id))
+    }
+
+    /// Watch calls made so far (faults included).
+    pub(crate) fn calls(&self) -> u32 {
+        self.0.lock().calls
+    }
+
+    /// Live watches.
+    pub(crate) fn live(&self) -> usize {
+        self.0.lock().live.len()
+    }
+}
+
+impl DirWatcher for Fake {
+    fn watch(&mut self, dir: &Path, follow: bool) -> Result<WatchId, WatchError> {
+        let mut s = self.0.0.lock();
+        s.calls += 1;
+        let r = if s.faults.take_fail() {
+            Err(io::Error::other("injected watch failure"))
+        } else if s.faults.take_limit() {
+            Err(io::Error::from_raw_os_error(super::errno::ENOSPC))
+        } else {
+            s.add(dir, follow)
+        };
+        r.map_err(|e| WatchError::new(e, dir))
+    }
+
+    fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId> {
+        self.0.0.lock().add(dir, follow).ok()
+    }
+
+    fn unwatch(&mut self, id: WatchId) {
+        self.0.0.lock().live.remove(&id.0);
+    }
+
+    fn inject(&mut self, fault: Fault) {
+        self.0.0.lock().faults.set(fault);
+    }
+
+    fn os_watches(&self) -> Option<Vec<WatchId>> {
+        Some(self.0.0.lock().live.iter().map(|i| WatchId(*i)).collect())
+    }
+
+    fn pause(&self) -> Option<Arc<ReaderPause>> {
+        None
+    }
+}

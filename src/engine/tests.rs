@@ -1,0 +1,386 @@
+//! The engine driven by hand: a manual clock, a backend without an OS
+//! (tests inject the events it would have sent), and a real directory on
+//! disk (the engine reads the tree, that is its job). No thread, no sleep:
+//! every timer (quiet window, maximum delay, retry back-off, poll
+//! schedule, sync deadline) moves only when the test advances the clock.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_channel::{Receiver, bounded, unbounded};
+
+use super::{Config, Engine, Msg, Publisher, Shared, WatchTable};
+use crate::backend::fake::{Fake, FakeControl};
+use crate::backend::{Fault, Hint, Os, OsEvent, OsMsg};
+use crate::change::{ChangeBatch, ChangeKind};
+use crate::clock::Clock;
+use crate::fanout::{Event, Subscriber};
+use crate::ids::Generation;
+use crate::spec::WatchSpec;
+use crate::status::{Phase, WatchStatus};
+
+const MS: Duration = Duration::from_millis(1);
+
+struct Harness {
+    engine: Engine,
+    clock: Clock,
+    fake: FakeControl,
+    shared: Arc<Shared>,
+    events: Receiver<Event>,
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn harness(config: Config) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let (_tx, inbox) = unbounded();
+    let (join_tx, join_rx) = unbounded();
+    let (events_tx, events) = bounded(10_000);
+    join_tx.send(Subscriber::new(events_tx)).unwrap();
+    let fake = FakeControl::default();
+    let watches = WatchTable::new(Os::Dirs(Box::new(Fake(fake.clone()))), config.max_watches);
+    let clock = Clock::manual();
+    let shared = Arc::new(Shared::new());
+    let engine = Engine::new(
+        inbox,
+        clock.clone(),
+        watches,
+        Publisher::new(shared.clone(), join_rx),
+        &config,
+    );
+    Harness {
+        engine,
+        clock,
+        fake,
+        shared,
+        events,
+        _dir: dir,
+        root,
+    }
+}
+
+impl Harness {
+    fn apply(&mut self, name: &str, spec: WatchSpec) {
+        let spec = spec.normalized(name).unwrap();
+        let matcher = spec.matcher(name).unwrap();
+        self.engine.handle(Msg::Upsert {
+            name: name.into(),
+            generation: Generation(1),
+            spec,
+            matcher: Box::new(matcher),
+        });
+        self.engine.end_pass();
+    }
+
+    /// What the OS would say about `dir/name`, handled as a read of its own.
+    fn event(&mut self, dir: &Path, name: &str, hint: Hint) {
+        let watch = self
+            .fake
+            .id_of(dir)
+            .unwrap_or_else(|| panic!("{} has no watch", dir.display()));
+        self.os(vec![OsEvent::Entry {
+            watch,
+            name: name.into(),
+            hint,
+        }]);
+    }
+
+    fn os(&mut self, events: Vec<OsEvent>) {
+        let read_at = self.clock.wall();
+        self.engine
+            .handle(Msg::Os(OsMsg::events(events, 1, read_at)));
+    }
+
+    fn write(&mut self, name: &str) -> PathBuf {
+        let p = self.root.join(name);
+        std::fs::write(&p, name).unwrap();
+        let root = self.root.clone();
+        self.event(&root, name, Hint::Created);
+        p
+    }
+
+    /// Advances the clock, then ends a pass (the engine's timers fire).
+    fn after(&mut self, by: Duration) {
+        self.clock.advance(by);
+        self.engine.end_pass();
+    }
+
+    fn batches(&self) -> Vec<Arc<ChangeBatch>> {
+        self.events
+            .try_iter()
+            .filter_map(|e| match e {
+                Event::Changes(b) => Some(b),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn status(&self, name: &str) -> WatchStatus {
+        WatchStatus::clone(&self.shared.statuses.lock()[name])
+    }
+
+    fn spec(&self) -> WatchSpec {
+        WatchSpec::new([&self.root])
+    }
+}
+
+#[test]
+fn a_batch_closes_after_its_quiet_window_on_the_engine_clock() {
+    let mut h = harness(Config::default());
+    let spec = h.spec().quiet_window(50 * MS).max_delay(200 * MS);
+    h.apply("s", spec);
+    let a = h.write("a");
+    h.engine.end_pass();
+    assert_eq!(h.engine.next_deadline(), Some(h.clock.now() + 50 * MS));
+    h.after(49 * MS);
+    assert!(h.batches().is_empty(), "closed before the quiet window");
+    h.after(MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].changes[0].path, a);
+    assert_eq!(b[0].changes[0].kind, ChangeKind::Created);
+    assert_eq!(h.engine.next_deadline(), None, "idle: no timer at all");
+}
+
+#[test]
+fn constant_churn_closes_a_batch_at_the_maximum_delay() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec().quiet_window(50 * MS).max_delay(200 * MS));
+    // A change every 40 ms never leaves a quiet window.
+    for i in 0..4 {
+        h.write(&format!("f{i}"));
+        h.after(40 * MS);
+        assert!(
+            h.batches().is_empty(),
+            "closed early, after {} ms",
+            40 * (i + 1)
+        );
+    }
+    h.write("f4"); // at 160 ms
+    h.after(39 * MS);
+    assert!(h.batches().is_empty(), "closed before the maximum delay");
+    h.after(MS); // 200 ms after the first change
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "closed by the maximum delay");
+    assert_eq!(b[0].changes.len(), 5);
+}
+
+#[test]
+fn a_failed_watch_is_retried_after_a_doubling_back_off() {
+    let mut h = harness(Config::default());
+    // The root's parent is watched first, then the root: both fail once,
+    // then the root once more.
+    h.engine.watches.inject(Fault::Fail(3));
+    h.apply("s", h.spec());
+    let st = h.status("s");
+    assert_eq!(st.watch_retries, 2, "{st:?}");
+    assert!(matches!(st.phase, Phase::Degraded { .. }), "{:?}", st.phase);
+    let t0 = h.clock.now();
+    assert_eq!(h.engine.next_deadline(), Some(t0 + 50 * MS));
+    let calls = h.fake.calls();
+    h.after(49 * MS);
+    assert_eq!(h.fake.calls(), calls, "no attempt before the back-off");
+    h.after(MS);
+    // The parent's retry failed again (3rd fault): next in 100 ms. The
+    // root got its watch and was read.
+    assert_eq!(h.status("s").watch_retries, 3);
+    assert_eq!(h.engine.next_deadline(), Some(t0 + 150 * MS));
+    h.after(99 * MS);
+    assert!(matches!(h.status("s").phase, Phase::Degraded { .. }));
+    h.after(MS);
+    let st = h.status("s");
+    assert_eq!(st.phase, Phase::Watching, "{st:?}");
+    assert_eq!(st.watch_retries, 3);
+    assert_eq!(h.fake.live(), 2, "parent and root");
+    assert!(h.engine.check_invariants().is_empty());
+}
+
+#[test]
+fn directories_beyond_the_cap_are_polled_on_schedule() {
+    let mut h = harness(Config {
+        max_watches: Some(1), // the root's parent only
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("sub")).unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let st = h.status("s");
+    assert_eq!(st.polled_dirs, 2, "root and sub: {st:?}");
+    match &st.phase {
+        Phase::Degraded { reason } => assert!(
+            reason.contains("2 directories polled every 100ms")
+                && reason.contains("cap of 1 OS watches"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let f = h.root.join("sub/new");
+    std::fs::write(&f, "x").unwrap();
+    let t0 = h.clock.now();
+    // The poll was scheduled when the first directory was polled.
+    assert_eq!(h.engine.next_deadline(), Some(t0 + 100 * MS));
+    h.after(99 * MS);
+    assert_eq!(
+        h.engine.next_deadline(),
+        Some(t0 + 100 * MS),
+        "not polled before its interval (no batch open)"
+    );
+    h.after(MS);
+    assert_eq!(
+        h.engine.next_deadline(),
+        Some(t0 + 110 * MS),
+        "polled: a batch is open for its quiet window"
+    );
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "found by the poll");
+    assert_eq!(b[0].changes[0].path, f);
+    // A modification without any event: the signature tells.
+    std::fs::write(&f, "longer now").unwrap();
+    h.after(100 * MS);
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].changes[0].kind, ChangeKind::Modified);
+}
+
+#[test]
+fn an_overflow_rescans_precisely_and_uses_the_margin() {
+    let mut h = harness(Config {
+        overflow_margin: Some(100 * MS),
+        ..Config::default()
+    });
+    for n in ["keep", "gone"] {
+        std::fs::write(h.root.join(n), n).unwrap();
+    }
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    // Events lost: one file created, one removed, nothing said.
+    std::fs::write(h.root.join("new"), "n").unwrap();
+    std::fs::remove_file(h.root.join("gone")).unwrap();
+    // The last complete read started well after every ctime on disk: only
+    // what the rescan finds created or removed is reported.
+    let later = SystemTime::now() + Duration::from_secs(60);
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, later)));
+    h.os(vec![OsEvent::Overflow]);
+    h.after(10 * MS);
+    let mut got: Vec<(String, ChangeKind)> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.iter())
+        .map(|c| (c.path.file_name().unwrap().to_string_lossy().into(), c.kind))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("gone".into(), ChangeKind::Removed),
+            ("new".into(), ChangeKind::Created)
+        ]
+    );
+    assert_eq!(h.status("s").overflow_recoveries, 1);
+    // Now the last complete read is older than the files: within the
+    // margin, an untouched file may have been written: reported modified.
+    let earlier = SystemTime::now() - Duration::from_secs(60);
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, earlier)));
+    h.os(vec![OsEvent::Overflow]);
+    h.after(10 * MS);
+    let got: Vec<ChangeKind> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.iter())
+        .filter(|c| c.path.ends_with("keep"))
+        .map(|c| c.kind)
+        .collect();
+    assert_eq!(got, vec![ChangeKind::Modified]);
+    assert_eq!(h.status("s").overflow_recoveries, 2);
+}
+
+#[test]
+fn sync_answers_once_its_cookie_is_seen_and_closes_the_batch() {
+    let mut h = harness(Config::default());
+    let long = Duration::from_secs(5);
+    h.apply("s", h.spec().quiet_window(long).max_delay(long));
+    h.write("a");
+    let (reply, answer) = bounded(1);
+    let deadline = h.clock.now() + Duration::from_secs(10);
+    h.engine.handle(Msg::Sync {
+        name: "s".into(),
+        deadline,
+        reply,
+    });
+    let cookie = std::fs::read_dir(&h.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|n| crate::fs::is_cookie(n))
+        .expect("the engine created a cookie in the root");
+    h.engine.end_pass();
+    assert!(answer.try_recv().is_err(), "not before its cookie is seen");
+    let root = h.root.clone();
+    h.event(&root, cookie.to_str().unwrap(), Hint::Created);
+    h.engine.end_pass();
+    assert_eq!(answer.try_recv(), Ok(true));
+    assert_eq!(h.batches().len(), 1, "closed despite a 5 s quiet window");
+    assert!(
+        !root.join(&cookie).exists(),
+        "cookie removed before the answer"
+    );
+    // A barrier whose caller gave up: dropped at its deadline, cookie gone.
+    let (reply, answer) = bounded(1);
+    h.engine.handle(Msg::Sync {
+        name: "s".into(),
+        deadline: h.clock.now() + 100 * MS,
+        reply,
+    });
+    h.engine.end_pass();
+    assert_eq!(h.engine.next_deadline(), Some(h.clock.now() + 100 * MS));
+    h.after(100 * MS);
+    assert!(answer.try_recv().is_err());
+    let left = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| crate::fs::is_cookie(&e.file_name()))
+        .count();
+    assert_eq!(left, 0, "an expired barrier's cookie is removed");
+    // Unknown spec: answered at once.
+    let (reply, answer) = bounded(1);
+    h.engine.handle(Msg::Sync {
+        name: "nope".into(),
+        deadline: Instant::now(),
+        reply,
+    });
+    assert_eq!(answer.try_recv(), Ok(false));
+}
+
+#[test]
+fn status_is_published_only_when_something_a_reader_sees_changed() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let count = |h: &Harness| {
+        h.events
+            .try_iter()
+            .filter(|e| matches!(e, Event::Status(_)))
+            .count()
+    };
+    assert_eq!(count(&h), 1, "the first status");
+    h.after(Duration::ZERO);
+    assert_eq!(count(&h), 0, "an empty pass publishes nothing");
+    // A hint that changes nothing on disk: no batch, no status.
+    let root = h.root.clone();
+    h.event(&root, "never-there", Hint::Removed);
+    h.after(10 * MS);
+    assert_eq!(count(&h), 0);
+    // A batch changes what a reader sees (recent batches, event time).
+    h.write("a");
+    h.after(10 * MS);
+    assert_eq!(count(&h), 1);
+    // A new directory changes the watched count.
+    std::fs::create_dir(root.join("d")).unwrap();
+    h.event(&root, "d", Hint::Created);
+    h.after(Duration::ZERO);
+    assert_eq!(h.status("s").watched_dirs, 2);
+    assert_eq!(count(&h), 1);
+}
