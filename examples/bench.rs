@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo run --release --example bench            # all scenarios
 //! cargo run --release --example bench -- quick   # smaller trees
+//! cargo run --release --example bench -- poll    # the poll backend's rows only
 //! # profile native start-up (10 runs on 10,000 x 10):
 //! perf record -g target/release/examples/bench profile-startup
 //! ```
@@ -28,6 +29,20 @@ fn make_tree(root: &Path, dirs: usize, files: usize) {
             std::fs::write(dir.join(format!("f{f}.txt")), b"x").unwrap();
         }
     }
+}
+
+/// A fresh tree of `dirs` x `files` and an empty directory beside it, in
+/// a temporary directory (kept alive by the first value), and how many
+/// entries the tree holds: files, leaf directories and the top
+/// directories below the root.
+fn tree(dirs: usize, files: usize) -> (tempfile::TempDir, PathBuf, PathBuf, usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tree");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    make_tree(&root, dirs, files);
+    let entries = dirs * files + dirs + dirs.min(50);
+    (tmp, root, empty, entries)
 }
 
 fn rss_kib() -> u64 {
@@ -205,6 +220,7 @@ fn memory_child(args: &[String]) {
     let per = match which.as_str() {
         "native" => memory_specwatch(Backend::Native, empty, root, entries),
         "portable" => memory_specwatch(Backend::Portable, empty, root, entries),
+        "poll" => memory_specwatch(POLL_IDLE, empty, root, entries),
         _ => memory_notify(empty, root, entries),
     };
     println!("{per:.1}");
@@ -604,10 +620,132 @@ fn notify_until_marker(
 /// Runs per start-up measurement (the median is shown).
 const RUNS: usize = 5;
 
+/// The poll backend as measured here: it looks only when a `sync` asks.
+const POLL_IDLE: Backend = Backend::Poll {
+    interval: Duration::from_secs(3600),
+};
+
+/// The floor of one poll: `find` printing what a poll compares (mtime,
+/// size, inode) for every entry, output discarded.
+fn find_printf_floor(root: &Path) -> Duration {
+    let t = Instant::now();
+    let out = std::process::Command::new("find")
+        .arg(root)
+        .args(["-printf", "%T@ %s %i\n"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("find");
+    assert!(out.success());
+    t.elapsed()
+}
+
+/// One full poll of `root` by the poll backend, end to end: a `sync`
+/// makes it look at every directory at once, and returns once that look
+/// has been handled (cookie created, found, removed). Median of `RUNS`.
+fn full_poll(m: &Manager) -> Duration {
+    median(
+        (0..RUNS)
+            .map(|_| {
+                let t = Instant::now();
+                m.sync("b", Duration::from_secs(120)).unwrap();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+/// The poll backend's rows: start-up, one full poll beside `find`'s
+/// floor, the cost per 10,000 files, memory, idle CPU at a 1 s interval.
+fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut rows = Vec::new();
+    for &(dirs, files) in sizes {
+        let (_tmp, root, empty, entries) = tree(dirs, files);
+        let (mut tn, mut tp) = (Vec::new(), Vec::new());
+        for _ in 0..RUNS {
+            let (t, _, w) = startup_notify(&root);
+            drop(w);
+            tn.push(t);
+            let (t, _, m) = startup_specwatch(POLL_IDLE, &root);
+            drop(m);
+            tp.push(t);
+        }
+        let (tn, tp) = (median(tn), median(tp));
+        rows.push((
+            format!(
+                "start-up ms, median of {RUNS}, {dirs} x {files} (raw notify: {:.1})",
+                ms(tn)
+            ),
+            format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
+        ));
+        // Floor and poll alternate, so that both see the same cache state.
+        let (_, _, m) = startup_specwatch(POLL_IDLE, &root);
+        let mut floors = Vec::new();
+        let mut polls = Vec::new();
+        for _ in 0..3 {
+            floors.push(median(
+                (0..RUNS).map(|_| find_printf_floor(&root)).collect(),
+            ));
+            polls.push(full_poll(&m));
+        }
+        let (floor, poll) = (median(floors), median(polls));
+        drop(m);
+        rows.push((
+            format!(
+                "one full poll ms, {dirs} x {files} (find -printf '%T@ %s %i': {:.1})",
+                ms(floor)
+            ),
+            format!("{:.1} ({})", ms(poll), ratio(ms(poll), ms(floor))),
+        ));
+        rows.push((
+            format!("  per 10,000 entries, ms ({entries} entries)"),
+            format!("{:.1}", ms(poll) * 10_000.0 / entries as f64),
+        ));
+        let mem = memory_in_child("poll", &empty, &root, entries);
+        rows.push((
+            format!("RSS growth per entry over an empty watch, B, {dirs} x {files}"),
+            format!("{mem:.0}"),
+        ));
+    }
+    let idle = tempfile::tempdir().unwrap();
+    make_tree(idle.path(), 200, 5);
+    let ip = idle.path().to_path_buf();
+    let cpu = idle_cpu_ms(move || {
+        let m = Manager::builder()
+            .backend(Backend::Poll {
+                interval: Duration::from_secs(1),
+            })
+            .build()
+            .unwrap();
+        m.apply("i", WatchSpec::new([ip])).unwrap();
+        m.wait_watching("i", Duration::from_secs(30)).unwrap();
+        Box::new(m)
+    });
+    rows.push((
+        "CPU ms over 5 idle s, 200 x 5, polled every 1 s".into(),
+        format!("{cpu:.1}"),
+    ));
+    rows
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("mem") {
         return memory_child(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("poll") {
+        // The poll backend's rows only (`bench poll [quick]`).
+        let sizes: &[(usize, usize)] = if args.iter().any(|a| a == "quick") {
+            &[(500, 20)]
+        } else {
+            &[(2000, 20), (10000, 10)]
+        };
+        println!("| {:<78} | {:>22} |", "poll backend", "specwatch poll (x)");
+        println!("|{:-<80}|{:->24}|", "", "");
+        for (what, v) in poll_rows(sizes) {
+            println!("| {what:<78} | {v:>22} |");
+        }
+        return;
     }
     if args.first().map(String::as_str) == Some("profile-startup") {
         // For `perf record`: native start-ups only, on one tree.
@@ -627,13 +765,7 @@ fn main() {
     };
     let mut rows = Vec::new();
     for &(dirs, files) in sizes {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("tree");
-        let empty = tmp.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        make_tree(&root, dirs, files);
-        // Files, leaf directories and the top directories below the root.
-        let entries = dirs * files + dirs + dirs.min(50);
+        let (_tmp, root, empty, entries) = tree(dirs, files);
         let floor = median((0..RUNS).map(|_| find_floor(&root)).collect());
         let kernel = median((0..RUNS).map(|_| watch_floor(&root)).collect());
         let (mut tn, mut ts, mut tp) = (Vec::new(), Vec::new(), Vec::new());
@@ -769,5 +901,11 @@ fn main() {
             "| {:<62} | {:>16} | {:>20} | {:>20} |",
             r.what, r.notify, r.native, r.portable
         );
+    }
+    println!();
+    println!("| {:<78} | {:>22} |", "poll backend", "specwatch poll (x)");
+    println!("|{:-<80}|{:->24}|", "", "");
+    for (what, v) in poll_rows(sizes) {
+        println!("| {what:<78} | {v:>22} |");
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release --example watch -- [--ignore PATTERN]... [--debounce MS]
-//!     [--backend native|portable] [--follow-symlinks] PATH...
+//!     [--backend auto|native|portable|poll] [--poll-interval MS]
+//!     [--follow-symlinks] PATH...
 //! ```
 //!
 //! Output (the public contract): `READY` once watching is established, then
@@ -11,7 +12,10 @@
 //! after every line. Ctrl-C (SIGINT) or SIGTERM exits cleanly with status 0.
 //! Patterns given with `--ignore` apply relative to each PATH.
 //! `--follow-symlinks` sets [`WatchOptions::follow_symlinks`]: changes below
-//! a link to a directory are printed under the link's path.
+//! a link to a directory are printed under the link's path. `--backend poll`
+//! looks for changes every `--poll-interval` milliseconds (default 1000)
+//! instead of asking the OS (for network and FUSE mounts); giving
+//! `--poll-interval` alone implies it.
 //!
 //! [`WatchOptions::follow_symlinks`]: specwatch::WatchOptions::follow_symlinks
 
@@ -23,13 +27,18 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, select};
 use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
 
-const USAGE: &str = "usage: watch [--ignore PATTERN]... [--debounce MS] [--backend native|portable] \
-     [--follow-symlinks] PATH...";
+const USAGE: &str = "usage: watch [--ignore PATTERN]... [--debounce MS] \
+     [--backend auto|native|portable|poll] [--poll-interval MS] [--follow-symlinks] PATH...";
+
+/// The poll interval when `--backend poll` gives none.
+const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
 struct Args {
     ignores: Vec<String>,
     debounce: Option<Duration>,
     backend: Backend,
+    poll: bool,
+    poll_interval: Option<Duration>,
     follow_symlinks: bool,
     paths: Vec<PathBuf>,
 }
@@ -39,6 +48,8 @@ fn parse_args() -> Result<Args, String> {
         ignores: Vec::new(),
         debounce: None,
         backend: Backend::Auto,
+        poll: false,
+        poll_interval: None,
         follow_symlinks: false,
         paths: Vec::new(),
     };
@@ -61,13 +72,31 @@ fn parse_args() -> Result<Args, String> {
                 args.debounce = Some(Duration::from_millis(ms));
             }
             Some("--backend") => {
-                let v = it.next().ok_or("--backend needs native or portable")?;
+                let v = it
+                    .next()
+                    .ok_or("--backend needs auto, native, portable or poll")?;
+                args.poll = false;
                 args.backend = match v.to_str() {
                     Some("native") => Backend::Native,
                     Some("portable") => Backend::Portable,
                     Some("auto") => Backend::Auto,
+                    Some("poll") => {
+                        args.poll = true;
+                        Backend::Auto
+                    }
                     _ => return Err(format!("--backend: unknown backend {v:?}")),
                 };
+            }
+            Some("--poll-interval") => {
+                let v = it.next().ok_or("--poll-interval needs milliseconds")?;
+                let ms: u64 = v
+                    .to_str()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| {
+                        format!("--poll-interval: not a positive number of milliseconds: {v:?}")
+                    })?;
+                args.poll_interval = Some(Duration::from_millis(ms));
             }
             Some("--follow-symlinks") => args.follow_symlinks = true,
             Some("-h") | Some("--help") => return Err(USAGE.into()),
@@ -78,6 +107,14 @@ fn parse_args() -> Result<Args, String> {
     }
     if args.paths.is_empty() {
         return Err(USAGE.into());
+    }
+    if args.poll || args.poll_interval.is_some() {
+        if !args.poll && args.backend != Backend::Auto {
+            return Err("--poll-interval goes with --backend poll".into());
+        }
+        args.backend = Backend::Poll {
+            interval: args.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
+        };
     }
     Ok(args)
 }

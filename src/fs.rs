@@ -87,40 +87,48 @@ pub(crate) fn lstat_type(path: &Path) -> io::Result<Option<FileType>> {
     }
 }
 
-/// Reads a directory's entries (types from `d_type` where the file system
-/// gives them). Sync cookies are left out and their paths put in `cookies`.
-///
-/// Linux: `open` and `getdents64` straight into a stack buffer, one
-/// allocation per entry (its name); `std::fs::read_dir` costs an `fstat`
-/// and a heap buffer per directory and three allocations per entry, which
-/// showed in start-up profiles.
+/// Linux: opens directory `dir` for reading its entries (`follow`: `dir`
+/// may be a symlink to a directory).
 #[cfg(target_os = "linux")]
-pub(crate) fn read_listing(
-    dir: &Path,
-    cookies: &mut Vec<PathBuf>,
-) -> io::Result<Vec<(OsString, FileType)>> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+fn open_dir(dir: &Path, follow: bool) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
-
-    #[repr(C, align(8))]
-    struct Buf([u8; 16 * 1024]);
-
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
     let raw = unsafe {
         libc::open(
             c.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | nofollow,
         )
     };
     if raw < 0 {
-        return Err(io::Error::last_os_error());
+        let e = io::Error::last_os_error();
+        // A symlink where a directory was expected: not a directory.
+        if e.raw_os_error() == Some(libc::ELOOP) && !follow {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory));
+        }
+        return Err(e);
     }
     // SAFETY: `raw` was just opened here and is owned by nothing else.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) })
+}
+
+/// Linux: calls `f` with each entry's name (its NUL-terminated bytes, the
+/// NUL included) and `d_type`, `.` and `..` left out. `open` and
+/// `getdents64` straight into a stack buffer: no allocation per entry.
+#[cfg(target_os = "linux")]
+fn each_entry(
+    fd: &std::os::fd::OwnedFd,
+    mut f: impl FnMut(&std::ffi::CStr, u8) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+
+    #[repr(C, align(8))]
+    struct Buf([u8; 16 * 1024]);
+
     let mut buf = Buf([0; 16 * 1024]);
-    let mut out = Vec::new();
     loop {
         // SAFETY: the buffer is valid for writes of its length, and the
         // kernel writes at most that many bytes.
@@ -140,7 +148,7 @@ pub(crate) fn read_listing(
             return Err(e);
         }
         if n == 0 {
-            break;
+            return Ok(());
         }
         let filled = &buf.0[..n as usize];
         let mut off = 0;
@@ -156,30 +164,51 @@ pub(crate) fn read_listing(
                 return Err(io::Error::other("malformed getdents64 record"));
             }
             off += reclen;
-            let d_type = rec[18];
-            let name = &rec[19..reclen];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            if name == b"." || name == b".." {
+            let name = std::ffi::CStr::from_bytes_until_nul(&rec[19..reclen])
+                .map_err(|_| io::Error::other("getdents64 name without NUL"))?;
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
                 continue;
             }
-            let name = OsStr::from_bytes(name);
-            if is_cookie(name) {
-                cookies.push(dir.join(name));
-                continue;
-            }
-            let ft = match d_type {
-                libc::DT_DIR => FileType::Dir,
-                libc::DT_REG => FileType::File,
-                libc::DT_LNK => FileType::Symlink,
-                libc::DT_UNKNOWN => match lstat_type(&dir.join(name)) {
-                    Ok(Some(t)) => t,
-                    _ => continue,
-                },
-                _ => FileType::Other,
-            };
-            out.push((name.to_os_string(), ft));
+            f(name, rec[18])?;
         }
     }
+}
+
+/// Reads a directory's entries (types from `d_type` where the file system
+/// gives them). Sync cookies are left out and their paths put in `cookies`.
+///
+/// Linux: `open` and `getdents64` into a stack buffer, one allocation per
+/// entry (its name); `std::fs::read_dir` costs an `fstat` and a heap
+/// buffer per directory and three allocations per entry, which showed in
+/// start-up profiles.
+#[cfg(target_os = "linux")]
+pub(crate) fn read_listing(
+    dir: &Path,
+    cookies: &mut Vec<PathBuf>,
+) -> io::Result<Vec<(OsString, FileType)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let fd = open_dir(dir, true)?;
+    let mut out = Vec::new();
+    each_entry(&fd, |name, d_type| {
+        let name = OsStr::from_bytes(name.to_bytes());
+        if is_cookie(name) {
+            cookies.push(dir.join(name));
+            return Ok(());
+        }
+        let ft = match d_type {
+            libc::DT_DIR => FileType::Dir,
+            libc::DT_REG => FileType::File,
+            libc::DT_LNK => FileType::Symlink,
+            libc::DT_UNKNOWN => match lstat_type(&dir.join(name)) {
+                Ok(Some(t)) => t,
+                _ => return Ok(()),
+            },
+            _ => FileType::Other,
+        };
+        out.push((name.to_os_string(), ft));
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -249,13 +278,153 @@ fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
     m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-/// What a poll compares to tell that an entry changed without an OS event.
+/// What a poll compares to tell that an entry changed without an OS event:
+/// type, size, modification and change times to the nanosecond, inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sig {
+    pub kind: FileType,
     pub size: u64,
     pub mtime: (i64, i64),
     pub ctime: (i64, i64),
     pub ino: u64,
+}
+
+impl Sig {
+    /// Whether `self` (before) and `now` differ in what says an entry was
+    /// written or replaced. For a directory only its type and inode count:
+    /// its times move whenever an entry comes or goes, which its own poll
+    /// reports.
+    pub(crate) fn changed(&self, now: &Sig) -> bool {
+        if self.kind == FileType::Dir && now.kind == FileType::Dir {
+            self.ino != now.ino
+        } else {
+            self != now
+        }
+    }
+
+    /// Whether the entry was replaced (another inode or type), rather than
+    /// written in place.
+    pub(crate) fn replaced(&self, now: &Sig) -> bool {
+        self.ino != now.ino || self.kind != now.kind
+    }
+}
+
+/// What one poll of a directory sees.
+#[derive(Debug)]
+pub(crate) struct Scan {
+    /// The directory's own identity (device, inode).
+    pub ident: (u64, u64),
+    /// Every entry with its signature, sorted by name; sync cookies
+    /// included (a poll must see them come).
+    pub entries: Vec<(OsString, Sig)>,
+}
+
+/// Reads directory `dir` and stats every entry (`follow`: `dir` may be a
+/// symlink to a directory; entries are never followed). An entry that
+/// vanishes between the read and its `stat` is left out; any other error
+/// fails the whole scan, so that the caller keeps what it saw before and
+/// tries again (`EIO`, `ESTALE` on network file systems).
+///
+/// Linux: `getdents64` and `fstatat` relative to the directory's
+/// descriptor, as `find` does: no path is resolved twice.
+#[cfg(target_os = "linux")]
+pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let fd = open_dir(dir, follow)?;
+    // SAFETY: fstat fills the struct it is given.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ident = (st.st_dev, st.st_ino);
+    let mut entries = Vec::new();
+    each_entry(&fd, |name, _| {
+        // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
+        // fill.
+        let rc = unsafe {
+            libc::fstatat(
+                fd.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::NotFound {
+                Ok(()) // vanished since the read
+            } else {
+                Err(e)
+            };
+        }
+        let kind = match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => FileType::Dir,
+            libc::S_IFREG => FileType::File,
+            libc::S_IFLNK => FileType::Symlink,
+            _ => FileType::Other,
+        };
+        entries.push((
+            OsStr::from_bytes(name.to_bytes()).to_os_string(),
+            Sig {
+                kind,
+                size: st.st_size as u64,
+                mtime: (st.st_mtime, st.st_mtime_nsec),
+                ctime: (st.st_ctime, st.st_ctime_nsec),
+                ino: st.st_ino,
+            },
+        ));
+        Ok(())
+    })?;
+    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    Ok(Scan { ident, entries })
+}
+
+/// The identity (device, inode) of the directory at `dir` (`follow`: `dir`
+/// may be a symlink to one); "not a directory" for anything else.
+pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<(u64, u64)> {
+    let m = if follow {
+        std::fs::metadata(dir)?
+    } else {
+        std::fs::symlink_metadata(dir)?
+    };
+    if !m.is_dir() {
+        return Err(io::Error::from(io::ErrorKind::NotADirectory));
+    }
+    Ok(ident_of(&m))
+}
+
+/// Reads directory `dir` and stats every entry (see the Linux version).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
+    let ident = identity(dir, follow)?;
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        match sig_of(&entry.path()) {
+            Some(sig) => entries.push((entry.file_name(), sig)),
+            None => continue,
+        }
+    }
+    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    Ok(Scan { ident, entries })
+}
+
+fn ident_of(m: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        (0, 0)
+    }
 }
 
 /// The stat signature of an entry (polled directories only).
@@ -265,6 +434,7 @@ pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
     {
         use std::os::unix::fs::MetadataExt;
         Some(Sig {
+            kind: file_type_of(m.file_type()),
             size: m.size(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
@@ -279,6 +449,7 @@ pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
             .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
             .unwrap_or_default();
         Some(Sig {
+            kind: file_type_of(m.file_type()),
             size: m.len(),
             mtime: (t.as_secs() as i64, t.subsec_nanos() as i64),
             ctime: (0, 0),
@@ -335,5 +506,65 @@ mod tests {
         assert!(gone(&e), "{e:?}");
         let e = read_listing(&root.join("file-00001"), &mut cookies).unwrap_err();
         assert!(gone(&e), "{e:?}");
+    }
+
+    /// A scan sees what `read_dir` and `symlink_metadata` see, cookies
+    /// included, sorted; the directory's identity; a link where a
+    /// directory was expected is "not a directory" unless followed.
+    #[test]
+    fn scan_dir_stats_every_entry() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for i in 0..500 {
+            std::fs::write(root.join(format!("f{i:03}")), "x".repeat(i)).unwrap();
+        }
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::os::unix::fs::symlink("sub", root.join("link")).unwrap();
+        std::fs::write(root.join(OsStr::from_bytes(b"odd\xff")), "x").unwrap();
+        std::fs::write(root.join(format!("{COOKIE_PREFIX}9")), "c").unwrap();
+        let scan = scan_dir(root, false).unwrap();
+        let m = std::fs::metadata(root).unwrap();
+        assert_eq!(scan.ident, (m.dev(), m.ino()));
+        assert_eq!(scan.entries.len(), 500 + 4);
+        assert!(
+            scan.entries
+                .windows(2)
+                .all(|w| w[0].0.as_encoded_bytes() < w[1].0.as_encoded_bytes()),
+            "sorted by name"
+        );
+        for (name, sig) in &scan.entries {
+            assert_eq!(Some(*sig), sig_of(&root.join(name)), "{name:?}");
+        }
+        let link = scan.entries.iter().find(|(n, _)| n == "link").unwrap();
+        assert_eq!(link.1.kind, FileType::Symlink, "entries are not followed");
+        let e = scan_dir(&root.join("link"), false).unwrap_err();
+        assert!(gone(&e), "{e:?}");
+        assert_eq!(scan_dir(&root.join("link"), true).unwrap().entries.len(), 0);
+        assert!(gone(&scan_dir(&root.join("nope"), true).unwrap_err()));
+    }
+
+    #[test]
+    fn signatures_tell_writes_from_replacements() {
+        let f = |kind, size, ino| Sig {
+            kind,
+            size,
+            mtime: (1, 0),
+            ctime: (1, 0),
+            ino,
+        };
+        let file = f(FileType::File, 1, 7);
+        assert!(!file.changed(&file));
+        assert!(file.changed(&f(FileType::File, 2, 7)) && !file.replaced(&f(FileType::File, 2, 7)));
+        assert!(file.changed(&f(FileType::File, 1, 8)) && file.replaced(&f(FileType::File, 1, 8)));
+        let mut dir = f(FileType::Dir, 4096, 9);
+        let mut touched = dir;
+        touched.mtime = (2, 0);
+        assert!(
+            !dir.changed(&touched),
+            "a directory's times are its own poll's business"
+        );
+        dir.ino = 10;
+        assert!(touched.changed(&dir) && touched.replaced(&dir));
     }
 }

@@ -59,7 +59,11 @@
 //! a `!` pattern could re-include something below), and a mask without
 //! `IN_OPEN`. [`Backend::Portable`] uses `notify`'s recommended watcher with
 //! one recursive watch per root; it is the default elsewhere and can be
-//! chosen on Linux.
+//! chosen on Linux. [`Backend::Poll`] asks the OS nothing: it reads every
+//! watched directory and `stat`s its entries once per interval (and at once
+//! for a [`Manager::sync`]), for network and FUSE mounts where the kernel
+//! does not see other machines' writes; what it finds goes through the same
+//! index diff, so it reports what the OS backends report.
 //!
 //! # Never losing a change
 //!
@@ -105,8 +109,9 @@
 //!   file; files touched within the overflow margin before the loss are
 //!   reported modified even when they were not.
 //! - Writes through a shared `mmap` produce no inotify events and are not
-//!   seen; nor are changes made on another machine to a network file system
-//!   (no automatic polling of network mounts yet).
+//!   seen by the OS backends; nor are changes made on another machine to a
+//!   network file system. [`Backend::Poll`] sees both, up to an interval
+//!   late; the manager does not yet choose it by itself for network mounts.
 //! - The portable backend watches ignored directories too (notify recurses
 //!   into them); their events are dropped, but they cost OS watches. The
 //!   manager's watch cap (`ManagerBuilder::max_os_watches`) applies to the

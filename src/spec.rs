@@ -26,6 +26,19 @@ pub enum Backend {
     /// directories below a root are still watched by the OS (not pruned),
     /// though their events are dropped.
     Portable,
+    /// No OS events: every watched directory is read, and its entries
+    /// `stat`ed, once per `interval` (and at once for a
+    /// [`Manager::sync`](crate::Manager::sync)); what changed since the
+    /// previous look is reported exactly as the OS backends report it.
+    /// For file systems where the kernel does not see other machines'
+    /// writes (NFS, SMB, FUSE mounts such as sshfs or s3fs). Pruned by
+    /// ignore rules like native watching; holds no OS watch. A change is
+    /// seen up to `interval` late, and one undone within an interval (a
+    /// file created and removed) is not seen at all.
+    Poll {
+        /// Time between the end of one look and the start of the next.
+        interval: std::time::Duration,
+    },
 }
 
 /// The desired state of one watch: what to watch, what to leave out, and how

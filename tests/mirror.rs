@@ -423,3 +423,21 @@ fn mirror_native_follow_watch_capped() {
         run_with(Backend::Native, seed, ops() / 2, Some(6), true);
     }
 }
+
+/// The poll backend: no OS event at all, every change found by looking
+/// (each `sync` makes it look at once).
+#[test]
+fn mirror_poll() {
+    for seed in seeds() {
+        run(POLL_BACKEND, seed, ops() / 2);
+    }
+}
+
+/// The poll backend through followed links (one directory under several
+/// paths is one watch, scanned once).
+#[test]
+fn mirror_poll_follow() {
+    for seed in seeds() {
+        run_with(POLL_BACKEND, seed, ops() / 2, None, true);
+    }
+}

@@ -28,22 +28,9 @@ pub(crate) struct FakeControl(Arc<Mutex<State>>);
 /// The backend half.
 pub(crate) struct Fake(pub(crate) FakeControl);
 
-fn identity(dir: &Path, follow: bool) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = if follow {
-        std::fs::metadata(dir)?
-    } else {
-        std::fs::symlink_metadata(dir)?
-    };
-    if !m.is_dir() {
-        return Err(io::Error::from(io::ErrorKind::NotADirectory));
-    }
-    Ok((m.dev(), m.ino()))
-}
-
 impl State {
     fn add(&mut self, dir: &Path, follow: bool) -> io::Result<WatchId> {
-        let ident = identity(dir, follow)?;
+        let ident = crate::fs::identity(dir, follow)?;
         let next = &mut self.next;
         let id = *self.ids.entry(ident).or_insert_with(|| {
             *next += 1;
@@ -58,7 +45,7 @@ impl FakeControl {
     /// The live watch of directory `dir`, if it has one.
     pub(crate) fn id_of(&self, dir: &Path) -> Option<WatchId> {
         let s = self.0.lock();
-        let id = *s.ids.get(&identity(dir, true).ok()?)?;
+        let id = *s.ids.get(&crate::fs::identity(dir, true).ok()?)?;
         s.live.contains(&id).then_some(WatchId(id))
     }
 

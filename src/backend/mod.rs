@@ -53,10 +53,11 @@ use crate::spec::Backend;
 pub(crate) mod fake;
 #[cfg(target_os = "linux")]
 pub(crate) mod native;
+pub(crate) mod poll;
 pub(crate) mod portable;
 
 /// What a hint says happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Hint {
     /// The name was created (or a hard link to it).
     Created,
@@ -94,6 +95,19 @@ pub(crate) enum OsEvent {
     Dropped { watch: WatchId },
     /// Something happened at `path` ([`PathWatcher`]s).
     Path { path: PathBuf, hint: Hint },
+    /// The directory watched as `watch` held exactly `entries` (sorted by
+    /// name, sync cookies included) when the backend looked; `modified`:
+    /// those of them written (`false`) or replaced by another inode
+    /// (`true`) since its previous look. A backend that looks rather than
+    /// listens (a poller) sends this for every directory it looks at: the
+    /// engine diffs it against its index, so that the two never drift
+    /// apart (a per-name hint would be judged against whatever the engine
+    /// saw last, which can be newer than the backend's previous look).
+    Listing {
+        watch: WatchId,
+        entries: Vec<(OsString, crate::change::FileType)>,
+        modified: Vec<(OsString, bool)>,
+    },
     /// The OS lost events: anything below every watch may have changed
     /// since the read before this one.
     Overflow,
@@ -300,6 +314,25 @@ pub(crate) trait DirWatcher: Send {
     /// Stops a watch. An id the OS already dropped is fine.
     fn unwatch(&mut self, id: WatchId);
 
+    /// A sync barrier begins: its cookies are about to be created. A
+    /// backend that looks for changes by itself must not report a cookie
+    /// from a look that began before this call (it could have looked at
+    /// other directories before the changes the barrier covers). Backends
+    /// that hear from the OS in order do nothing.
+    fn barrier(&mut self) {}
+
+    /// Look for changes now rather than when the backend would (the
+    /// barrier's cookies are created). Backends that hear from the OS at
+    /// once do nothing.
+    fn look_now(&mut self) {}
+
+    /// Whether its watches are a limited OS resource (counted in
+    /// `Stats::os_watches`, capped by `max_os_watches`). A poller holds
+    /// none.
+    fn holds_os_watches(&self) -> bool {
+        true
+    }
+
     /// Test hook: make the next watch calls fail.
     #[cfg(any(test, feature = "test-hooks"))]
     fn inject(&mut self, fault: Fault);
@@ -386,6 +419,12 @@ pub(crate) fn start(choice: Backend, sink: Sink) -> Result<Os, StartError> {
         #[cfg(not(target_os = "linux"))]
         Backend::Auto => start_portable(sink),
         Backend::Portable => start_portable(sink),
+        Backend::Poll { interval } => poll::Poll::start(sink, interval)
+            .map(|p| Os::Dirs(Box::new(p)))
+            .map_err(|error| StartError {
+                what: "cannot start the poller thread",
+                error,
+            }),
     }
 }
 

@@ -4,14 +4,15 @@
 //! [`check_top`](Engine::check_top) (a directory itself moved or went). No
 //! state of its own.
 
-use std::ffi::OsStr;
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use super::Engine;
 use crate::backend::{Hint, OsEvent, WatchId};
 use crate::change::FileType;
 use crate::fs;
-use crate::index::DirId;
+use crate::index::{DirId, diff};
 
 impl Engine {
     /// Dispatches one backend event.
@@ -42,6 +43,13 @@ impl Engine {
                 {
                     self.check_top(id, hint == Hint::Moved);
                 }
+            }
+            OsEvent::Listing {
+                watch,
+                entries,
+                modified,
+            } => {
+                self.each_node_of(watch, |e, id| e.apply_listing(id, &entries, &modified));
             }
             OsEvent::Error { path, message } => {
                 let all = self.specs.ids();
@@ -81,9 +89,19 @@ impl Engine {
         if !node.tracks(name) {
             return;
         }
+        let new = fs::lstat_type(&node.path().join(name)).unwrap_or_default();
+        self.see(id, name, hint, new);
+    }
+
+    /// Entry `name` of directory `id` is `new` (absent: `None`) as far as
+    /// a look just told, with `hint` for what happened: diff against the
+    /// index, report.
+    fn see(&mut self, id: DirId, name: &OsStr, hint: Hint, new: Option<FileType>) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
         let path = node.path().join(name);
         let old = node.entries().get(name);
-        let new = fs::lstat_type(&path).unwrap_or_default();
         self.wake_partials(id, name, old, new);
         match (old, new) {
             (None, None) => {}
@@ -118,6 +136,85 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Directory `id` held exactly `listing` (sorted by name) when a
+    /// backend looked, and the `modified` entries were written (`false`)
+    /// or replaced (`true`) since its previous look: diff against the
+    /// index and report, as for a read of the engine's own.
+    fn apply_listing(
+        &mut self,
+        id: DirId,
+        listing: &[(OsString, FileType)],
+        modified: &[(OsString, bool)],
+    ) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let found = |name: &OsStr| {
+            listing
+                .binary_search_by(|(n, _)| n.as_encoded_bytes().cmp(name.as_encoded_bytes()))
+                .ok()
+                .map(|i| listing[i].1)
+        };
+        let hint_of = |name: &OsStr| {
+            modified
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, replaced)| {
+                    if *replaced {
+                        Hint::Moved
+                    } else {
+                        Hint::Modified
+                    }
+                })
+        };
+        for (n, _) in listing {
+            if fs::is_cookie(n) {
+                let p = node.path().join(n);
+                self.syncs.found().push(p);
+            }
+        }
+        if !node.complete() {
+            // Only the names its root registrations wait for.
+            let mut names: Vec<OsString> = node.partial().iter().map(|p| p.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            for n in names {
+                let (old, new) = (
+                    self.index.get(id).and_then(|x| x.entries().get(&n)),
+                    found(&n),
+                );
+                match hint_of(&n) {
+                    Some(hint) => self.see(id, &n, hint, new),
+                    None if old != new => self.see(id, &n, Hint::Rescan, new),
+                    None => {}
+                }
+            }
+            return;
+        }
+        let fresh: Vec<(OsString, FileType)> = listing
+            .iter()
+            .filter(|(n, _)| !fs::is_cookie(n))
+            .cloned()
+            .collect();
+        let diffs = diff(node.entries(), fresh);
+        let touched: BTreeSet<OsString> = diffs.iter().map(|d| d.name().to_os_string()).collect();
+        self.apply_diffs(id, diffs);
+        for (n, replaced) in modified {
+            if touched.contains(n) {
+                continue;
+            }
+            let hint = if *replaced {
+                Hint::Moved
+            } else {
+                Hint::Modified
+            };
+            let now = found(n);
+            self.see(id, n, hint, now);
+        }
+        self.repair_orphans(id);
+        self.revalidate_links_in(id);
     }
 
     /// Whether the directory indexed at `path` (entry `name` of `id`) is no

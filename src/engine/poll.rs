@@ -247,27 +247,7 @@ impl Engine {
             return;
         };
         self.apply_diffs(id, diffs);
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        // A directory entry that lost its node, or whose node has neither
-        // watch nor polling (it was replaced while this directory had no
-        // events to tell), is covered again.
-        let orphans: Vec<OsString> = node
-            .entries()
-            .iter()
-            .filter(|(n, t)| {
-                let child = node.path().join(n);
-                *t == FileType::Dir
-                    && self.index.lookup(&child).is_none_or(|c| self.unwatched(c))
-                    && node.full().iter().any(|s| self.specs.needs(*s, &child))
-            })
-            .map(|(n, _)| n.to_os_string())
-            .collect();
-        for n in orphans {
-            self.remove_entry(id, &n, true);
-            self.add_entry(id, &n, FileType::Dir);
-        }
+        self.repair_orphans(id);
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -292,6 +272,30 @@ impl Engine {
             self.route(id, &name, ChangeKind::Modified, t);
         }
         self.revalidate_links_in(id);
+    }
+
+    /// A directory entry of `id` that lost its node, or whose node has
+    /// neither watch nor polling (it was replaced while `id` had no events
+    /// to tell), is covered again.
+    pub(super) fn repair_orphans(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let orphans: Vec<OsString> = node
+            .entries()
+            .iter()
+            .filter(|(n, t)| {
+                let child = node.path().join(n);
+                *t == FileType::Dir
+                    && self.index.lookup(&child).is_none_or(|c| self.unwatched(c))
+                    && node.full().iter().any(|s| self.specs.needs(*s, &child))
+            })
+            .map(|(n, _)| n.to_os_string())
+            .collect();
+        for n in orphans {
+            self.remove_entry(id, &n, true);
+            self.add_entry(id, &n, FileType::Dir);
+        }
     }
 
     /// Polls the polled directories spec `sid` covers (a sync's barrier:
@@ -394,6 +398,7 @@ mod tests {
         let mut p = PollSet::new(Some(I));
         p.add(1, Why::Limit, t0);
         let sig = Sig {
+            kind: crate::change::FileType::File,
             size: 1,
             mtime: (2, 3),
             ctime: (4, 5),

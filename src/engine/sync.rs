@@ -131,6 +131,7 @@ impl Engine {
             deadline,
             reply,
         });
+        self.watches.barrier();
         for (cookie, root) in cookies {
             let made = std::fs::OpenOptions::new()
                 .write(true)
@@ -149,6 +150,8 @@ impl Engine {
                 }
             }
         }
+        // A backend that looks for changes by itself (a poller) looks now.
+        self.watches.look_now();
     }
 
     /// The barriers whose cookies have all been seen, made complete: the

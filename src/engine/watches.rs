@@ -74,11 +74,26 @@ impl WatchTable {
         self.aliases.get(&w).map_or(&[], Vec::as_slice)
     }
 
-    /// OS watches held (path backends: watch calls held).
+    /// OS watches held (path backends: watch calls held; a poller: none).
     pub(super) fn count(&self) -> usize {
         match &self.os {
-            Os::Dirs(_) => self.holder.len(),
+            Os::Dirs(d) if d.holds_os_watches() => self.holder.len(),
+            Os::Dirs(_) => 0,
             Os::Paths(p) => p.count(),
+        }
+    }
+
+    /// A sync barrier begins (before its cookies are created).
+    pub(super) fn barrier(&mut self) {
+        if let Os::Dirs(d) = &mut self.os {
+            d.barrier();
+        }
+    }
+
+    /// Asks the backend to look for changes now (a sync barrier waits).
+    pub(super) fn look_now(&mut self) {
+        if let Os::Dirs(d) = &mut self.os {
+            d.look_now();
         }
     }
 
@@ -86,6 +101,7 @@ impl WatchTable {
     fn call(&mut self, path: &Path, follow: bool) -> Result<WatchId, WatchError> {
         if let Some(max) = self.cap
             && self.holder.len() >= max
+            && matches!(&self.os, Os::Dirs(d) if d.holds_os_watches())
         {
             return Err(WatchError::new(
                 io::Error::new(

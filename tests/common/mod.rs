@@ -14,8 +14,9 @@ use specwatch::{
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// Runs each named test body (`fn(Backend)`) once per backend, as two tests
-/// in modules `native` and `portable`.
+/// Runs each named test body (`fn(Backend)`) once per backend, as tests
+/// in modules `native`, `portable` and `poll` (the poller looks every
+/// [`POLL`]).
 #[macro_export]
 macro_rules! both_backends {
     ($($name:ident),* $(,)?) => {
@@ -25,15 +26,24 @@ macro_rules! both_backends {
         mod portable {
             $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
         }
+        mod poll {
+            $(#[test] fn $name() { super::$name($crate::common::POLL_BACKEND) })*
+        }
     };
 }
+
+/// How often the poll backend looks in tests.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// The poll backend as tests use it.
+pub const POLL_BACKEND: Backend = Backend::Poll { interval: POLL };
 
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 
 pub fn backends() -> Vec<Backend> {
-    vec![Backend::Native, Backend::Portable]
+    vec![Backend::Native, Backend::Portable, POLL_BACKEND]
 }
 
 pub fn manager(backend: Backend) -> Manager {

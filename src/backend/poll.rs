@@ -1,0 +1,472 @@
+//! Polling: a per-directory backend without OS events, for file systems
+//! where the kernel cannot see what other machines write (network and FUSE
+//! mounts), and for anyone who asks for it.
+//!
+//! A scanner thread reads every watched directory once per interval
+//! (`getdents64` and `fstatat` relative to the directory, as `find` does),
+//! compares each entry's signature (type, size, modification and change
+//! times to the nanosecond, inode) with the previous scan, and hands the
+//! engine each directory's listing with the entries found written or
+//! replaced ([`OsEvent::Listing`]). The engine diffs the listing against
+//! its index as it diffs its own reads, so a poll reports what inotify
+//! would have, and the index never drifts from what the poller saw.
+//!
+//! - A directory's first picture is taken in [`watch`](DirWatcher::watch),
+//!   before the engine reads it: whatever changes after that, the next scan
+//!   sees.
+//! - No lock is held across a scan: the scanner copies the list of watched
+//!   directories, scans, then takes the lock again to publish.
+//! - A directory that cannot be read for a possibly transient reason (`EIO`,
+//!   `ESTALE`, `EACCES`) keeps its last picture and is read again at the
+//!   next scan; one that is gone, or replaced by another directory at its
+//!   path, loses its watch ([`OsEvent::Dropped`]), as an inotify watch does.
+//! - [`look_now`](DirWatcher::look_now) (a sync barrier) starts a scan at
+//!   once. Sync cookies are reported only by a scan during which no
+//!   barrier [began](DirWatcher::barrier): one that began before could
+//!   find a cookie in a directory it reads late, having read others before
+//!   the changes the barrier must cover.
+//! - The same directory reached by two paths is one watch (by device and
+//!   inode, as inotify's), scanned through the first path.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{DirWatcher, Faults, OsEvent, OsMsg, Sink, WatchError, WatchId};
+#[cfg(any(test, feature = "test-hooks"))]
+use super::{Fault, ReaderPause};
+use crate::fs::{self, Sig};
+
+type Ident = (u64, u64);
+type Picture = Vec<(OsString, Sig)>;
+/// One directory to scan: id, path, identity, whether its path may be a
+/// link, and its first picture if it was just watched.
+type Job = (i32, PathBuf, Ident, bool, Option<Picture>);
+
+struct Watched {
+    path: PathBuf,
+    ident: Ident,
+    follow: bool,
+    /// The picture taken when the watch was added, for the scanner to start
+    /// from.
+    first: Option<Picture>,
+}
+
+#[derive(Default)]
+struct Table {
+    dirs: HashMap<i32, Watched>,
+    by_ident: HashMap<Ident, i32>,
+    /// Ids are never reused: a late hint for an unwatched id is ignored.
+    next: i32,
+    /// Scan at once (a sync barrier waits).
+    poke: bool,
+    /// Sync barriers begun so far: a scan during which one began does not
+    /// report cookies.
+    barriers: u64,
+    stop: bool,
+}
+
+struct Shared {
+    table: Mutex<Table>,
+    wake: Condvar,
+}
+
+/// The polling backend: the handle the engine calls; the scanner runs on
+/// its own thread.
+pub(crate) struct Poll {
+    shared: Arc<Shared>,
+    scanner: Option<JoinHandle<()>>,
+    faults: Faults,
+}
+
+impl Poll {
+    /// Starts the scanner, scanning every `interval` (at least 1 ms).
+    pub(crate) fn start(sink: Sink, interval: Duration) -> io::Result<Poll> {
+        let shared = Arc::new(Shared {
+            table: Mutex::new(Table::default()),
+            wake: Condvar::new(),
+        });
+        let s = shared.clone();
+        let interval = interval.max(Duration::from_millis(1));
+        let scanner = std::thread::Builder::new()
+            .name("specwatch-poll".into())
+            .spawn(move || scan_loop(&s, &sink, interval))?;
+        Ok(Poll {
+            shared,
+            scanner: Some(scanner),
+            faults: Faults::default(),
+        })
+    }
+}
+
+impl Drop for Poll {
+    fn drop(&mut self) {
+        self.shared.table.lock().stop = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.scanner.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl DirWatcher for Poll {
+    fn watch(&mut self, dir: &Path, follow: bool) -> Result<WatchId, WatchError> {
+        if self.faults.take_fail() {
+            return Err(WatchError::new(
+                io::Error::other("injected watch failure"),
+                dir,
+            ));
+        }
+        if self.faults.take_limit() {
+            return Err(WatchError::new(
+                io::Error::from_raw_os_error(super::errno::ENOSPC),
+                dir,
+            ));
+        }
+        let scan = fs::scan_dir(dir, follow).map_err(|e| WatchError::new(e, dir))?;
+        let mut t = self.shared.table.lock();
+        if let Some(&id) = t.by_ident.get(&scan.ident) {
+            return Ok(WatchId(id));
+        }
+        t.next += 1;
+        let id = t.next;
+        t.by_ident.insert(scan.ident, id);
+        t.dirs.insert(
+            id,
+            Watched {
+                path: dir.to_path_buf(),
+                ident: scan.ident,
+                follow,
+                first: Some(scan.entries),
+            },
+        );
+        Ok(WatchId(id))
+    }
+
+    /// The watch of the directory at `dir`, or a fresh id that nothing
+    /// holds (the directory there is not watched).
+    fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId> {
+        let ident = fs::identity(dir, follow).ok()?;
+        let mut t = self.shared.table.lock();
+        match t.by_ident.get(&ident) {
+            Some(&id) => Some(WatchId(id)),
+            None => {
+                t.next += 1;
+                Some(WatchId(t.next))
+            }
+        }
+    }
+
+    fn unwatch(&mut self, id: WatchId) {
+        let mut t = self.shared.table.lock();
+        if let Some(w) = t.dirs.remove(&id.0) {
+            t.by_ident.remove(&w.ident);
+        }
+    }
+
+    fn barrier(&mut self) {
+        self.shared.table.lock().barriers += 1;
+    }
+
+    fn look_now(&mut self) {
+        self.shared.table.lock().poke = true;
+        self.shared.wake.notify_all();
+    }
+
+    fn holds_os_watches(&self) -> bool {
+        false
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn inject(&mut self, fault: Fault) {
+        self.faults.set(fault);
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn os_watches(&self) -> Option<Vec<WatchId>> {
+        let t = self.shared.table.lock();
+        Some(t.dirs.keys().map(|id| WatchId(*id)).collect())
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause(&self) -> Option<Arc<ReaderPause>> {
+        None
+    }
+}
+
+/// The entries of picture `new` written (`false`) or replaced (`true`)
+/// since picture `old` (both sorted by name); names added or gone are not
+/// listed (the listing says those).
+fn modified(old: &[(OsString, Sig)], new: &[(OsString, Sig)]) -> Vec<(OsString, bool)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    for (name, now) in new {
+        while i < old.len() && old[i].0.as_encoded_bytes() < name.as_encoded_bytes() {
+            i += 1;
+        }
+        if let Some((n, before)) = old.get(i)
+            && n == name
+            && before.changed(now)
+        {
+            out.push((name.clone(), before.replaced(now)));
+        }
+    }
+    out
+}
+
+fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
+    let mut pictures: HashMap<i32, Picture> = HashMap::new();
+    loop {
+        let (barriers, jobs): (u64, Vec<Job>) = {
+            let mut t = shared.table.lock();
+            if !t.poke && !t.stop {
+                shared.wake.wait_for(&mut t, interval);
+            }
+            if t.stop {
+                return;
+            }
+            t.poke = false;
+            let jobs = t
+                .dirs
+                .iter_mut()
+                .map(|(id, w)| (*id, w.path.clone(), w.ident, w.follow, w.first.take()))
+                .collect();
+            (t.barriers, jobs)
+        };
+        let read_at = SystemTime::now();
+        let mut dropped = Vec::new();
+        let mut scans: Vec<(i32, Picture)> = Vec::new();
+        for (id, path, ident, follow, first) in jobs {
+            if let Some(f) = first {
+                pictures.insert(id, f);
+            }
+            match fs::scan_dir(&path, follow) {
+                Ok(scan) if scan.ident == ident => scans.push((id, scan.entries)),
+                // Another directory at the path: the watched one is gone.
+                Ok(_) => dropped.push(id),
+                Err(e) if fs::gone(&e) => dropped.push(id),
+                // Possibly transient: keep the picture, read again next time.
+                Err(_) => {}
+            }
+        }
+        let cookies_ok = {
+            // What was unwatched during the scan says nothing any more.
+            let mut t = shared.table.lock();
+            scans.retain(|(id, _)| t.dirs.contains_key(id));
+            dropped.retain(|id| t.dirs.contains_key(id));
+            for id in &dropped {
+                if let Some(w) = t.dirs.remove(id) {
+                    t.by_ident.remove(&w.ident);
+                }
+            }
+            pictures.retain(|id, _| t.dirs.contains_key(id));
+            t.barriers == barriers
+        };
+        let mut events = Vec::new();
+        for (id, mut entries) in scans {
+            if !cookies_ok {
+                // A scan reads one directory after another: one during
+                // which a sync barrier began may find its cookie in a
+                // directory read late, having read others before the
+                // changes the barrier must cover. It does not see cookies
+                // at all; the next scan reports them.
+                entries.retain(|(n, _)| !fs::is_cookie(n));
+            }
+            let old = pictures.remove(&id).unwrap_or_default();
+            events.push(OsEvent::Listing {
+                watch: WatchId(id),
+                modified: modified(&old, &entries),
+                entries: entries.iter().map(|(n, s)| (n.clone(), s.kind)).collect(),
+            });
+            pictures.insert(id, entries);
+        }
+        if dropped.is_empty() && events.is_empty() {
+            continue;
+        }
+        // Lost watches first, as inotify queues them before the parent's
+        // events are read: the engine then knows which nodes went blind.
+        let mut all: Vec<OsEvent> = dropped
+            .into_iter()
+            .map(|id| OsEvent::Dropped { watch: WatchId(id) })
+            .collect();
+        all.append(&mut events);
+        let raw = all.len() as u64;
+        if !sink.send(OsMsg::events(all, raw, read_at)) {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::{Receiver, unbounded};
+
+    fn start(interval: Duration) -> (Poll, Receiver<OsMsg>) {
+        let (tx, rx) = unbounded();
+        let sink = Sink::new(move |m| tx.send(m).is_ok());
+        (Poll::start(sink, interval).unwrap(), rx)
+    }
+
+    /// What the next message says: per directory, its listing's names and
+    /// its modified names (`!` after a replaced one); a dropped watch as
+    /// `<dropped>`.
+    fn next(rx: &Receiver<OsMsg>) -> Vec<String> {
+        let m = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a scan's message within 10 s");
+        match m.read() {
+            super::super::Read::Events { events, .. } => events
+                .into_iter()
+                .map(|e| match e {
+                    OsEvent::Listing {
+                        entries, modified, ..
+                    } => {
+                        let names: Vec<String> = entries
+                            .iter()
+                            .map(|(n, _)| n.to_string_lossy().into_owned())
+                            .collect();
+                        let m: Vec<String> = modified
+                            .iter()
+                            .map(|(n, r)| {
+                                format!("{}{}", n.to_string_lossy(), if *r { "!" } else { "" })
+                            })
+                            .collect();
+                        format!("[{}] modified [{}]", names.join(" "), m.join(" "))
+                    }
+                    OsEvent::Dropped { .. } => "<dropped>".into(),
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn sig(ino: u64, size: u64) -> Sig {
+        Sig {
+            kind: crate::change::FileType::File,
+            size,
+            mtime: (1, 0),
+            ctime: (1, 0),
+            ino,
+        }
+    }
+
+    #[test]
+    fn pictures_compare_to_written_and_replaced_entries() {
+        let n = |s: &str| OsString::from(s);
+        let old = vec![
+            (n("a"), sig(1, 1)),
+            (n("b"), sig(2, 1)),
+            (n("c"), sig(3, 1)),
+            (n("e"), sig(5, 1)),
+        ];
+        let new = vec![
+            (n("a"), sig(1, 1)),
+            (n("b"), sig(2, 9)),
+            (n("c"), sig(33, 1)),
+            (n("d"), sig(4, 1)),
+        ];
+        assert_eq!(
+            modified(&old, &new),
+            vec![(n("b"), false), (n("c"), true)],
+            "added and removed names are the listing's business"
+        );
+        assert!(modified(&[], &new).is_empty());
+        assert!(modified(&new, &new).is_empty());
+    }
+
+    #[test]
+    fn a_scan_reports_what_changed_since_the_watch_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("old"), "1").unwrap();
+        std::fs::write(d.path().join("gone"), "1").unwrap();
+        let (mut p, rx) = start(Duration::from_secs(3600));
+        let w = p.watch(d.path(), false).unwrap();
+        assert_eq!(
+            p.watch(d.path(), false).unwrap(),
+            w,
+            "one watch per directory"
+        );
+        std::fs::write(d.path().join("new"), "n").unwrap();
+        std::fs::write(d.path().join("old"), "longer").unwrap();
+        std::fs::remove_file(d.path().join("gone")).unwrap();
+        p.look_now();
+        assert_eq!(next(&rx), vec!["[new old] modified [old]"]);
+        // Every look sends the listing; only what changed is modified.
+        p.look_now();
+        assert_eq!(next(&rx), vec!["[new old] modified []"]);
+        assert_eq!(p.identify(d.path(), false), Some(w));
+        assert!(!p.holds_os_watches());
+    }
+
+    #[test]
+    fn a_directory_gone_or_replaced_loses_its_watch() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        let (mut p, rx) = start(Duration::from_secs(3600));
+        let w = p.watch(&a, false).unwrap();
+        // Another directory at the path (the old one kept elsewhere, so
+        // that its inode is not reused at once).
+        std::fs::rename(&a, d.path().join("a.old")).unwrap();
+        std::fs::create_dir(&a).unwrap();
+        p.look_now();
+        assert_eq!(next(&rx), vec!["<dropped>"]);
+        assert_ne!(
+            p.identify(&a, false),
+            Some(w),
+            "the new directory is not watched"
+        );
+        let w2 = p.watch(&a, false).unwrap();
+        assert_ne!(w2, w, "ids are never reused");
+        std::fs::remove_dir(&a).unwrap();
+        p.look_now();
+        assert_eq!(next(&rx), vec!["<dropped>"]);
+        assert!(p.os_watches().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_scanner_runs_on_its_interval_without_being_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut p, rx) = start(Duration::from_millis(10));
+        p.watch(d.path(), false).unwrap();
+        std::fs::write(d.path().join("f"), "x").unwrap();
+        // Scans come by themselves, every 10 ms; one soon sees f.
+        while next(&rx) != vec!["[f] modified []"] {}
+        let w = p.identify(d.path(), false).unwrap();
+        p.unwatch(w);
+        std::fs::write(d.path().join("g"), "x").unwrap();
+        // A scan that began before the unwatch may still say what it saw
+        // then; none after it sees g.
+        let deadline = std::time::Instant::now() + Duration::from_millis(100);
+        while let Ok(m) = rx.recv_deadline(deadline) {
+            if let super::super::Read::Events { events, .. } = m.read() {
+                assert!(
+                    !format!("{events:?}").contains("\"g\""),
+                    "an unwatched directory is not scanned: {events:?}"
+                );
+            }
+        }
+        drop(p); // joins the scanner
+    }
+
+    #[test]
+    fn faults_fail_watch_calls_as_the_os_would() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut p, _rx) = start(Duration::from_secs(3600));
+        p.inject(Fault::Limit(1));
+        assert!(p.watch(d.path(), false).unwrap_err().at_limit());
+        p.inject(Fault::Fail(1));
+        let e = p.watch(d.path(), false).unwrap_err();
+        assert!(!e.at_limit() && !e.gone());
+        assert!(p.watch(d.path(), false).is_ok());
+        assert!(p.watch(&d.path().join("nope"), false).unwrap_err().gone());
+    }
+}

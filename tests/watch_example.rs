@@ -1,0 +1,167 @@
+//! The `watch` example's flags and output lines are a public contract:
+//! `READY`, then `created|modified|removed<TAB>path` (raw bytes), exit 0 on
+//! SIGTERM, 2 on a bad flag. Run against the built example binary.
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use crossbeam_channel::Receiver;
+
+use common::WAIT;
+
+/// The example binary cargo built beside this test.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap();
+    let bin = profile.join("examples").join("watch");
+    assert!(
+        bin.exists(),
+        "the watch example is not built at {} (cargo test builds examples)",
+        bin.display()
+    );
+    bin
+}
+
+struct Running {
+    child: Child,
+    lines: Receiver<Vec<u8>>,
+}
+
+impl Running {
+    fn start(args: &[&str], dir: &Path) -> Running {
+        let mut child = Command::new(example())
+            .args(args)
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the watch example");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = Vec::new();
+                match out.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        line.pop();
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let r = Running { child, lines };
+        r.expect(b"READY");
+        r
+    }
+
+    /// Waits for the line `want`, skipping others; panics naming it at the
+    /// deadline.
+    fn expect(&self, want: &[u8]) {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_deadline(deadline) {
+                Ok(l) if l == want => return,
+                Ok(l) => seen.push(String::from_utf8_lossy(&l).into_owned()),
+                Err(_) => panic!(
+                    "no line {:?} from the watch example within {WAIT:?}; saw {seen:?}",
+                    String::from_utf8_lossy(want)
+                ),
+            }
+        }
+    }
+
+    /// SIGTERM; the example must exit 0.
+    fn stop(mut self) {
+        // SAFETY: kill on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let _ = tx.send(self.child.wait());
+        });
+        let status = rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no exit within {WAIT:?} of SIGTERM"))
+            .unwrap();
+        assert!(status.success(), "exit status {status:?} after SIGTERM");
+    }
+}
+
+fn line(kind: &str, p: &Path) -> Vec<u8> {
+    let mut l = kind.as_bytes().to_vec();
+    l.push(b'\t');
+    l.extend_from_slice(p.as_os_str().as_bytes());
+    l
+}
+
+fn changes_are_printed(args: &[&str]) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    let w = Running::start(args, &dir);
+    let f = dir.join("f.txt");
+    std::fs::write(&f, "1").unwrap();
+    w.expect(&line("created", &f));
+    std::fs::write(&f, "22").unwrap();
+    w.expect(&line("modified", &f));
+    // A name that is not UTF-8 comes out as its raw bytes.
+    let odd = dir.join(std::ffi::OsStr::from_bytes(b"odd\xff.txt"));
+    std::fs::write(&odd, "x").unwrap();
+    w.expect(&line("created", &odd));
+    std::fs::remove_file(&f).unwrap();
+    w.expect(&line("removed", &f));
+    w.stop();
+}
+
+#[test]
+fn default_backend_prints_changes() {
+    changes_are_printed(&["--debounce", "10"]);
+}
+
+#[test]
+fn poll_backend_prints_changes() {
+    changes_are_printed(&[
+        "--debounce",
+        "10",
+        "--backend",
+        "poll",
+        "--poll-interval",
+        "20",
+    ]);
+}
+
+#[test]
+fn poll_interval_alone_means_polling() {
+    changes_are_printed(&["--poll-interval", "20"]);
+}
+
+#[test]
+fn bad_flags_exit_2_with_usage() {
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--backend", "carrier-pigeon"],
+        vec!["--poll-interval", "0"],
+        vec!["--poll-interval", "soon"],
+        vec!["--backend", "native", "--poll-interval", "20"],
+        vec!["--no-such-flag"],
+    ] {
+        let out = Command::new(example())
+            .args(&args)
+            .arg(d.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}: says why on stderr");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
