@@ -621,3 +621,59 @@ fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
     );
     fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// A directory replaced by another directory of the same name while its
+/// parent is polled (no events from the parent): the old one's OS watch
+/// follows it away, so a poll that compares only names and types would
+/// never read the new one, and would report what happens in the old one
+/// (now elsewhere) under the new one's path.
+#[test]
+fn directory_replaced_below_a_polled_parent_is_read_again() {
+    let d = tmp();
+    let root = d.path().join("r");
+    let out = d.path().join("out");
+    fs::create_dir(&root).unwrap();
+    fs::create_dir(&out).unwrap();
+    // Polled directories are polled only by syncs here.
+    let m = specwatch::Manager::builder()
+        .backend(Backend::Native)
+        .poll_interval(std::time::Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&root]));
+    m.inject_watch_limit(1).unwrap();
+    fs::create_dir(root.join("p")).unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.wait("p polled for want of a watch", |_| {
+        m.status("s").is_some_and(|s| s.polled_dirs == 1)
+    });
+    fs::create_dir(root.join("p/c")).unwrap();
+    m.sync("s", WAIT).unwrap(); // the sync's poll of p finds c, which gets a watch
+    c.drain();
+    assert!(c.has("s", &root.join("p/c"), ChangeKind::Created));
+    // c leaves the tree (its watch goes with it), another c takes its place.
+    fs::rename(root.join("p/c"), out.join("c")).unwrap();
+    fs::create_dir(root.join("p/c")).unwrap();
+    fs::write(root.join("p/c/new"), "n").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(
+        c.has("s", &root.join("p/c/new"), ChangeKind::Created),
+        "the new p/c was not read: {:?}",
+        c.changes("s")
+    );
+    // What happens in the old c, now outside, is not reported; the new c
+    // is watched.
+    fs::write(out.join("c/stray"), "x").unwrap();
+    fs::write(root.join("p/c/after"), "a").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("s", &root.join("p/c/after"), ChangeKind::Created));
+    assert!(
+        !c.changes("s").iter().any(|x| x.path.ends_with("stray")),
+        "a change outside the tree was reported: {:?}",
+        c.changes("s")
+    );
+    assert!(m.check_index().unwrap().is_empty());
+}
