@@ -49,6 +49,16 @@ impl FakeControl {
         s.live.contains(&id).then_some(WatchId(id))
     }
 
+    /// The OS drops watch `w` (its directory went): the event the backend
+    /// would send. A new watch on the same inode gets a new id, as with
+    /// inotify.
+    pub(crate) fn drop_watch(&self, w: WatchId) -> super::OsEvent {
+        let mut s = self.0.lock();
+        s.live.remove(&w.0);
+        s.ids.retain(|_, id| *id != w.0);
+        super::OsEvent::Dropped { watch: w }
+    }
+
     /// Watch calls made so far (faults included).
     pub(crate) fn calls(&self) -> u32 {
         self.0.lock().calls

@@ -314,12 +314,18 @@ pub(crate) trait DirWatcher: Send {
     /// Stops a watch. An id the OS already dropped is fine.
     fn unwatch(&mut self, id: WatchId);
 
-    /// A sync barrier begins: its cookies are about to be created. A
-    /// backend that looks for changes by itself must not report a cookie
-    /// from a look that began before this call (it could have looked at
-    /// other directories before the changes the barrier covers). Backends
-    /// that hear from the OS in order do nothing.
-    fn barrier(&mut self) {}
+    /// Watch `id` is held from now on by the node at `dir` (another path
+    /// to the same directory: the one that held it went). A backend that
+    /// looks by path looks there from now on; one whose watches follow the
+    /// directory itself (inotify) does nothing.
+    fn repoint(&mut self, _id: WatchId, _dir: &Path, _follow: bool) {}
+
+    /// A sync barrier begins: `cookies` are about to be created. A backend
+    /// that looks for changes by itself must not report one of them from a
+    /// look that began before this call (it could have looked at other
+    /// directories before the changes the barrier covers). Backends that
+    /// hear from the OS in order do nothing.
+    fn barrier(&mut self, _cookies: &[PathBuf]) {}
 
     /// Look for changes now rather than when the backend would (the
     /// barrier's cookies are created). Backends that hear from the OS at

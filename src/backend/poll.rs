@@ -21,12 +21,16 @@
 //!   next scan; one that is gone, or replaced by another directory at its
 //!   path, loses its watch ([`OsEvent::Dropped`]), as an inotify watch does.
 //! - [`look_now`](DirWatcher::look_now) (a sync barrier) starts a scan at
-//!   once. Sync cookies are reported only by a scan during which no
-//!   barrier [began](DirWatcher::barrier): one that began before could
+//!   once. A barrier's cookies are reported only by a scan that began after
+//!   the barrier [did](DirWatcher::barrier): one that began before could
 //!   find a cookie in a directory it reads late, having read others before
-//!   the changes the barrier must cover.
+//!   the changes the barrier must cover. Other barriers' cookies are not
+//!   held back, so steady syncing never starves one.
 //! - The same directory reached by two paths is one watch (by device and
-//!   inode, as inotify's), scanned through the first path.
+//!   inode, as inotify's), scanned through the path it was last watched
+//!   through (a renamed directory watched again at its new path is looked
+//!   at there; [`repoint`](DirWatcher::repoint) moves it to the path that
+//!   keeps it when another goes).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -66,10 +70,25 @@ struct Table {
     next: i32,
     /// Scan at once (a sync barrier waits).
     poke: bool,
-    /// Sync barriers begun so far: a scan during which one began does not
-    /// report cookies.
+    /// Sync barriers begun so far.
     barriers: u64,
+    /// The cookies of barriers that began during the scan in progress (or
+    /// after it), by file name, with the barrier's number: that scan must
+    /// not report them.
+    late_cookies: HashMap<OsString, u64>,
     stop: bool,
+}
+
+impl Table {
+    /// The cookies a scan that began when `barriers` had begun must leave
+    /// out: those of later barriers.
+    fn late_cookies_for(&self, barriers: u64) -> Vec<OsString> {
+        self.late_cookies
+            .iter()
+            .filter(|(_, n)| **n > barriers)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
 }
 
 struct Shared {
@@ -132,6 +151,12 @@ impl DirWatcher for Poll {
         let scan = fs::scan_dir(dir, follow).map_err(|e| WatchError::new(e, dir))?;
         let mut t = self.shared.table.lock();
         if let Some(&id) = t.by_ident.get(&scan.ident) {
+            // The directory is watched already, perhaps under a path it has
+            // left (a rename): look at it where it was asked for.
+            if let Some(w) = t.dirs.get_mut(&id) {
+                w.path = dir.to_path_buf();
+                w.follow = follow;
+            }
             return Ok(WatchId(id));
         }
         t.next += 1;
@@ -170,8 +195,22 @@ impl DirWatcher for Poll {
         }
     }
 
-    fn barrier(&mut self) {
-        self.shared.table.lock().barriers += 1;
+    fn repoint(&mut self, id: WatchId, dir: &Path, follow: bool) {
+        if let Some(w) = self.shared.table.lock().dirs.get_mut(&id.0) {
+            w.path = dir.to_path_buf();
+            w.follow = follow;
+        }
+    }
+
+    fn barrier(&mut self, cookies: &[PathBuf]) {
+        let mut t = self.shared.table.lock();
+        t.barriers += 1;
+        let n = t.barriers;
+        for c in cookies {
+            if let Some(name) = c.file_name() {
+                t.late_cookies.insert(name.to_os_string(), n);
+            }
+        }
     }
 
     fn look_now(&mut self) {
@@ -255,7 +294,7 @@ fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
                 Err(_) => {}
             }
         }
-        let cookies_ok = {
+        let late: Vec<OsString> = {
             // What was unwatched during the scan says nothing any more.
             let mut t = shared.table.lock();
             scans.retain(|(id, _)| t.dirs.contains_key(id));
@@ -266,17 +305,21 @@ fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
                 }
             }
             pictures.retain(|id, _| t.dirs.contains_key(id));
-            t.barriers == barriers
+            let late = t.late_cookies_for(barriers);
+            // Scans from now on began after every barrier up to here.
+            t.late_cookies.retain(|_, n| *n > barriers);
+            late
         };
         let mut events = Vec::new();
         for (id, mut entries) in scans {
-            if !cookies_ok {
+            if !late.is_empty() {
                 // A scan reads one directory after another: one during
-                // which a sync barrier began may find its cookie in a
-                // directory read late, having read others before the
-                // changes the barrier must cover. It does not see cookies
-                // at all; the next scan reports them.
-                entries.retain(|(n, _)| !fs::is_cookie(n));
+                // which a sync barrier began may find that barrier's
+                // cookie in a directory read late, having read others
+                // before the changes the barrier must cover. It leaves
+                // those cookies out (the next scan reports them); other
+                // barriers' cookies it reports.
+                entries.retain(|(n, _)| !late.contains(n));
             }
             let old = pictures.remove(&id).unwrap_or_default();
             events.push(OsEvent::Listing {
@@ -289,13 +332,16 @@ fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
         if dropped.is_empty() && events.is_empty() {
             continue;
         }
-        // Lost watches first, as inotify queues them before the parent's
-        // events are read: the engine then knows which nodes went blind.
-        let mut all: Vec<OsEvent> = dropped
-            .into_iter()
-            .map(|id| OsEvent::Dropped { watch: WatchId(id) })
-            .collect();
-        all.append(&mut events);
+        // Listings first, lost watches last: a lost watch makes the engine
+        // look at the disk now, and a listing read earlier in this scan
+        // must not undo what that look found (a directory removed after
+        // its parent was read would come back).
+        let mut all = events;
+        all.extend(
+            dropped
+                .into_iter()
+                .map(|id| OsEvent::Dropped { watch: WatchId(id) }),
+        );
         let raw = all.len() as u64;
         if !sink.send(OsMsg::events(all, raw, read_at)) {
             return;
@@ -468,5 +514,71 @@ mod tests {
         assert!(!e.at_limit() && !e.gone());
         assert!(p.watch(d.path(), false).is_ok());
         assert!(p.watch(&d.path().join("nope"), false).unwrap_err().gone());
+    }
+
+    #[test]
+    fn lost_watches_come_after_the_listings_of_the_same_scan() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let (mut p, rx) = start(Duration::from_secs(3600));
+        p.watch(d.path(), false).unwrap();
+        p.watch(&sub, false).unwrap();
+        std::fs::remove_dir(&sub).unwrap();
+        p.look_now();
+        let got = next(&rx);
+        assert_eq!(got.last().map(String::as_str), Some("<dropped>"), "{got:?}");
+        assert_eq!(got.len(), 2, "{got:?}");
+    }
+
+    #[test]
+    fn a_directory_watched_again_at_a_new_path_is_looked_at_there() {
+        let d = tempfile::tempdir().unwrap();
+        let (z, a) = (d.path().join("z"), d.path().join("a"));
+        std::fs::create_dir(&z).unwrap();
+        let (mut p, rx) = start(Duration::from_secs(3600));
+        let w = p.watch(&z, false).unwrap();
+        std::fs::rename(&z, &a).unwrap();
+        assert_eq!(p.watch(&a, false).unwrap(), w, "the same directory");
+        std::fs::write(a.join("f"), "x").unwrap();
+        p.look_now();
+        assert_eq!(
+            next(&rx),
+            vec!["[f] modified []"],
+            "looked at through a, not lost"
+        );
+        // Moved on again: the engine repoints the watch to the path that
+        // keeps it.
+        let b = d.path().join("b");
+        std::fs::rename(&a, &b).unwrap();
+        p.repoint(w, &b, false);
+        std::fs::write(b.join("g"), "x").unwrap();
+        p.look_now();
+        assert_eq!(next(&rx), vec!["[f g] modified []"]);
+    }
+
+    #[test]
+    fn only_cookies_of_barriers_begun_after_a_scan_are_held_back() {
+        let mut t = Table::default();
+        let c = |s: &str| PathBuf::from(format!("/r/.specwatch-cookie-{s}"));
+        let (mut poll, _rx) = start(Duration::from_secs(3600));
+        // Through the trait, on a real poller's table...
+        poll.barrier(&[c("1")]);
+        assert_eq!(poll.shared.table.lock().barriers, 1);
+        // ... and the decision itself, on a table of our own.
+        t.barriers = 1;
+        t.late_cookies.insert(".specwatch-cookie-1".into(), 1);
+        t.late_cookies.insert(".specwatch-cookie-2".into(), 2);
+        // A scan that began after barrier 1, during barrier 2.
+        assert_eq!(
+            t.late_cookies_for(1),
+            vec![OsString::from(".specwatch-cookie-2")]
+        );
+        // One that began before both holds both back.
+        let mut both = t.late_cookies_for(0);
+        both.sort();
+        assert_eq!(both.len(), 2);
+        // One that began after both holds none back: no starvation.
+        assert!(t.late_cookies_for(2).is_empty());
     }
 }

@@ -281,7 +281,11 @@ impl Engine {
                 return;
             }
         }
-        if moved || !fs::is_dir_following(&path) {
+        // Gone or moved; or replaced by another directory before its lost
+        // watch was handled (`rm -rf build && mkdir -p build/out`): that
+        // one has no watch, so drop the node and let its roots attach
+        // again.
+        if moved || !fs::is_dir_following(&path) || self.unwatched(id) {
             self.remove_tree(id, true);
         }
     }

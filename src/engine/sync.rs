@@ -131,7 +131,8 @@ impl Engine {
             deadline,
             reply,
         });
-        self.watches.barrier();
+        let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
+        self.watches.barrier(&paths);
         for (cookie, root) in cookies {
             let made = std::fs::OpenOptions::new()
                 .write(true)

@@ -384,3 +384,37 @@ fn status_is_published_only_when_something_a_reader_sees_changed() {
     assert_eq!(h.status("s").watched_dirs, 2);
     assert_eq!(count(&h), 1);
 }
+
+#[test]
+fn a_top_directory_replaced_before_its_lost_watch_is_handled_is_watched_again() {
+    let mut h = harness(Config::default());
+    // The root is build/out: build is watched for the name out.
+    let build = h.root.join("build");
+    let out = build.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    h.apply("s", WatchSpec::new([&out]).quiet_window(10 * MS));
+    let (old_build, old_out) = (h.fake.id_of(&build).unwrap(), h.fake.id_of(&out).unwrap());
+    // rm -rf build && mkdir -p build/out, then the lost watches arrive.
+    std::fs::remove_dir_all(&build).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let lost = vec![h.fake.drop_watch(old_out), h.fake.drop_watch(old_build)];
+    h.os(lost);
+    h.after(Duration::ZERO);
+    let node = h.engine.index.lookup(&build).expect("build indexed");
+    assert!(
+        h.engine.watches.watch_of(node).is_some() && h.fake.id_of(&build).is_some(),
+        "the new build directory has no watch: nothing would tell its out going"
+    );
+    assert!(h.fake.id_of(&out).is_some(), "the new root is watched");
+    assert!(h.engine.check_invariants().is_empty());
+    assert_eq!(h.status("s").phase, Phase::Watching);
+    // And it works: out goes, then comes back.
+    std::fs::remove_dir(&out).unwrap();
+    h.event(&build, "out", Hint::Removed);
+    h.after(10 * MS);
+    assert!(h.batches().iter().any(|b| {
+        b.changes
+            .iter()
+            .any(|c| c.path == out && c.kind == ChangeKind::Removed)
+    }));
+}

@@ -77,15 +77,18 @@ impl Engine {
             if self.index.get(id).is_none() {
                 continue; // removed as stale while watching
             }
-            if !self.index.get(id).is_some_and(DirNode::complete) {
-                self.read_new(id, &path, &specs, watched, report);
+            if !self.index.get(id).is_some_and(DirNode::complete)
+                && !self.read_new(id, &path, &specs, watched, report)
+            {
+                continue; // gone: the parent's event removes it
             }
             self.push_children(id, &path, &specs, &mut stack);
         }
     }
 
     /// The first full read of directory `id` (at `path`), just watched if
-    /// `watched`.
+    /// `watched`. False when the directory was gone (or its node dropped):
+    /// nothing below it is to be walked.
     fn read_new(
         &mut self,
         id: DirId,
@@ -93,7 +96,7 @@ impl Engine {
         specs: &[SpecId],
         mut watched: bool,
         report: bool,
-    ) {
+    ) -> bool {
         let mut listing = fs::read_listing(path, self.syncs.found());
         // The watch was refused because no directory was at the path
         // (gone: no retry is scheduled), yet one was read there just
@@ -109,7 +112,7 @@ impl Engine {
             }
         }
         if self.index.get(id).is_none() {
-            return;
+            return false;
         }
         if !watched && listing.is_ok() && self.stranded(id) {
             self.schedule_retry(id, specs);
@@ -126,13 +129,13 @@ impl Engine {
                     }
                 }
                 self.problems.clear(specs, path);
+                true
             }
-            Err(e) if fs::gone(&e) => {
-                // Vanished: the parent's event removes it.
-            }
+            Err(e) if fs::gone(&e) => false,
             Err(e) => {
                 self.schedule_retry(id, specs);
                 self.record_error(specs, path, &format!("cannot read: {e}"));
+                true
             }
         }
     }
@@ -263,7 +266,13 @@ impl Engine {
     fn release(&mut self, id: DirId, node: &DirNode) {
         self.links.remove(id);
         self.polls.remove(id);
-        self.watches.release(id, node.path());
+        if let Some((w, next)) = self.watches.release(id, node.path())
+            && let Some(n) = self.index.get(next)
+        {
+            // Another path to the directory keeps its watch.
+            let path = n.path().clone();
+            self.watches.repoint(w, &path, self.links.contains(next));
+        }
     }
 
     /// Removes a node that no longer describes what is on disk at its path,

@@ -83,10 +83,10 @@ impl WatchTable {
         }
     }
 
-    /// A sync barrier begins (before its cookies are created).
-    pub(super) fn barrier(&mut self) {
+    /// A sync barrier begins (before its `cookies` are created).
+    pub(super) fn barrier(&mut self, cookies: &[PathBuf]) {
         if let Os::Dirs(d) = &mut self.os {
-            d.barrier();
+            d.barrier(cookies);
         }
     }
 
@@ -198,19 +198,20 @@ impl WatchTable {
     }
 
     /// Node `id` (at `path`) left the index: its watch goes unless another
-    /// path to the same directory keeps it.
-    pub(super) fn release(&mut self, id: DirId, path: &Path) {
+    /// path to the same directory keeps it. Returns the watch and the node
+    /// that holds it now, when such another path took it over.
+    pub(super) fn release(&mut self, id: DirId, path: &Path) -> Option<(WatchId, DirId)> {
+        let mut taken_over = None;
         match &mut self.os {
             Os::Dirs(d) => {
-                let Some(w) = self.of_dir.get(id).copied().filter(|w| *w != NONE) else {
-                    return;
-                };
+                let w = self.of_dir.get(id).copied().filter(|w| *w != NONE)?;
                 self.of_dir[id] = NONE;
                 let w = WatchId(w);
                 if self.holder.get(&w) == Some(&id) {
                     match self.aliases.get_mut(&w).and_then(Vec::pop) {
                         Some(next) => {
                             self.holder.insert(w, next);
+                            taken_over = Some((w, next));
                         }
                         None => {
                             self.holder.remove(&w);
@@ -231,6 +232,15 @@ impl WatchTable {
                 }
                 self.reconcile_due = true;
             }
+        }
+        taken_over
+    }
+
+    /// Watch `w` is held from now on by the node at `dir` (see
+    /// [`DirWatcher::repoint`](crate::backend::DirWatcher::repoint)).
+    pub(super) fn repoint(&mut self, w: WatchId, dir: &Path, follow: bool) {
+        if let Os::Dirs(d) = &mut self.os {
+            d.repoint(w, dir, follow);
         }
     }
 
