@@ -398,16 +398,18 @@ pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<(u64, u64)> {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let ident = identity(dir, follow)?;
+    let mut cookies = Vec::new();
+    let listing = read_listing(dir, &mut cookies)?;
+    let names = listing.into_iter().map(|(n, _)| n).chain(
+        cookies
+            .iter()
+            .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
+    );
     let mut entries = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) if gone(&e) => continue,
-            Err(e) => return Err(e),
-        };
-        match sig_of(&entry.path()) {
-            Some(sig) => entries.push((entry.file_name(), sig)),
-            None => continue,
+    for name in names {
+        // One that vanished since the read is left out.
+        if let Some(sig) = sig_of(&dir.join(&name)) {
+            entries.push((name, sig));
         }
     }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));

@@ -400,58 +400,38 @@ mod tests {
 
     // Table-driven cases, one test each (as `ignore::gitignore` tests its
     // matcher): `ignored!(name, [patterns of a rule based at /r], path)`,
-    // `, dir` when the path is a directory. Built-in editor ignores are on.
+    // `, dir` when the path is a directory; `not_ignored!` alike;
+    // `pruned!` / `not_pruned!` for directories that need no watch.
+    // Built-in editor ignores are on.
+    macro_rules! case {
+        ($name:ident, [$($p:expr),*], $path:expr, $dir:expr, ignored == $want:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert_eq!(ig(&m, $path, $dir), $want, "{} ignored should be {}", $path, $want);
+            }
+        };
+        ($name:ident, [$($p:expr),*], $path:expr, pruned == $want:expr) => {
+            #[test]
+            fn $name() {
+                let m = matcher(&[$($p),*]);
+                assert_eq!(m.prunes(Path::new($path)), $want, "{} pruned should be {}", $path, $want);
+            }
+        };
+    }
     macro_rules! ignored {
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
-            ignored!($name, [$($p),*], $path, false);
-        };
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr, dir) => {
-            ignored!($name, [$($p),*], $path, true);
-        };
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr, $dir:expr) => {
-            #[test]
-            fn $name() {
-                let m = matcher(&[$($p),*]);
-                assert!(ig(&m, $path, $dir), "{} should be ignored", $path);
-            }
-        };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr) => { case!($n, [$($p),*], $path, false, ignored == true); };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr, dir) => { case!($n, [$($p),*], $path, true, ignored == true); };
     }
-
     macro_rules! not_ignored {
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
-            not_ignored!($name, [$($p),*], $path, false);
-        };
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr, dir) => {
-            not_ignored!($name, [$($p),*], $path, true);
-        };
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr, $dir:expr) => {
-            #[test]
-            fn $name() {
-                let m = matcher(&[$($p),*]);
-                assert!(!ig(&m, $path, $dir), "{} should not be ignored", $path);
-            }
-        };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr) => { case!($n, [$($p),*], $path, false, ignored == false); };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr, dir) => { case!($n, [$($p),*], $path, true, ignored == false); };
     }
-
-    /// `pruned!(name, [patterns], dir)`: the directory needs no watch.
     macro_rules! pruned {
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
-            #[test]
-            fn $name() {
-                let m = matcher(&[$($p),*]);
-                assert!(m.prunes(Path::new($path)), "{} should be pruned", $path);
-            }
-        };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr) => { case!($n, [$($p),*], $path, pruned == true); };
     }
-
     macro_rules! not_pruned {
-        ($name:ident, [$($p:expr),* $(,)?], $path:expr) => {
-            #[test]
-            fn $name() {
-                let m = matcher(&[$($p),*]);
-                assert!(!m.prunes(Path::new($path)), "{} should not be pruned", $path);
-            }
-        };
+        ($n:ident, [$($p:expr),* $(,)?], $path:expr) => { case!($n, [$($p),*], $path, pruned == false); };
     }
 
     // Names at any depth; anchoring.

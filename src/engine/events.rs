@@ -142,7 +142,7 @@ impl Engine {
     /// backend looked, and the `modified` entries were written (`false`)
     /// or replaced (`true`) since its previous look: diff against the
     /// index and report, as for a read of the engine's own.
-    fn apply_listing(
+    pub(super) fn apply_listing(
         &mut self,
         id: DirId,
         listing: &[(OsString, FileType)],

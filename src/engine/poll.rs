@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::Engine;
 use crate::backend::WatchError;
-use crate::change::{ChangeKind, FileType};
+use crate::change::FileType;
 use crate::fs::{self, Sig};
 use crate::index::{DirId, SpecId};
 
@@ -235,43 +235,43 @@ impl Engine {
         self.polls.rearm(self.clock.now());
     }
 
-    /// One poll of a directory without an OS watch: read, diff names and
-    /// types, compare stat signatures of the rest.
+    /// One poll of a directory without an OS watch: read it, tell from the
+    /// stat signatures which entries were written or replaced since the
+    /// previous poll, and apply that as any look-based backend's listing
+    /// ([`apply_listing`](Engine::apply_listing)): names and types diffed
+    /// against the index, a directory replaced by another (a new inode)
+    /// covered again.
     pub(super) fn poll_node(&mut self, id: DirId) {
         let Some(node) = self.index.get(id) else {
             self.polls.remove(id);
             return;
         };
         let path = node.path().clone();
-        let Some(diffs) = self.reread(id, &path) else {
-            return;
+        let mut listing = match fs::read_listing(&path, self.syncs.found()) {
+            Ok(l) => l,
+            Err(e) if fs::gone(&e) => {
+                self.check_top(id, false);
+                return;
+            }
+            Err(_) => return,
         };
-        self.apply_diffs(id, diffs);
-        self.repair_orphans(id);
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
+        listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
         let old = self.polls.sigs(id);
         let mut modified = Vec::new();
         let mut sigs = Sigs::new();
-        for (name, t) in node.entries().iter() {
-            let Some(sig) = fs::sig_of(&node.path().join(name)) else {
+        for (name, _) in &listing {
+            let Some(sig) = fs::sig_of(&path.join(name)) else {
                 continue;
             };
-            if t != FileType::Dir
-                && old
-                    .and_then(|old| old.get(name))
-                    .is_some_and(|old| *old != sig)
+            if let Some(before) = old.and_then(|o| o.get(name))
+                && before.changed(&sig)
             {
-                modified.push((name.to_os_string(), t));
+                modified.push((name.clone(), before.replaced(&sig)));
             }
-            sigs.insert(name.to_os_string(), sig);
+            sigs.insert(name.clone(), sig);
         }
+        self.apply_listing(id, &listing, &modified);
         self.polls.set_sigs(id, sigs);
-        for (name, t) in modified {
-            self.route(id, &name, ChangeKind::Modified, t);
-        }
-        self.revalidate_links_in(id);
     }
 
     /// A directory entry of `id` that lost its node, or whose node has
