@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example watch -- [--ignore PATTERN]... [--debounce MS]
 //!     [--backend auto|native|portable|poll] [--poll-interval MS]
-//!     [--follow-symlinks] PATH...
+//!     [--follow-symlinks] [--initial-scan] PATH...
 //! ```
 //!
 //! Output (the public contract): `READY` once watching is established, then
@@ -15,9 +15,17 @@
 //! a link to a directory are printed under the link's path. `--backend poll`
 //! looks for changes every `--poll-interval` milliseconds (default 1000)
 //! instead of asking the OS (for network and FUSE mounts); giving
-//! `--poll-interval` alone implies it.
+//! `--poll-interval` alone implies it. `--backend auto` (the default)
+//! watches with the OS's events, except roots on network and FUSE file
+//! systems, which it polls (every `--poll-interval` milliseconds when both
+//! are given). Before `READY`, one line per root on stderr says which
+//! backend it got and why (`watch: root: poll every 1s: fuse (0x65735546)
+//! at /mnt/charts`); again whenever that changes. `--initial-scan` prints
+//! every existing entry as `created` before the changes (see
+//! [`WatchOptions::initial_scan`]).
 //!
 //! [`WatchOptions::follow_symlinks`]: specwatch::WatchOptions::follow_symlinks
+//! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,7 +36,7 @@ use crossbeam_channel::{Receiver, select};
 use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
 
 const USAGE: &str = "usage: watch [--ignore PATTERN]... [--debounce MS] \
-     [--backend auto|native|portable|poll] [--poll-interval MS] [--follow-symlinks] PATH...";
+     [--backend auto|native|portable|poll] [--poll-interval MS] [--follow-symlinks] [--initial-scan] PATH...";
 
 /// The poll interval when `--backend poll` gives none.
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
@@ -40,6 +48,10 @@ struct Args {
     poll: bool,
     poll_interval: Option<Duration>,
     follow_symlinks: bool,
+    initial_scan: bool,
+    /// `--backend` was given (`auto` with `--poll-interval` sets the
+    /// interval of polling shared file systems, rather than polling all).
+    backend_given: bool,
     paths: Vec<PathBuf>,
 }
 
@@ -51,6 +63,8 @@ fn parse_args() -> Result<Args, String> {
         poll: false,
         poll_interval: None,
         follow_symlinks: false,
+        initial_scan: false,
+        backend_given: false,
         paths: Vec::new(),
     };
     let mut it = std::env::args_os().skip(1);
@@ -76,6 +90,7 @@ fn parse_args() -> Result<Args, String> {
                     .next()
                     .ok_or("--backend needs auto, native, portable or poll")?;
                 args.poll = false;
+                args.backend_given = true;
                 args.backend = match v.to_str() {
                     Some("native") => Backend::Native,
                     Some("portable") => Backend::Portable,
@@ -99,6 +114,7 @@ fn parse_args() -> Result<Args, String> {
                 args.poll_interval = Some(Duration::from_millis(ms));
             }
             Some("--follow-symlinks") => args.follow_symlinks = true,
+            Some("--initial-scan") => args.initial_scan = true,
             Some("-h") | Some("--help") => return Err(USAGE.into()),
             Some("--") => args.paths.extend(it.by_ref().map(PathBuf::from)),
             Some(s) if s.starts_with("--") => return Err(format!("unknown flag {s}\n{USAGE}")),
@@ -108,7 +124,8 @@ fn parse_args() -> Result<Args, String> {
     if args.paths.is_empty() {
         return Err(USAGE.into());
     }
-    if args.poll || args.poll_interval.is_some() {
+    let auto_interval = args.backend_given && args.backend == Backend::Auto;
+    if args.poll || (args.poll_interval.is_some() && !auto_interval) {
         if !args.poll && args.backend != Backend::Auto {
             return Err("--poll-interval goes with --backend poll".into());
         }
@@ -161,6 +178,13 @@ fn write_path(out: &mut impl Write, kind: &str, path: &std::path::Path) -> std::
     out.flush()
 }
 
+/// One stderr line per root: which backend watches it, and why.
+fn print_roots(roots: &[specwatch::RootStatus]) {
+    for r in roots {
+        eprintln!("watch: root: {r}");
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -179,7 +203,8 @@ fn main() -> ExitCode {
     };
     let mut spec = WatchSpec::new(args.paths.iter().cloned())
         .base_dir(&cwd)
-        .follow_symlinks(args.follow_symlinks);
+        .follow_symlinks(args.follow_symlinks)
+        .initial_scan(args.initial_scan);
     for p in &args.paths {
         if !args.ignores.is_empty() {
             spec = spec.ignore(IgnoreRule::new(p.clone(), args.ignores.iter().cloned()));
@@ -190,7 +215,11 @@ fn main() -> ExitCode {
             .quiet_window(d)
             .max_delay(d.max(specwatch::DEFAULT_MAX_DELAY));
     }
-    let manager = match Manager::builder().backend(args.backend).build() {
+    let mut builder = Manager::builder().backend(args.backend);
+    if let Some(every) = args.poll_interval {
+        builder = builder.poll_interval(every);
+    }
+    let manager = match builder.build() {
         Ok(m) => m,
         Err(e) => {
             eprintln!("watch: {e}");
@@ -202,11 +231,14 @@ fn main() -> ExitCode {
         eprintln!("watch: {e}");
         return ExitCode::from(2);
     }
+    let mut roots: Vec<specwatch::RootStatus>;
     match manager.wait_watching("watch", Duration::from_secs(120)) {
         Ok(status) => {
+            print_roots(&status.roots);
             if let specwatch::Phase::Degraded { reason } = &status.phase {
                 eprintln!("watch: degraded: {reason}");
             }
+            roots = status.roots.clone();
         }
         Err(e) => {
             eprintln!("watch: {e}");
@@ -236,6 +268,10 @@ fn main() -> ExitCode {
                         }
                     }
                     Event::Status(s) => {
+                        if s.roots != roots && !s.roots.is_empty() {
+                            print_roots(&s.roots);
+                            roots = s.roots.clone();
+                        }
                         if let specwatch::Phase::Degraded { reason } | specwatch::Phase::Failed { error: reason } = &s.phase {
                             eprintln!("watch: {reason}");
                         }

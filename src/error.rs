@@ -69,6 +69,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// The spec asks for an event backend that its manager does not run
+    /// (a manager runs one: see [`Backend`](crate::Backend)).
+    #[error("watch spec {spec:?}: backend {wanted} is not available: this manager runs {running}")]
+    BackendUnavailable {
+        /// The spec's name.
+        spec: String,
+        /// What the spec asked for.
+        wanted: crate::Backend,
+        /// What the manager runs.
+        running: crate::Backend,
+    },
+
     /// A wait (for example [`Manager::wait_watching`](crate::Manager::wait_watching))
     /// ran out of time.
     #[error("watch spec {spec:?}: timed out after {timeout:?} waiting for {waited_for}")]

@@ -290,6 +290,17 @@ pub(crate) struct Sig {
 }
 
 impl Sig {
+    /// The signature of an entry that could not be `stat`ed: unlike any
+    /// real one, so that whatever is found there next counts as changed
+    /// and replaced.
+    pub(crate) const UNKNOWN: Sig = Sig {
+        kind: FileType::Other,
+        size: u64::MAX,
+        mtime: (i64::MIN, 0),
+        ctime: (i64::MIN, 0),
+        ino: 0,
+    };
+
     /// Whether `self` (before) and `now` differ in what says an entry was
     /// written or replaced. For a directory only its type and inode count:
     /// its times move whenever an entry comes or goes, which its own poll

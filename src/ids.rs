@@ -17,7 +17,12 @@ impl Generation {
 /// Sequence number of a [`ChangeBatch`](crate::ChangeBatch).
 ///
 /// Strictly increasing across all batches of one [`Manager`](crate::Manager)
-/// (so also across the batches of one spec, across its generations), starting
-/// at 1. Gaps mean batches of other specs, never lost batches.
+/// (so also across the batches of one spec, across its generations), by one
+/// per batch. The first is the wall-clock time the manager started, in
+/// microseconds since the Unix epoch, so that a seq kept from an earlier
+/// manager (an earlier run) is smaller than this one's (unless the clock
+/// was set back) and [`Manager::changes_since`](crate::Manager::changes_since)
+/// answers it with a resync. Gaps mean batches of other specs, never lost
+/// batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Seq(pub u64);

@@ -50,6 +50,7 @@ pub struct ManagerBuilder {
     subscriber_capacity: Option<usize>,
     poll_interval: Option<Duration>,
     max_os_watches: Option<usize>,
+    journal_paths: Option<usize>,
 }
 
 /// Default capacity of a subscriber's channel, in events.
@@ -101,6 +102,19 @@ impl ManagerBuilder {
         self
     }
 
+    /// How many distinct paths the journal of each spec keeps for
+    /// [`Manager::changes_since`] (default [`DEFAULT_JOURNAL_PATHS`], at
+    /// least 1). Memory is bounded by paths, not changes: a few hundred
+    /// bytes each. A caller further behind than the journal reaches is told
+    /// to resync, never given a partial list.
+    ///
+    /// [`DEFAULT_JOURNAL_PATHS`]: crate::DEFAULT_JOURNAL_PATHS
+    #[must_use]
+    pub fn journal_paths(mut self, paths: usize) -> Self {
+        self.journal_paths = Some(paths.max(1));
+        self
+    }
+
     /// Starts the engine thread (and, for the native backend, the inotify
     /// instance and its reader thread).
     pub fn build(self) -> Result<Manager> {
@@ -109,6 +123,7 @@ impl ManagerBuilder {
             overflow_margin: self.overflow_margin,
             poll_interval: self.poll_interval,
             max_watches: self.max_os_watches,
+            journal_paths: self.journal_paths,
         })?;
         Ok(Manager {
             engine,
@@ -174,6 +189,21 @@ impl Manager {
         }
     }
 
+    /// Refuses a spec that names the event backend this manager does not
+    /// run.
+    fn check_backend(&self, name: &str, spec: &WatchSpec) -> Result<()> {
+        match spec.options.backend {
+            Some(b @ (Backend::Native | Backend::Portable)) if b != self.engine.running => {
+                Err(Error::BackendUnavailable {
+                    spec: name.to_owned(),
+                    wanted: b,
+                    running: self.engine.running,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.engine.send(msg)
     }
@@ -208,6 +238,7 @@ impl Manager {
     pub fn apply(&self, name: impl Into<String>, spec: WatchSpec) -> Result<Applied> {
         let name = name.into();
         let spec = spec.normalize_paths(&name)?;
+        self.check_backend(&name, &spec)?;
         let mut specs = self.specs.lock();
         self.check_alive()?;
         let outcome = match specs.get(&name) {
@@ -247,6 +278,7 @@ impl Manager {
         for (name, spec) in desired {
             let name = name.into();
             let spec = spec.normalize_paths(&name)?;
+            self.check_backend(&name, &spec)?;
             if want.contains_key(&name) {
                 return Err(Error::DuplicateName { spec: name });
             }
@@ -280,6 +312,30 @@ impl Manager {
             self.upsert(&mut specs, name, generation, spec, matcher)?;
         }
         Ok(summary)
+    }
+
+    /// The net changes of spec `name` after batch `seq`, from a bounded
+    /// journal: for a consumer that was briefly away (a restarted
+    /// connection, a cache reloaded from a snapshot taken at `seq`).
+    ///
+    /// Answers at once, without waiting on the engine, with what has been
+    /// published so far (a batch still open is not included: it comes with
+    /// a greater seq). Either the exact net changes since `seq` (each path
+    /// once, relative to what was there at `seq`) through a newer seq to
+    /// ask from next time, or [`ChangesSince::Resync`]: `seq` is older
+    /// than the journal holds, from another generation of the spec (or an
+    /// earlier manager), or was never issued. Never a silently partial
+    /// list. `seq` may be any seq this manager issued, for any spec (a
+    /// consumer of several specs can keep one).
+    ///
+    /// Errors: [`Error::NotFound`] if no spec has that name.
+    pub fn changes_since(&self, name: &str, seq: crate::Seq) -> Result<crate::ChangesSince> {
+        self.engine
+            .shared
+            .changes_since(name, seq)
+            .ok_or_else(|| Error::NotFound {
+                spec: name.to_owned(),
+            })
     }
 
     /// The applied (normalised) spec and its generation.

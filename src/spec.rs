@@ -11,11 +11,31 @@ pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(50);
 /// Default maximum batch delay: see [`WatchOptions::max_delay`].
 pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
 
-/// Which OS watching a [`Manager`](crate::Manager) uses.
+/// How a watch learns of changes: from the OS's events, or by looking.
+///
+/// A manager runs one event backend (its
+/// [`ManagerBuilder::backend`](crate::ManagerBuilder::backend): `Native` or
+/// `Portable`, or `Poll` for a manager that polls everything); each spec
+/// may choose for itself with [`WatchOptions::backend`] (the manager's
+/// choice is the default for specs that do not say). A spec that chooses
+/// `Poll` is polled at its own interval whatever the manager runs; one
+/// that names the event backend the manager does not run is refused
+/// ([`Error::BackendUnavailable`](crate::Error::BackendUnavailable)).
+/// [`WatchStatus::roots`](crate::WatchStatus::roots) says what each root
+/// got and why.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backend {
-    /// `Native` on Linux, `Portable` elsewhere.
+    /// The manager's event backend (`Native` on Linux, `Portable`
+    /// elsewhere), except for roots on a file system whose kernel does not
+    /// see other machines' writes: NFS, SMB/CIFS, FUSE (sshfs, s3fs,
+    /// gcsfuse, rclone, virtiofs, Docker Desktop shares), 9p, Ceph, AFS,
+    /// Lustre, GPFS, OCFS2, GFS2 and the like, found with `statfs` when
+    /// the root is attached (Linux; elsewhere nothing is detected). Those
+    /// are polled every
+    /// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval).
+    /// A root is judged by its own file system: a different mount further
+    /// below it is not detected.
     #[default]
     Auto,
     /// Linux only: inotify driven directly, one watch per directory,
@@ -39,6 +59,17 @@ pub enum Backend {
         /// Time between the end of one look and the start of the next.
         interval: std::time::Duration,
     },
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Auto => f.write_str("auto"),
+            Backend::Native => f.write_str("native"),
+            Backend::Portable => f.write_str("portable"),
+            Backend::Poll { interval } => write!(f, "poll every {interval:?}"),
+        }
+    }
 }
 
 /// The desired state of one watch: what to watch, what to leave out, and how
@@ -135,6 +166,38 @@ pub struct WatchOptions {
     /// watches by path while the kernel keys them by inode, and it drops a
     /// watch two paths share when either path goes, leaving the other blind.
     pub follow_symlinks: bool,
+    /// How this spec learns of changes (see [`Backend`]). `None`, the
+    /// default, takes the manager's
+    /// [`ManagerBuilder::backend`](crate::ManagerBuilder::backend). Each
+    /// root's choice, and why, is in
+    /// [`WatchStatus::roots`](crate::WatchStatus::roots).
+    ///
+    /// A directory covered by several specs is watched the way each of them
+    /// asks (an OS watch for one, polling for another): the changes are
+    /// found once and routed to every spec, each batching them its own way.
+    pub backend: Option<Backend>,
+    /// Report every entry that exists when watching starts as `Created`
+    /// (in the spec's first batches), so that a consumer can build its
+    /// cache from change batches alone. Off by default. Also on every
+    /// update of the spec (a new generation starts from scratch); an entry
+    /// created during the scan is reported once. Ignore rules apply as to
+    /// any change.
+    pub initial_scan: bool,
+    /// Re-verify the spec's natively watched directories against the disk
+    /// every this long: a safety net for storage that may not deliver
+    /// every change as an event. Each rescan first passes a sync barrier,
+    /// then reads every directory the spec watches with OS events and
+    /// `stat`s its entries; what no event reported is delivered as changes
+    /// and counted in
+    /// [`WatchStatus::missed_by_os`](crate::WatchStatus::missed_by_os), so
+    /// a deployment can measure whether its storage delivers events.
+    /// Contents are compared with the previous rescan (the first one only
+    /// finds entries created or removed). Costs one read of every
+    /// directory and one `stat` of every entry per interval, and a
+    /// signature (about 60 bytes and the name) per entry. Directories
+    /// that are polled are not rescanned: polling already is this. `None`
+    /// (the default): no rescans.
+    pub rescan_every: Option<Duration>,
 }
 
 impl Default for WatchOptions {
@@ -144,6 +207,9 @@ impl Default for WatchOptions {
             max_delay: DEFAULT_MAX_DELAY,
             editor_ignores: true,
             follow_symlinks: false,
+            backend: None,
+            initial_scan: false,
+            rescan_every: None,
         }
     }
 }
@@ -210,6 +276,27 @@ impl WatchSpec {
     #[must_use]
     pub fn follow_symlinks(mut self, on: bool) -> Self {
         self.options.follow_symlinks = on;
+        self
+    }
+
+    /// Sets [`WatchOptions::backend`].
+    #[must_use]
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.options.backend = Some(backend);
+        self
+    }
+
+    /// Sets [`WatchOptions::initial_scan`].
+    #[must_use]
+    pub fn initial_scan(mut self, on: bool) -> Self {
+        self.options.initial_scan = on;
+        self
+    }
+
+    /// Sets [`WatchOptions::rescan_every`].
+    #[must_use]
+    pub fn rescan_every(mut self, every: Duration) -> Self {
+        self.options.rescan_every = Some(every);
         self
     }
 

@@ -1,10 +1,13 @@
 //! Per-watch status, written by the engine alone.
 
+use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::change::ChangeBatch;
 use crate::ids::Generation;
+use crate::spec::Backend;
 
 /// How many recent batches a [`WatchStatus`] keeps.
 pub const RECENT_BATCHES: usize = 20;
@@ -29,6 +32,77 @@ pub enum Phase {
         /// Human-readable, names the path involved.
         error: String,
     },
+}
+
+/// How one root of a spec is watched, and why: one entry of
+/// [`WatchStatus::roots`].
+///
+/// Its `Display` is one line, for logs: `poll every 1s: fuse (0x65735546)
+/// at /mnt/charts`, `native: ext4 (0xef53) at /src`, `poll every 100ms:
+/// chosen at /srv/data`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RootStatus {
+    /// The root (normalised, as in the spec).
+    pub path: PathBuf,
+    /// What watches it: `Native`, `Portable` or `Poll { interval }`
+    /// (never `Auto`).
+    pub backend: Backend,
+    /// Why.
+    pub reason: BackendReason,
+}
+
+/// Why a root is watched the way [`RootStatus::backend`] says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendReason {
+    /// The spec, or the manager's default for specs that do not say, named
+    /// this backend.
+    Chosen,
+    /// [`Backend::Auto`] found a file system whose kernel reports its
+    /// changes (the root, or its nearest existing ancestor, is on it).
+    Local {
+        /// Its name, where specwatch knows it (`ext4`, `tmpfs`, ...).
+        file_system: Option<&'static str>,
+        /// `statfs`'s `f_type`.
+        magic: u64,
+    },
+    /// [`Backend::Auto`] found a network, cluster or FUSE file system,
+    /// where writes made elsewhere make no event here: polled.
+    Shared {
+        /// Its name (`nfs`, `fuse`, `cifs`, ...).
+        file_system: &'static str,
+        /// `statfs`'s `f_type`.
+        magic: u64,
+    },
+    /// [`Backend::Auto`] could not tell (no `statfs` on this platform, or
+    /// it failed, the message says why): the event backend.
+    Unknown {
+        /// Why.
+        error: String,
+    },
+}
+
+impl fmt::Display for RootStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.backend)?;
+        match &self.reason {
+            BackendReason::Chosen => f.write_str("chosen")?,
+            BackendReason::Local {
+                file_system: Some(n),
+                magic,
+            } => write!(f, "{n} ({magic:#x})")?,
+            BackendReason::Local {
+                file_system: None,
+                magic,
+            } => write!(f, "local file system ({magic:#x})")?,
+            BackendReason::Shared { file_system, magic } => {
+                write!(f, "{file_system} ({magic:#x})")?
+            }
+            BackendReason::Unknown { error } => write!(f, "file system unknown ({error})")?,
+        }
+        write!(f, " at {}", self.path.display())
+    }
 }
 
 /// The observed state of one named watch.
@@ -59,11 +133,20 @@ pub struct WatchStatus {
     /// Directories of this spec that the engine reads and watches (shared
     /// directories count for every spec that covers them).
     pub watched_dirs: usize,
+    /// How each root is watched and why (polled because `Auto` found a
+    /// network or FUSE file system, say), in the order of the spec's
+    /// normalised paths. Filled when the root is attached, and again
+    /// whenever it is attached anew (it vanished and came back). A root
+    /// polled by choice or by detection is `Watching`, not `Degraded`.
+    pub roots: Vec<RootStatus>,
     /// Directories of this spec that are polled (every
     /// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval))
     /// because the OS refused more watches (inotify's `max_user_watches`,
     /// `EMFILE`, or the manager's own cap). They move back to OS watches
     /// when watches are released. Non-zero makes the phase `Degraded`.
+    /// Directories polled because their root's backend is `Poll` (chosen,
+    /// or found by `Auto`) are not counted here: they are in
+    /// `watched_dirs`.
     pub polled_dirs: usize,
     /// Attempts to watch or read a directory that failed for a reason other
     /// than the watch limit (an I/O error, permission denied), for this
@@ -75,6 +158,13 @@ pub struct WatchStatus {
     /// How many times lost OS events (a kernel queue overflow) were
     /// recovered from by rescanning, for this generation.
     pub overflow_recoveries: u64,
+    /// Changes the OS did not report that a rescan
+    /// ([`WatchOptions::rescan_every`](crate::WatchOptions::rescan_every))
+    /// found and delivered, for this generation: entries created, removed
+    /// or written before the rescan began with no event by then. Non-zero
+    /// on a root whose file system does not deliver every change as an
+    /// event (a network mount written from elsewhere): poll it instead.
+    pub missed_by_os: u64,
     /// The most recent runtime error (a directory that could not be read or
     /// watched), naming the path.
     pub last_error: Option<String>,
@@ -91,10 +181,12 @@ impl WatchStatus {
             monitor_start_time: None,
             last_event_time: None,
             recent_batches: Vec::new(),
+            roots: Vec::new(),
             watched_dirs: 0,
             polled_dirs: 0,
             watch_retries: 0,
             overflow_recoveries: 0,
+            missed_by_os: 0,
             last_error: None,
         }
     }

@@ -23,6 +23,8 @@ fn manager_is_send_and_sync_and_its_outputs_are_send() {
     send_sync::<ReconcileSummary>();
     send_sync::<Phase>();
     send_sync::<Error>();
+    send_sync::<specwatch::ChangesSince>();
+    send_sync::<specwatch::RootStatus>();
     send::<crossbeam_channel::Receiver<Event>>();
 }
 

@@ -108,6 +108,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "ids",
         "error",
         "clock",
+        "journal",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {

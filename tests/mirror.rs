@@ -235,10 +235,23 @@ fn run(backend: Backend, seed: u64, n: usize) {
     run_with(backend, seed, n, None, false)
 }
 
+fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>, follow: bool) {
+    run_spec(backend, None, seed, n, cap, follow)
+}
+
 /// `cap`: the manager's OS watch cap, so that part of the tree is polled.
 /// `follow`: the spec follows symlinks, and the mirror is compared with a
 /// listing that follows them the same way.
-fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>, follow: bool) {
+/// `spec_backend`: the spec's own choice (polling by the engine in a
+/// manager that watches natively, say).
+fn run_spec(
+    backend: Backend,
+    spec_backend: Option<Backend>,
+    seed: u64,
+    n: usize,
+    cap: Option<usize>,
+    follow: bool,
+) {
     let d = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let root = d.path().join("tree");
@@ -253,7 +266,11 @@ fn run_with(backend: Backend, seed: u64, n: usize, cap: Option<usize>, follow: b
     let m = builder.build().unwrap();
     let mut c = Collector::new(m.subscribe());
     let quiet = Duration::from_millis(rng.below(20) as u64);
-    let spec = WatchSpec::new([&root])
+    let mut spec = WatchSpec::new([&root]);
+    if let Some(b) = spec_backend {
+        spec = spec.backend(b);
+    }
+    let spec = spec
         .quiet_window(quiet)
         .max_delay(quiet.max(Duration::from_millis(100)))
         .editor_ignores(false)
@@ -439,5 +456,36 @@ fn mirror_poll() {
 fn mirror_poll_follow() {
     for seed in seeds() {
         run_with(POLL_BACKEND, seed, ops() / 2, None, true);
+    }
+}
+
+/// A spec that polls (the engine polls it) in a manager that watches
+/// natively: the per-spec backend, with the same index diff.
+#[test]
+fn mirror_spec_poll() {
+    for seed in seeds() {
+        run_spec(
+            Backend::Native,
+            Some(POLL_BACKEND),
+            seed,
+            ops() / 2,
+            None,
+            false,
+        );
+    }
+}
+
+/// The same through followed links.
+#[test]
+fn mirror_spec_poll_follow() {
+    for seed in seeds() {
+        run_spec(
+            Backend::Native,
+            Some(POLL_BACKEND),
+            seed,
+            ops() / 2,
+            None,
+            true,
+        );
     }
 }

@@ -165,3 +165,62 @@ fn bad_flags_exit_2_with_usage() {
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }
+
+#[test]
+fn initial_scan_prints_what_exists_as_created() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub/old.txt"), "x").unwrap();
+    let w = Running::start(&["--debounce", "10", "--initial-scan"], &dir);
+    w.expect(&line("created", &dir.join("sub/old.txt")));
+    let f = dir.join("new.txt");
+    std::fs::write(&f, "1").unwrap();
+    w.expect(&line("created", &f));
+    w.stop();
+}
+
+#[test]
+fn stderr_says_which_backend_each_root_got() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    for (args, want) in [
+        (vec![], "watch: root: native: "),
+        (
+            vec!["--backend", "poll", "--poll-interval", "20"],
+            "watch: root: poll every 20ms: chosen at ",
+        ),
+    ] {
+        let mut child = Command::new(example())
+            .args(&args)
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        let deadline = Instant::now() + WAIT;
+        let mut seen = Vec::new();
+        let found = loop {
+            match rx.recv_deadline(deadline) {
+                Ok(l) if l.starts_with(want) => break l,
+                Ok(l) => seen.push(l),
+                Err(_) => panic!("{args:?}: no stderr line {want:?} within {WAIT:?}; saw {seen:?}"),
+            }
+        };
+        assert!(
+            found.ends_with(&format!(" at {}", dir.display())),
+            "{found}"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

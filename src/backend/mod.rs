@@ -55,6 +55,9 @@ pub(crate) mod fake;
 pub(crate) mod native;
 pub(crate) mod poll;
 pub(crate) mod portable;
+mod statfs;
+
+pub(crate) use statfs::{FileSystem, file_system};
 
 /// What a hint says happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -408,6 +411,18 @@ pub(crate) struct StartError {
 
 /// Starts the backend `choice` (resolving [`Backend::Auto`] for this
 /// platform), delivering to `sink`.
+/// The backend [`start`] runs for `choice`: `Auto` resolved to this
+/// platform's event backend.
+pub(crate) fn resolve(choice: Backend) -> Backend {
+    match choice {
+        #[cfg(target_os = "linux")]
+        Backend::Auto => Backend::Native,
+        #[cfg(not(target_os = "linux"))]
+        Backend::Auto => Backend::Portable,
+        other => other,
+    }
+}
+
 pub(crate) fn start(choice: Backend, sink: Sink) -> Result<Os, StartError> {
     match choice {
         #[cfg(target_os = "linux")]

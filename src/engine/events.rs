@@ -89,7 +89,14 @@ impl Engine {
         if !node.tracks(name) {
             return;
         }
-        let new = fs::lstat_type(&node.path().join(name)).unwrap_or_default();
+        let new = if self.rescans.tracks(id) {
+            // A rescan compares against what events saw.
+            let sig = fs::sig_of(&node.path().join(name));
+            self.rescans.saw(id, &name.to_os_string(), sig);
+            sig.map(|s| s.kind)
+        } else {
+            fs::lstat_type(&node.path().join(name)).unwrap_or_default()
+        };
         self.see(id, name, hint, new);
     }
 

@@ -48,10 +48,12 @@ use crate::stats::Stats;
 mod check;
 mod events;
 mod links;
+mod modes;
 mod poll;
 mod problems;
 mod publish;
 mod recovery;
+mod rescan;
 mod roots;
 mod specs;
 mod sync;
@@ -63,10 +65,12 @@ mod watches;
 pub(crate) use publish::Shared;
 
 use links::Links;
+use modes::Backends;
 use poll::PollSet;
 use problems::Problems;
 use publish::Publisher;
 use recovery::Recovery;
+use rescan::Rescans;
 use roots::Roots;
 use specs::SpecTable;
 use sync::Syncs;
@@ -119,10 +123,13 @@ pub(crate) struct Config {
     pub overflow_margin: Option<Duration>,
     pub poll_interval: Option<Duration>,
     pub max_watches: Option<usize>,
+    pub journal_paths: Option<usize>,
 }
 
 /// The manager's side of a running engine.
 pub(crate) struct Handle {
+    /// The event backend the engine runs.
+    pub running: Backend,
     tx: Sender<Msg>,
     /// New subscribers, handed over to the engine (which owns the list).
     joining: Sender<Subscriber>,
@@ -172,16 +179,20 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
         source: Some(e.error),
     })?;
     let shared = Arc::new(Shared::new());
+    let clock = Clock::real();
+    let mut out = Publisher::new(shared.clone(), joiners);
+    // Seqs start at the wall clock in microseconds: an earlier manager's
+    // (an earlier run's) are smaller, and a journal tells them apart.
+    let first = clock
+        .wall()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2));
+    out.configure(first, config.journal_paths);
+    let running = backend::resolve(config.backend);
     let watches = WatchTable::new(os, config.max_watches);
     #[cfg(feature = "test-hooks")]
     let pause = watches.pause();
-    let engine = Engine::new(
-        inbox,
-        Clock::real(),
-        watches,
-        Publisher::new(shared.clone(), joiners),
-        &config,
-    );
+    let engine = Engine::new(inbox, clock, watches, out, &config);
     let thread = std::thread::Builder::new()
         .name("specwatch-engine".into())
         .spawn(move || engine.run_guarded())
@@ -190,6 +201,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
             source: Some(e),
         })?;
     Ok(Handle {
+        running,
         tx,
         joining,
         shared,
@@ -209,7 +221,9 @@ pub(crate) struct Engine {
     specs: SpecTable,
     watches: WatchTable,
     polls: PollSet,
+    backends: Backends,
     recovery: Recovery,
+    rescans: Rescans,
     problems: Problems,
     links: Links,
     roots: Roots,
@@ -241,7 +255,16 @@ impl Engine {
             specs: SpecTable::default(),
             watches,
             polls: PollSet::new(config.poll_interval),
+            backends: Backends {
+                default: config.backend,
+                running: backend::resolve(config.backend),
+                poll_interval: config
+                    .poll_interval
+                    .unwrap_or(poll::DEFAULT_POLL_INTERVAL)
+                    .max(Duration::from_millis(1)),
+            },
             recovery: Recovery::new(config.overflow_margin, wall),
+            rescans: Rescans::default(),
             problems: Problems::default(),
             links: Links::default(),
             roots: Roots::default(),
@@ -316,6 +339,7 @@ impl Engine {
             self.polls.next_deadline(),
             self.recovery.next_deadline(),
             self.syncs.next_deadline(),
+            self.rescans.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -377,8 +401,10 @@ impl Engine {
     /// timers that are due, answer barriers, deliver, publish.
     fn end_pass(&mut self) {
         self.settle();
+        self.refresh_modes();
         self.poll_due();
         self.retry_due();
+        self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
         self.flush_batches(&sync::specs_of(&synced));

@@ -16,7 +16,7 @@ use crate::index::{DirId, SpecId};
 /// Default interval of polling for directories without an OS watch.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
-/// Why a directory is polled.
+/// Why a directory is polled in place of an OS watch it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Why {
     /// The OS refused a watch for lack of watches (or the manager's cap
@@ -32,7 +32,11 @@ pub(super) type Sigs = BTreeMap<OsString, Sig>;
 
 #[derive(Debug)]
 pub(super) struct Polled {
-    why: Why,
+    /// Polled in place of an OS watch, and why (`Link` wins over `Limit`).
+    instead: Option<Why>,
+    /// Polled because a covering spec's root is polled (by choice, or
+    /// `Auto` found a shared file system), at this interval.
+    chosen: Option<Duration>,
     sigs: Sigs,
 }
 
@@ -40,12 +44,25 @@ pub(super) struct Polled {
 #[derive(Debug)]
 pub(super) struct PollSet {
     dirs: BTreeMap<DirId, Polled>,
+    /// The interval of polling in place of OS watches.
     interval: Duration,
-    next: Option<Instant>,
+    /// The next poll of each interval in use.
+    next: BTreeMap<Duration, Instant>,
     /// What the OS (or the cap) said when it last refused a watch.
     limit_reason: Option<String>,
     /// Whether the set changed since [`take_changed`](Self::take_changed).
     changed: bool,
+}
+
+impl Polled {
+    fn every(&self, instead: Duration) -> Duration {
+        match (self.instead, self.chosen) {
+            (Some(_), Some(c)) => c.min(instead),
+            (Some(_), None) => instead,
+            (None, Some(c)) => c,
+            (None, None) => instead,
+        }
+    }
 }
 
 impl PollSet {
@@ -55,7 +72,7 @@ impl PollSet {
             interval: interval
                 .unwrap_or(DEFAULT_POLL_INTERVAL)
                 .max(Duration::from_millis(1)),
-            next: None,
+            next: BTreeMap::new(),
             limit_reason: None,
             changed: false,
         }
@@ -73,33 +90,83 @@ impl PollSet {
         self.dirs.is_empty()
     }
 
-    /// Polls `id` from now on (keeping its signatures if it already is);
-    /// `Link` wins over `Limit`. Schedules a poll if none is.
+    /// Schedules a poll at `every` if none is.
+    fn arm(&mut self, every: Duration, now: Instant) {
+        self.next.entry(every).or_insert(now + every);
+    }
+
+    /// Polls `id` in place of an OS watch from now on (keeping its
+    /// signatures if it already is polled); `Link` wins over `Limit`.
     fn add(&mut self, id: DirId, why: Why, now: Instant) {
         let p = self.dirs.entry(id).or_insert(Polled {
-            why,
+            instead: None,
+            chosen: None,
             sigs: Sigs::new(),
         });
-        if why == Why::Link {
-            p.why = Why::Link;
+        if p.instead != Some(Why::Link) {
+            p.instead = Some(why);
         }
-        if self.next.is_none() {
-            self.next = Some(now + self.interval);
-        }
+        let every = p.every(self.interval);
+        self.arm(every, now);
         self.changed = true;
     }
 
-    /// Stops polling `id`; what it had.
-    pub(super) fn remove(&mut self, id: DirId) -> Option<Polled> {
-        let p = self.dirs.remove(&id);
-        self.changed |= p.is_some();
-        p
+    /// Polls `id` every `every` because a covering spec polls it; returns
+    /// whether it was not polled at all before.
+    fn choose(&mut self, id: DirId, every: Duration, now: Instant) -> bool {
+        let mut new = false;
+        let p = self.dirs.entry(id).or_insert_with(|| {
+            new = true;
+            Polled {
+                instead: None,
+                chosen: None,
+                sigs: Sigs::new(),
+            }
+        });
+        if p.chosen == Some(every) {
+            return false;
+        }
+        p.chosen = Some(every);
+        let every = p.every(self.interval);
+        self.arm(every, now);
+        self.changed = true;
+        new
     }
 
-    /// Puts back what [`remove`](Self::remove) took.
-    fn restore(&mut self, id: DirId, p: Polled) {
-        self.dirs.insert(id, p);
-        self.changed = true;
+    /// No covering spec polls `id` any more: it stays polled only if it
+    /// is polled in place of a watch.
+    pub(super) fn unchoose(&mut self, id: DirId) {
+        let Some(p) = self.dirs.get_mut(&id) else {
+            return;
+        };
+        if p.chosen.take().is_some() {
+            self.changed = true;
+            if p.instead.is_none() {
+                self.dirs.remove(&id);
+            }
+        }
+    }
+
+    /// Whether `id` is polled because a covering spec polls it.
+    pub(super) fn chosen(&self, id: DirId) -> bool {
+        self.dirs.get(&id).is_some_and(|p| p.chosen.is_some())
+    }
+
+    /// `id` got its OS watch: it is no longer polled in place of one.
+    fn watched(&mut self, id: DirId) {
+        if let Some(p) = self.dirs.get_mut(&id)
+            && p.instead.take().is_some()
+        {
+            self.changed = true;
+            if p.chosen.is_none() {
+                self.dirs.remove(&id);
+            }
+        }
+    }
+
+    /// Stops polling `id` (it left the index).
+    pub(super) fn remove(&mut self, id: DirId) {
+        self.changed |= self.dirs.remove(&id).is_some();
     }
 
     fn sigs(&self, id: DirId) -> Option<&Sigs> {
@@ -122,7 +189,9 @@ impl PollSet {
 
     /// Whether `id` is polled for good (below a followed link).
     pub(super) fn polled_for_link(&self, id: DirId) -> bool {
-        self.dirs.get(&id).is_some_and(|p| p.why == Why::Link)
+        self.dirs
+            .get(&id)
+            .is_some_and(|p| p.instead == Some(Why::Link))
     }
 
     /// Every polled directory.
@@ -134,34 +203,53 @@ impl PollSet {
     fn limit_ids(&self) -> Vec<DirId> {
         self.dirs
             .iter()
-            .filter(|(_, p)| p.why == Why::Limit)
+            .filter(|(_, p)| p.instead == Some(Why::Limit))
             .map(|(id, _)| *id)
             .collect()
     }
 
-    /// Whether a poll of every polled directory is due at `now`. The
-    /// first call after the set became non-empty arms the timer.
-    fn due(&mut self, now: Instant) -> bool {
+    /// The directories due for a poll at `now`, and the intervals they
+    /// are polled at (to [`rearm`](Self::rearm) after polling them).
+    fn due(&mut self, now: Instant) -> (Vec<DirId>, Vec<Duration>) {
         if self.dirs.is_empty() {
-            self.next = None;
-            return false;
+            self.next.clear();
         }
-        match self.next {
-            Some(t) => t <= now,
-            None => {
-                self.next = Some(now + self.interval);
-                false
+        let due: Vec<Duration> = self
+            .next
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(every, _)| *every)
+            .collect();
+        if due.is_empty() {
+            return (Vec::new(), due);
+        }
+        let ids = self
+            .dirs
+            .iter()
+            .filter(|(_, p)| due.contains(&p.every(self.interval)))
+            .map(|(id, _)| *id)
+            .collect();
+        (ids, due)
+    }
+
+    /// After polling the intervals `due` at `now`: their next polls, for
+    /// those still in use.
+    fn rearm(&mut self, due: &[Duration], now: Instant) {
+        let used: std::collections::BTreeSet<Duration> =
+            self.dirs.values().map(|p| p.every(self.interval)).collect();
+        self.next.retain(|every, _| used.contains(every));
+        for every in due {
+            if let Some(t) = self.next.get_mut(every) {
+                *t = now + *every;
             }
         }
     }
 
-    /// After a poll at `now`: the next one, if anything is still polled.
-    fn rearm(&mut self, now: Instant) {
-        self.next = (!self.dirs.is_empty()).then(|| now + self.interval);
-    }
-
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.next
+        if self.dirs.is_empty() {
+            return None; // (an interval no one uses goes at its next rearm)
+        }
+        self.next.values().min().copied()
     }
 
     /// Whether the set (or the reason) changed since the last call.
@@ -169,15 +257,17 @@ impl PollSet {
         std::mem::take(&mut self.changed)
     }
 
-    /// Directories for which `covered` holds: how many are polled, and how
-    /// many of those for a followed link.
+    /// Directories for which `covered` holds, polled in place of an OS
+    /// watch: how many, and how many of those for a followed link.
     pub(super) fn count(&self, covered: impl Fn(DirId) -> bool) -> (usize, usize) {
         let mut all = 0;
         let mut links = 0;
         for (id, p) in &self.dirs {
-            if covered(*id) {
+            if let Some(why) = p.instead
+                && covered(*id)
+            {
                 all += 1;
-                links += usize::from(p.why == Why::Link);
+                links += usize::from(why == Why::Link);
             }
         }
         (all, links)
@@ -185,7 +275,8 @@ impl PollSet {
 
     /// Once nothing is polled for want of watches, the reason goes.
     fn forget_limit_unless_polled(&mut self) {
-        if self.limit_reason.is_some() && self.dirs.values().all(|p| p.why != Why::Limit) {
+        if self.limit_reason.is_some() && self.dirs.values().all(|p| p.instead != Some(Why::Limit))
+        {
             self.limit_reason = None;
             self.changed = true;
         }
@@ -215,24 +306,41 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
+        // An entry that cannot be `stat`ed now (it went since the read)
+        // gets a signature no entry has: if the next poll finds one there,
+        // it is looked at again, whatever its own signature.
         let sigs = node
             .entries()
             .iter()
-            .filter_map(|(n, _)| Some((n.to_os_string(), fs::sig_of(&node.path().join(n))?)))
+            .map(|(n, _)| {
+                let sig = fs::sig_of(&node.path().join(n)).unwrap_or(Sig::UNKNOWN);
+                (n.to_os_string(), sig)
+            })
             .collect();
         self.polls.set_sigs(id, sigs);
     }
 
-    /// Polls every polled directory when the poll interval is up.
+    /// Polls directory `id` every `every` because a covering spec polls it
+    /// (its signatures are taken now if it is read already).
+    pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
+        if self.polls.choose(id, every, self.clock.now())
+            && self.index.get(id).is_some_and(|n| n.complete())
+        {
+            self.sign(id);
+        }
+    }
+
+    /// Polls the polled directories whose interval is up.
     pub(super) fn poll_due(&mut self) {
-        if !self.polls.due(self.clock.now()) {
+        let (ids, due) = self.polls.due(self.clock.now());
+        if due.is_empty() {
             return;
         }
         self.now = self.clock.now();
-        for id in self.polls.ids() {
+        for id in ids {
             self.poll_node(id);
         }
-        self.polls.rearm(self.clock.now());
+        self.polls.rearm(&due, self.clock.now());
     }
 
     /// One poll of a directory without an OS watch: read it, tell from the
@@ -259,8 +367,12 @@ impl Engine {
         let old = self.polls.sigs(id);
         let mut modified = Vec::new();
         let mut sigs = Sigs::new();
+        let mut vanished = Vec::new();
         for (name, _) in &listing {
             let Some(sig) = fs::sig_of(&path.join(name)) else {
+                // Gone between the read and the `stat`: gone as of this
+                // poll (kept, it could come back unnoticed, replaced).
+                vanished.push(name.clone());
                 continue;
             };
             if let Some(before) = old.and_then(|o| o.get(name))
@@ -269,6 +381,9 @@ impl Engine {
                 modified.push((name.clone(), before.replaced(&sig)));
             }
             sigs.insert(name.clone(), sig);
+        }
+        if !vanished.is_empty() {
+            listing.retain(|(n, _)| !vanished.contains(n));
         }
         self.apply_listing(id, &listing, &modified);
         self.polls.set_sigs(id, sigs);
@@ -305,7 +420,11 @@ impl Engine {
             .polls
             .ids()
             .into_iter()
-            .filter(|id| self.index.get(*id).is_some_and(|n| n.covers(sid)))
+            .filter(|id| {
+                self.index
+                    .get(*id)
+                    .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
+            })
             .collect();
         for id in ids {
             self.poll_node(id);
@@ -325,18 +444,12 @@ impl Engine {
                 continue;
             };
             let specs: Vec<SpecId> = node.full().to_vec();
-            let Some(polled) = self.polls.remove(id) else {
-                continue;
-            };
             if !self.watch_node(id, false, &specs) {
-                // Still no room: it is polled again, with its signatures.
-                self.polls.set_sigs(id, polled.sigs);
-                break;
+                break; // still no room: it stays polled
             }
             // A last poll, against the signatures it had.
-            self.polls.restore(id, polled);
             self.poll_node(id);
-            self.polls.remove(id);
+            self.polls.watched(id);
         }
         self.polls.forget_limit_unless_polled();
     }
@@ -345,36 +458,58 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
 
     const I: Duration = Duration::from_millis(100);
+    const MS: Duration = Duration::from_millis(1);
 
     #[test]
-    fn schedule_arms_on_first_look_then_runs_every_interval() {
+    fn schedule_arms_when_added_then_runs_every_interval() {
         let t0 = Instant::now();
         let mut p = PollSet::new(Some(I));
-        assert!(!p.due(t0), "nothing polled");
+        assert!(p.due(t0).1.is_empty(), "nothing polled");
         assert_eq!(p.next_deadline(), None);
         p.add(1, Why::Limit, t0);
         assert_eq!(p.next_deadline(), Some(t0 + I), "added: scheduled");
-        assert!(!p.due(t0 + I - Duration::from_millis(1)));
-        assert!(p.due(t0 + I));
-        p.rearm(t0 + I + Duration::from_millis(5));
-        assert_eq!(
-            p.next_deadline(),
-            Some(t0 + 2 * I + Duration::from_millis(5))
-        );
+        assert!(p.due(t0 + I - MS).0.is_empty());
+        let (ids, due) = p.due(t0 + I);
+        assert_eq!((ids, due.clone()), (vec![1], vec![I]));
+        p.rearm(&due, t0 + I + 5 * MS);
+        assert_eq!(p.next_deadline(), Some(t0 + 2 * I + 5 * MS));
         p.remove(1);
-        p.rearm(t0 + 3 * I);
+        p.rearm(&[], t0 + 3 * I);
         assert_eq!(p.next_deadline(), None, "empty: no timer");
-        assert!(!p.due(t0 + 10 * I));
+        assert!(p.due(t0 + 10 * I).0.is_empty());
+    }
+
+    #[test]
+    fn each_interval_keeps_its_own_schedule() {
+        let t0 = Instant::now();
+        let mut p = PollSet::new(Some(I));
+        assert!(p.choose(1, 10 * MS, t0), "newly polled");
+        assert!(!p.choose(1, 10 * MS, t0), "already");
+        p.add(2, Why::Limit, t0);
+        p.choose(3, 30 * MS, t0);
+        let (ids, due) = p.due(t0 + 10 * MS);
+        assert_eq!((ids, due.clone()), (vec![1], vec![10 * MS]));
+        p.rearm(&due, t0 + 10 * MS);
+        assert_eq!(p.next_deadline(), Some(t0 + 20 * MS));
+        let (ids, due) = p.due(t0 + 30 * MS);
+        assert_eq!(ids, vec![1, 3], "both short intervals are due");
+        p.rearm(&due, t0 + 30 * MS);
+        assert_eq!(p.due(t0 + I).0, vec![1, 2, 3]);
+        // Polled both ways: the shorter interval.
+        p.choose(2, 10 * MS, t0);
+        assert_eq!(p.dirs[&2].every(I), 10 * MS);
+        // An interval nobody uses any more is dropped at the next rearm.
+        p.unchoose(3);
+        p.rearm(&[], t0 + I);
+        assert!(!p.next.contains_key(&(30 * MS)));
     }
 
     #[test]
     fn interval_has_a_floor() {
-        assert_eq!(
-            PollSet::new(Some(Duration::ZERO)).interval(),
-            Duration::from_millis(1)
-        );
+        assert_eq!(PollSet::new(Some(Duration::ZERO)).interval(), MS);
         assert_eq!(PollSet::new(None).interval(), DEFAULT_POLL_INTERVAL);
     }
 
@@ -393,7 +528,29 @@ mod tests {
     }
 
     #[test]
-    fn signatures_survive_re_adding_and_restoring() {
+    fn chosen_polling_is_not_counted_as_degraded_and_outlives_a_watch() {
+        let t0 = Instant::now();
+        let mut p = PollSet::new(Some(I));
+        p.choose(1, I, t0);
+        assert_eq!(p.count(|_| true), (0, 0), "polled by choice: not instead");
+        p.add(1, Why::Limit, t0);
+        assert_eq!(p.count(|_| true), (1, 0));
+        p.watched(1);
+        assert!(p.contains(1) && p.chosen(1), "still polled by choice");
+        assert_eq!(p.count(|_| true), (0, 0));
+        p.unchoose(1);
+        assert!(!p.contains(1), "nothing keeps it polled");
+        // And the other way round.
+        p.add(2, Why::Limit, t0);
+        p.choose(2, I, t0);
+        p.unchoose(2);
+        assert!(p.contains(2), "still polled for want of a watch");
+        p.watched(2);
+        assert!(!p.contains(2));
+    }
+
+    #[test]
+    fn signatures_survive_re_adding() {
         let t0 = Instant::now();
         let mut p = PollSet::new(Some(I));
         p.add(1, Why::Limit, t0);
@@ -406,13 +563,12 @@ mod tests {
         };
         p.set_sigs(1, [(OsString::from("f"), sig)].into());
         p.add(1, Why::Limit, t0);
-        assert_eq!(p.sigs(1).unwrap().len(), 1, "re-adding keeps them");
-        let taken = p.remove(1).unwrap();
+        p.choose(1, I, t0);
+        assert_eq!(p.sigs(1).unwrap().get(OsStr::new("f")), Some(&sig));
+        p.remove(1);
         assert!(p.sigs(1).is_none());
         p.set_sigs(1, Sigs::new()); // not polled: ignored
         assert!(!p.contains(1));
-        p.restore(1, taken);
-        assert_eq!(p.sigs(1).unwrap().get(OsStr::new("f")), Some(&sig));
     }
 
     #[test]
@@ -427,9 +583,11 @@ mod tests {
         assert!(p.take_changed());
         p.note_limit("ENOSPC".into());
         assert!(!p.take_changed(), "same reason: no change");
-        assert!(p.remove(7).is_none());
+        p.remove(7);
         assert!(!p.take_changed(), "removing nothing changes nothing");
+        p.choose(2, I, t0);
+        assert!(p.take_changed());
+        p.choose(2, I, t0);
+        assert!(!p.take_changed(), "same interval: no change");
     }
-
-    use std::ffi::OsStr;
 }

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crossbeam_channel::Receiver;
@@ -21,7 +22,8 @@ use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ids::Seq;
 use crate::index::SpecId;
-use crate::status::{Phase, RECENT_BATCHES, WatchStatus};
+use crate::journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, Journal};
+use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 
 /// What the engine publishes for the manager to read: written by the
 /// engine alone.
@@ -31,6 +33,10 @@ pub(crate) struct Shared {
     pub changed: Condvar,
     /// Set when the engine stopped for good, with the reason.
     pub dead: Mutex<Option<String>>,
+    /// The changes-since journal of each spec's current generation.
+    journals: Mutex<HashMap<String, Journal>>,
+    /// The newest seq issued.
+    newest: AtomicU64,
 }
 
 impl Shared {
@@ -39,7 +45,18 @@ impl Shared {
             statuses: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             dead: Mutex::new(None),
+            journals: Mutex::new(HashMap::new()),
+            newest: AtomicU64::new(0),
         }
+    }
+
+    /// The net changes of spec `name` after `seq` (`None`: no such spec).
+    pub(crate) fn changes_since(&self, name: &str, seq: Seq) -> Option<ChangesSince> {
+        let newest = self.newest.load(Ordering::Acquire);
+        self.journals
+            .lock()
+            .get(name)
+            .map(|j| j.since(seq.0, newest))
     }
 }
 
@@ -64,6 +81,8 @@ pub(super) struct Publisher {
     touched: Vec<SpecId>,
     /// The backend failed for good: every spec is `Failed` with this.
     failed: Option<String>,
+    /// Distinct paths each spec's journal holds.
+    journal_paths: usize,
 }
 
 /// The facts of one spec's status that other owners hold.
@@ -72,8 +91,10 @@ pub(super) struct Facts {
     pub generation: Generation,
     pub watched_dirs: usize,
     pub polled_dirs: usize,
+    pub roots: Vec<RootStatus>,
     pub watch_retries: u64,
     pub overflow_recoveries: u64,
+    pub missed_by_os: u64,
     pub last_error: Option<String>,
     /// `None`: watching in full; else why not.
     pub degraded: Option<String>,
@@ -90,11 +111,36 @@ impl Publisher {
             specs: HashMap::new(),
             touched: Vec::new(),
             failed: None,
+            journal_paths: DEFAULT_JOURNAL_PATHS,
         }
     }
 
-    /// Spec generation `sid` starts being watched at `wall`.
-    pub(super) fn started(&mut self, sid: SpecId, wall: SystemTime) {
+    /// Numbers batches from `first` on (a value from the wall clock, so
+    /// that an earlier manager's seqs are smaller), and keeps `paths`
+    /// distinct paths in each journal.
+    pub(super) fn configure(&mut self, first: u64, paths: Option<usize>) {
+        self.next_seq = first.max(1);
+        self.shared
+            .newest
+            .store(self.next_seq - 1, Ordering::Release);
+        if let Some(p) = paths {
+            self.journal_paths = p.max(1);
+        }
+    }
+
+    /// Spec generation `sid` (`name`, `generation`) starts being watched
+    /// at `wall`; its journal starts empty.
+    pub(super) fn started(
+        &mut self,
+        sid: SpecId,
+        name: &str,
+        generation: Generation,
+        wall: SystemTime,
+    ) {
+        self.shared.journals.lock().insert(
+            name.to_owned(),
+            Journal::new(generation, self.next_seq - 1, self.journal_paths),
+        );
         self.specs.insert(
             sid,
             SpecOut {
@@ -132,6 +178,12 @@ impl Publisher {
             changes,
         });
         self.next_seq += 1;
+        if let Some(j) = self.shared.journals.lock().get_mut(name)
+            && j.generation() == generation
+        {
+            j.record(batch.seq.0, &batch.changes);
+        }
+        self.shared.newest.store(batch.seq.0, Ordering::Release);
         if let Some(s) = self.specs.get_mut(&sid) {
             if s.recent.len() == RECENT_BATCHES {
                 s.recent.pop_front();
@@ -143,6 +195,11 @@ impl Publisher {
         self.send(Event::Changes(batch));
     }
 
+    /// A fact of `sid`'s status that another owner keeps changed.
+    pub(super) fn touch(&mut self, sid: SpecId) {
+        self.touched.push(sid);
+    }
+
     /// The spec generation is gone (deleted or superseded): nothing more is
     /// published for it.
     pub(super) fn forget(&mut self, sid: SpecId) {
@@ -152,6 +209,7 @@ impl Publisher {
     /// The spec `name` was deleted.
     pub(super) fn deleted(&mut self, name: &str) {
         self.shared.statuses.lock().remove(name);
+        self.shared.journals.lock().remove(name);
         self.send(Event::Deleted(name.to_owned()));
         self.shared.changed.notify_all();
     }
@@ -216,10 +274,12 @@ impl Publisher {
             monitor_start_time: Some(s.monitor_start),
             last_event_time: s.last_event,
             recent_batches: s.recent.iter().cloned().collect(),
+            roots: f.roots,
             watched_dirs: f.watched_dirs,
             polled_dirs: f.polled_dirs,
             watch_retries: f.watch_retries,
             overflow_recoveries: f.overflow_recoveries,
+            missed_by_os: f.missed_by_os,
             last_error,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
@@ -284,10 +344,12 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
             .iter()
             .zip(&b.recent_batches)
             .all(|(x, y)| Arc::ptr_eq(x, y))
+        && a.roots == b.roots
         && a.watched_dirs == b.watched_dirs
         && a.polled_dirs == b.polled_dirs
         && a.watch_retries == b.watch_retries
         && a.overflow_recoveries == b.overflow_recoveries
+        && a.missed_by_os == b.missed_by_os
         && a.last_error == b.last_error
 }
 
@@ -298,6 +360,7 @@ impl Engine {
         touched.extend(self.index.take_touched());
         touched.extend(self.problems.take_touched());
         touched.extend(self.recovery.take_touched());
+        touched.extend(self.rescans.take_touched());
         if self.polls.take_changed() {
             // Which specs cover a polled directory can only be told by
             // looking: rare enough (the watch limit, links on a path
@@ -383,8 +446,10 @@ impl Engine {
             generation: st.generation(),
             watched_dirs: self.index.covered_dirs(sid),
             polled_dirs: polled,
+            roots: st.root_statuses(),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
+            missed_by_os: self.rescans.missed(sid),
             last_error: self.problems.last(sid).cloned(),
             degraded,
         })
@@ -411,8 +476,10 @@ mod tests {
             generation: Generation(1),
             watched_dirs: dirs,
             polled_dirs: 0,
+            roots: Vec::new(),
             watch_retries: 0,
             overflow_recoveries: 0,
+            missed_by_os: 0,
             last_error: None,
             degraded: None,
         }
@@ -431,7 +498,7 @@ mod tests {
     fn a_status_is_published_only_when_a_reader_would_see_a_change() {
         let (mut p, rx) = publisher();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        p.started(1, t0);
+        p.started(1, "s", Generation(1), t0);
         assert!(p.offer(1, facts(3)));
         assert!(!p.offer(1, facts(3)), "nothing new");
         assert!(p.offer(1, facts(4)));
@@ -469,7 +536,7 @@ mod tests {
     #[test]
     fn recent_batches_are_bounded_and_seqs_increase() {
         let (mut p, rx) = publisher();
-        p.started(1, SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
         for i in 0..(RECENT_BATCHES + 5) {
             let change = Change {
                 path: format!("/r/{i}").into(),
@@ -495,7 +562,7 @@ mod tests {
     #[test]
     fn failure_wins_over_every_derived_phase() {
         let (mut p, _rx) = publisher();
-        p.started(1, SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
         let mut f = facts(1);
         f.degraded = Some("waiting for /x to exist".into());
         assert!(p.offer(1, f));
@@ -520,7 +587,7 @@ mod tests {
     #[test]
     fn deleted_specs_leave_statuses_and_say_so() {
         let (mut p, rx) = publisher();
-        p.started(1, SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
         p.offer(1, facts(1));
         p.forget(1);
         p.deleted("s");

@@ -266,16 +266,7 @@ impl Engine {
                 self.report_if_changed(pid, name, since);
             }
         }
-        let ids: Vec<DirId> = self
-            .index
-            .ids()
-            .into_iter()
-            .filter(|id| {
-                self.index
-                    .get(*id)
-                    .is_some_and(|n| n.path().starts_with(root))
-            })
-            .collect();
+        let ids = self.index.ids_where(|_, n| n.path().starts_with(root));
         for id in ids {
             self.rescan_node(id, since);
         }

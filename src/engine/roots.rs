@@ -45,6 +45,7 @@ impl Engine {
     pub(super) fn attach_root(&mut self, sid: SpecId, root: &Path, report: bool) {
         let Some(parent) = root.parent() else {
             // The file system root: nothing above to watch.
+            self.decide_root(sid, root, root);
             self.add_full(vec![sid], root.to_path_buf(), report);
             return;
         };
@@ -60,16 +61,15 @@ impl Engine {
             }
         }
         let is_root = anc == parent;
-        let (nid, created) = self.index.ensure(&anc);
-        if created {
-            self.watch_node(nid, true, &[sid]);
-            if self.index.get(nid).is_none() {
-                self.roots.push(sid, root.to_path_buf());
-                return;
-            }
+        // The root's own file system if it is there (it may be a mount
+        // point), else that of the nearest directory above it.
+        if fs::is_dir_following(root) {
+            self.decide_root(sid, root, root);
+        } else {
+            self.decide_root(sid, root, &anc);
         }
-        let target = anc.join(&next);
-        let ft = fs::lstat_type(&target).unwrap_or(None);
+        let (nid, created) = self.index.ensure(&anc);
+        // Registered first: how the node is watched depends on it.
         self.index.add_partial(
             nid,
             Partial {
@@ -79,6 +79,21 @@ impl Engine {
                 root: root.to_path_buf(),
             },
         );
+        if created {
+            self.watch_node(nid, true, &[sid]);
+            if self.index.get(nid).is_none() {
+                self.roots.push(sid, root.to_path_buf());
+                return;
+            }
+        } else {
+            // Already watched for another spec, or polled: this one may
+            // ask for the other way too.
+            if self.apply_mode(nid) && self.lacks_watch(nid) && !self.recovery.retrying(nid) {
+                self.watch_node(nid, true, &[sid]);
+            }
+        }
+        let target = anc.join(&next);
+        let ft = fs::lstat_type(&target).unwrap_or(None);
         if !self.index.get(nid).is_some_and(|n| n.complete()) {
             match ft {
                 Some(t) => {
@@ -172,10 +187,21 @@ impl Engine {
             return;
         }
         let (nid, created) = self.index.ensure(parent);
+        let name = root.file_name().unwrap_or_default().to_os_string();
+        self.index.add_partial(
+            nid,
+            Partial {
+                spec: sid,
+                name: name.clone(),
+                is_root: true,
+                root: root.to_path_buf(),
+            },
+        );
         if created {
             self.watch_node(nid, true, &[sid]);
+        } else {
+            self.apply_mode(nid);
         }
-        let name = root.file_name().unwrap_or_default().to_os_string();
         let Some(node) = self.index.get(nid) else {
             self.roots.push(sid, root.to_path_buf());
             return;
@@ -185,15 +211,6 @@ impl Engine {
             let t = fs::lstat_type(root).ok().flatten().unwrap_or(FileType::Dir);
             self.index.set_entry(nid, &name, t);
         }
-        self.index.add_partial(
-            nid,
-            Partial {
-                spec: sid,
-                name,
-                is_root: true,
-                root: root.to_path_buf(),
-            },
-        );
     }
 
     /// Roots waiting below `id/name` (not yet existing) re-attach when that

@@ -6,15 +6,17 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Engine;
+use super::modes::RootMode;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::{DirNode, SpecId};
-use crate::spec::WatchSpec;
+use crate::spec::{Backend, WatchSpec};
+use crate::status::RootStatus;
 
 /// One applied spec generation.
 pub(super) struct SpecState {
@@ -23,6 +25,8 @@ pub(super) struct SpecState {
     spec: WatchSpec,
     matcher: Matcher,
     coalescer: Coalescer,
+    /// How each root is watched, once attached (see `modes.rs`).
+    modes: Vec<RootMode>,
 }
 
 impl SpecState {
@@ -37,6 +41,22 @@ impl SpecState {
     /// Its roots (normalised: absolute, clean, sorted).
     pub(super) fn roots(&self) -> &[PathBuf] {
         &self.spec.paths
+    }
+
+    /// The backend the spec asks for (`None`: the manager's default).
+    pub(super) fn backend(&self) -> Option<Backend> {
+        self.spec.options.backend
+    }
+
+    /// How each attached root is watched, in the order of its roots.
+    pub(super) fn root_statuses(&self) -> Vec<RootStatus> {
+        let mut out: Vec<RootStatus> = self.modes.iter().map(|m| m.status.clone()).collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    fn polled_roots(&self) -> usize {
+        self.modes.iter().filter(|m| m.poll.is_some()).count()
     }
 
     pub(super) fn follows_links(&self) -> bool {
@@ -57,6 +77,10 @@ pub(super) struct SpecTable {
     /// Ids are never reused: facts keyed by a deleted spec's id cannot be
     /// mistaken for a new one's.
     next: SpecId,
+    /// Roots polled by the engine, over every spec.
+    polled_roots: usize,
+    /// What directories need may have changed (a spec's roots' modes).
+    modes_changed: bool,
 }
 
 impl SpecTable {
@@ -77,6 +101,7 @@ impl SpecTable {
             generation,
             spec,
             matcher,
+            modes: Vec::new(),
         };
         let old = self.by_name.insert(name, sid);
         self.states.insert(sid, state);
@@ -85,11 +110,80 @@ impl SpecTable {
 
     /// Removes a generation (and its name, if it is the current one).
     fn remove(&mut self, sid: SpecId) {
-        if let Some(st) = self.states.remove(&sid)
-            && self.by_name.get(&st.name) == Some(&sid)
-        {
+        let Some(st) = self.states.remove(&sid) else {
+            return;
+        };
+        if self.by_name.get(&st.name) == Some(&sid) {
             self.by_name.remove(&st.name);
         }
+        if self.polled_roots > 0 {
+            // Directories it shared may need other watching now.
+            self.modes_changed = true;
+        }
+        self.polled_roots -= st.polled_roots();
+    }
+
+    /// Records how a root of `sid` is watched; whether that changed.
+    pub(super) fn set_mode(&mut self, sid: SpecId, mode: RootMode) -> bool {
+        let Some(st) = self.states.get_mut(&sid) else {
+            return false;
+        };
+        let before = st.polled_roots();
+        let changed = match st
+            .modes
+            .iter_mut()
+            .find(|m| m.status.path == mode.status.path)
+        {
+            Some(m) if *m == mode => false,
+            Some(m) => {
+                // A root attached anew on another file system.
+                self.modes_changed |= m.poll != mode.poll;
+                *m = mode;
+                true
+            }
+            None => {
+                st.modes.push(mode);
+                true
+            }
+        };
+        self.polled_roots = self.polled_roots + st.polled_roots() - before;
+        changed
+    }
+
+    /// Whether any root of any spec is polled by the engine.
+    pub(super) fn any_polled(&self) -> bool {
+        self.polled_roots > 0
+    }
+
+    /// Whether roots' modes changed in a way directories must follow
+    /// (cleared by the call).
+    pub(super) fn take_modes_changed(&mut self) -> bool {
+        std::mem::take(&mut self.modes_changed)
+    }
+
+    /// For a directory at `path` that `sid` covers: `None` if `sid` has no
+    /// root above it; `Some(None)` if the running backend watches it;
+    /// `Some(Some(every))` if it is polled.
+    pub(super) fn poll_below(&self, sid: SpecId, path: &Path) -> Option<Option<Duration>> {
+        let st = self.states.get(&sid)?;
+        st.modes
+            .iter()
+            .filter(|m| path.starts_with(&m.status.path))
+            .max_by_key(|m| m.status.path.as_os_str().len())
+            .map(|m| m.poll)
+            .or(Some(None))
+    }
+
+    /// How root `root` of `sid` is watched (for the directories above it
+    /// that watch for it).
+    pub(super) fn poll_of_root(&self, sid: SpecId, root: &Path) -> Option<Option<Duration>> {
+        let st = self.states.get(&sid)?;
+        Some(
+            st.modes
+                .iter()
+                .find(|m| m.status.path == root)
+                .and_then(|m| m.poll),
+        )
     }
 
     pub(super) fn id_of(&self, name: &str) -> Option<SpecId> {
@@ -129,6 +223,22 @@ impl SpecTable {
     ) {
         if let Some(st) = self.states.get_mut(&sid) {
             st.coalescer.push(now, root.to_path_buf(), kind, ft);
+        }
+    }
+
+    /// Records a raw change for spec `sid` alone, unless it ignores it.
+    fn record_for(
+        &mut self,
+        sid: SpecId,
+        now: Instant,
+        path: PathBuf,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        if let Some(st) = self.states.get_mut(&sid)
+            && !st.matcher.is_ignored(&path, ft == FileType::Dir)
+        {
+            st.coalescer.push(now, path, kind, ft);
         }
     }
 
@@ -194,17 +304,84 @@ impl Engine {
     ) {
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
-        self.out.started(sid, self.clock.wall());
         if let Some(old) = old {
+            // Its last batch first, so that it is journaled with it.
             self.emit(old, None);
         }
-        for root in roots {
-            self.attach_root(sid, &root, false);
+        let wall = self.clock.wall();
+        let name = self
+            .specs
+            .get(sid)
+            .expect("just inserted")
+            .name()
+            .to_owned();
+        self.out.started(sid, &name, generation, wall);
+        let initial_scan = self
+            .specs
+            .get(sid)
+            .is_some_and(|st| st.spec.options.initial_scan);
+        if let Some(every) = self
+            .specs
+            .get(sid)
+            .and_then(|st| st.spec.options.rescan_every)
+        {
+            self.rescans.add(sid, every, self.clock.now());
+        }
+        for root in &roots {
+            self.attach_root(sid, root, false);
+        }
+        if initial_scan {
+            self.scan_initial(sid, &roots);
         }
         if let Some(old) = old {
             self.retire(old);
         }
         self.watches.reconcile_soon();
+    }
+
+    /// Reports every indexed entry below `roots` (and the roots themselves
+    /// when they are not directories) as created, for `sid` alone.
+    fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
+        let now = self.now;
+        for root in roots {
+            let Some(id) = self
+                .index
+                .lookup(root)
+                .filter(|id| self.index.get(*id).is_some_and(|n| n.covers(sid)))
+            else {
+                // A file, a link, or nothing: its parent's entry says.
+                let t = root.parent().zip(root.file_name()).and_then(|(p, n)| {
+                    let node = self.index.get(self.index.lookup(p)?)?;
+                    node.entries().get(n)
+                });
+                if let Some(t) = t {
+                    self.specs
+                        .record_root(sid, now, root, ChangeKind::Created, t);
+                }
+                continue;
+            };
+            let mut stack = vec![id];
+            let mut found = Vec::new();
+            while let Some(id) = stack.pop() {
+                let Some(node) = self.index.get(id) else {
+                    continue;
+                };
+                for (name, t) in node.entries().iter() {
+                    let child = node.path().join(name);
+                    if matches!(t, FileType::Dir | FileType::Symlink)
+                        && let Some(c) = self.index.lookup(&child)
+                        && self.index.get(c).is_some_and(|n| n.covers(sid))
+                    {
+                        stack.push(c);
+                    }
+                    found.push((child, t));
+                }
+            }
+            for (path, t) in found {
+                self.specs
+                    .record_for(sid, now, path, ChangeKind::Created, t);
+            }
+        }
     }
 
     /// Deletes the named spec: its pending changes are dropped.
@@ -226,6 +403,7 @@ impl Engine {
         self.specs.remove(sid);
         self.problems.forget(sid);
         self.recovery.forget(sid);
+        self.rescans.forget(sid);
         self.out.forget(sid);
     }
 

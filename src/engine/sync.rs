@@ -29,7 +29,11 @@ struct Wait {
     /// Cookies created (removed when the wait ends).
     created: Vec<PathBuf>,
     deadline: Instant,
-    reply: Sender<bool>,
+    /// The caller of `Manager::sync` (none for the engine's own).
+    reply: Option<Sender<bool>>,
+    /// A rescan's barrier, begun at this time: the spec is rescanned once
+    /// it passes.
+    rescan: Option<SystemTime>,
 }
 
 /// A barrier whose cookies have all been seen.
@@ -48,6 +52,9 @@ pub(super) struct Syncs {
 /// Barrier numbers, unique in the process: two managers syncing the same
 /// root never name a cookie alike.
 static NEXT_BARRIER: AtomicU64 = AtomicU64::new(1);
+
+/// How long the engine's own barriers (before a rescan) may wait.
+pub(super) const INTERNAL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Syncs {
     /// Where reads and events put the cookies they find.
@@ -109,8 +116,22 @@ fn remove_cookies(w: &Wait) {
 impl Engine {
     /// Registers a barrier for spec `name`, then creates its cookies.
     pub(super) fn start_sync(&mut self, name: String, deadline: Instant, reply: Sender<bool>) {
+        self.start_barrier(name, deadline, Some(reply), None);
+    }
+
+    /// A barrier for spec `name`: the caller's (`reply`), or the engine's
+    /// own before a rescan (`rescan`: when it began).
+    pub(super) fn start_barrier(
+        &mut self,
+        name: String,
+        deadline: Instant,
+        reply: Option<Sender<bool>>,
+        rescan: Option<SystemTime>,
+    ) {
         let Some(sid) = self.specs.id_of(&name) else {
-            let _ = reply.send(false);
+            if let Some(r) = reply {
+                let _ = r.send(false);
+            }
             return;
         };
         let roots = self.specs.get(sid).expect("named spec").roots().to_vec();
@@ -130,16 +151,24 @@ impl Engine {
             created: Vec::new(),
             deadline,
             reply,
+            rescan,
         });
         let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
         self.watches.barrier(&paths);
         for (cookie, root) in cookies {
+            let polled_only = cookie.parent().is_some_and(|d| self.polled_only(d));
             let made = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&cookie);
             let w = self.syncs.waits.last_mut().expect("just pushed");
             match made {
+                Ok(_) if polled_only => {
+                    // No event will bring it: the spec's polled
+                    // directories are polled when the barrier completes.
+                    w.remaining.remove(&cookie);
+                    w.created.push(cookie);
+                }
                 Ok(_) => w.created.push(cookie),
                 Err(_) => {
                     // No cookie (a read-only or permission-denied
@@ -155,6 +184,17 @@ impl Engine {
         self.watches.look_now();
     }
 
+    /// Whether directory `dir` is indexed, polled and without an OS watch.
+    fn polled_only(&self, dir: &Path) -> bool {
+        self.index.lookup(dir).is_some_and(|id| {
+            self.polls.contains(id)
+                && !self
+                    .index
+                    .get(id)
+                    .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
+        })
+    }
+
     /// The barriers whose cookies have all been seen, made complete: the
     /// spec's polled directories polled once more (they have no events to
     /// wait for) and its links looked at again (a link's target can change
@@ -166,6 +206,9 @@ impl Engine {
             let sid = self.specs.id_of(&wait.name);
             if let Some(sid) = sid {
                 self.poll_spec(sid);
+                if let Some(began) = wait.rescan {
+                    self.rescan_spec(sid, began);
+                }
                 self.revalidate_links_of(sid);
                 if !self.roots.is_empty() {
                     self.settle();
@@ -181,7 +224,9 @@ impl Engine {
     pub(super) fn answer_syncs(&mut self, ready: Vec<Ready>) {
         for r in ready {
             remove_cookies(&r.wait);
-            let _ = r.wait.reply.send(true);
+            if let Some(reply) = &r.wait.reply {
+                let _ = reply.send(true);
+            }
         }
         for w in self.syncs.take_expired(self.clock.now()) {
             remove_cookies(&w);
@@ -211,7 +256,8 @@ mod tests {
                 remaining: cookies.iter().map(PathBuf::from).collect(),
                 created: Vec::new(),
                 deadline,
-                reply: tx,
+                reply: Some(tx),
+                rescan: None,
             },
             rx,
         )

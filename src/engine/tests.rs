@@ -17,7 +17,7 @@ use crate::change::{ChangeBatch, ChangeKind};
 use crate::clock::Clock;
 use crate::fanout::{Event, Subscriber};
 use crate::ids::Generation;
-use crate::spec::WatchSpec;
+use crate::spec::{Backend, WatchSpec};
 use crate::status::{Phase, WatchStatus};
 
 const MS: Duration = Duration::from_millis(1);
@@ -417,4 +417,147 @@ fn a_top_directory_replaced_before_its_lost_watch_is_handled_is_watched_again() 
             .iter()
             .any(|c| c.path == out && c.kind == ChangeKind::Removed)
     }));
+}
+
+#[test]
+fn a_spec_that_polls_holds_no_watch_and_is_polled_at_its_own_interval() {
+    let mut h = harness(Config {
+        poll_interval: Some(1000 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("sub")).unwrap();
+    let polled = |h: &Harness| {
+        h.spec()
+            .backend(Backend::Poll { interval: 30 * MS })
+            .quiet_window(10 * MS)
+    };
+    h.apply("p", polled(&h));
+    assert_eq!(h.fake.live(), 0, "no OS watch for a spec that polls");
+    let st = h.status("p");
+    assert_eq!(st.phase, Phase::Watching, "polled by choice: {st:?}");
+    assert_eq!((st.polled_dirs, st.watched_dirs), (0, 2), "{st:?}");
+    assert_eq!(
+        st.roots.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        vec![format!("poll every 30ms: chosen at {}", h.root.display())]
+    );
+    let f = h.root.join("sub/new");
+    std::fs::write(&f, "x").unwrap();
+    let t0 = h.clock.now();
+    assert_eq!(
+        h.engine.next_deadline(),
+        Some(t0 + 30 * MS),
+        "its own interval"
+    );
+    h.after(29 * MS);
+    h.after(MS);
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "found by the poll at 30 ms");
+    assert_eq!(b[0].changes[0].path, f);
+
+    // A spec with the event backend on the same tree: OS watches for it,
+    // the poll goes on for the other.
+    h.apply("n", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.fake.live(), 3, "root's parent, root, sub");
+    assert!(h.engine.next_deadline().is_some(), "still polled");
+    // The polling spec goes: so does the polling; the watches stay.
+    h.engine.handle(Msg::Delete { name: "p".into() });
+    h.engine.end_pass();
+    assert!(h.engine.polls.is_empty(), "nothing polled");
+    assert_eq!(h.engine.next_deadline(), None);
+    assert_eq!(h.fake.live(), 3);
+    // The other one switches to polling: its watches go, polling starts.
+    h.apply("n", polled(&h));
+    assert_eq!(h.fake.live(), 0, "watches released");
+    assert_eq!(h.engine.polls.ids().len(), 3, "parent, root, sub polled");
+    std::fs::remove_file(&f).unwrap();
+    h.after(30 * MS);
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "the removal found by polling");
+    assert_eq!(b[0].changes[0].kind, ChangeKind::Removed);
+    // And back: watched again, nothing polled.
+    h.apply("n", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.fake.live(), 3);
+    assert!(h.engine.polls.is_empty());
+    assert!(h.engine.check_invariants().is_empty());
+}
+
+impl Harness {
+    /// Delivers the event of the sync cookie the engine just created in
+    /// the root (the fake backend has no OS to tell it).
+    fn deliver_cookie(&mut self) {
+        let cookie = std::fs::read_dir(&self.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .find(|n| crate::fs::is_cookie(n))
+            .expect("the engine created a cookie in the root");
+        let root = self.root.clone();
+        self.event(&root, cookie.to_str().unwrap(), Hint::Created);
+        self.engine.end_pass();
+    }
+}
+
+#[test]
+fn a_rescan_delivers_and_counts_what_no_event_reported() {
+    let mut h = harness(Config::default());
+    std::fs::write(h.root.join("kept"), "1").unwrap();
+    let every = Duration::from_secs(60);
+    h.apply("s", h.spec().quiet_window(10 * MS).rescan_every(every));
+    // The first rescan: a baseline, with nothing missed.
+    h.after(every);
+    h.deliver_cookie();
+    h.after(10 * MS);
+    assert!(h.batches().is_empty());
+    assert_eq!(h.status("s").missed_by_os, 0);
+    // Writes the OS reports (an event) and writes it does not.
+    h.write("told");
+    std::fs::write(h.root.join("untold"), "1").unwrap();
+    std::fs::write(h.root.join("kept"), "a longer content").unwrap();
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    assert_eq!(
+        b[0].changes.len(),
+        1,
+        "only the reported one: {:?}",
+        b[0].changes
+    );
+    h.after(every - 10 * MS);
+    assert!(h.batches().is_empty(), "the rescan waits for its barrier");
+    h.deliver_cookie();
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    let got: Vec<(String, ChangeKind)> = b[0]
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.path.file_name().unwrap().to_string_lossy().into_owned(),
+                c.kind,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("kept".into(), ChangeKind::Modified),
+            ("untold".into(), ChangeKind::Created)
+        ],
+        "what the OS did not report, and nothing it did"
+    );
+    assert_eq!(h.status("s").missed_by_os, 2);
+    // An event after the rescan keeps the signature: no double report.
+    std::fs::write(h.root.join("told"), "changed").unwrap();
+    let root = h.root.clone();
+    h.event(&root, "told", Hint::Modified);
+    h.after(10 * MS);
+    assert_eq!(h.batches().len(), 1);
+    h.after(every);
+    h.deliver_cookie();
+    h.after(10 * MS);
+    assert!(h.batches().is_empty(), "nothing left to find");
+    assert_eq!(h.status("s").missed_by_os, 2);
 }

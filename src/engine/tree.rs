@@ -45,11 +45,13 @@ impl Engine {
             for s in &specs {
                 self.index.cover(id, *s);
             }
-            let needs_watch = if self.watches.per_directory() {
-                self.watches.watch_of(id).is_none()
-            } else {
-                created || !self.index.get(id).is_some_and(DirNode::complete)
-            };
+            let os = self.apply_mode(id);
+            let needs_watch = os
+                && if self.watches.per_directory() {
+                    self.watches.watch_of(id).is_none()
+                } else {
+                    created || !self.index.get(id).is_some_and(DirNode::complete)
+                };
             let mut watched = true;
             if needs_watch {
                 // Path backends: every new directory gets its own watch
@@ -266,13 +268,8 @@ impl Engine {
     fn release(&mut self, id: DirId, node: &DirNode) {
         self.links.remove(id);
         self.polls.remove(id);
-        if let Some((w, next)) = self.watches.release(id, node.path())
-            && let Some(n) = self.index.get(next)
-        {
-            // Another path to the directory keeps its watch.
-            let path = n.path().clone();
-            self.watches.repoint(w, &path, self.links.contains(next));
-        }
+        self.rescans.forget_dir(id);
+        self.drop_watch(id, node.path());
     }
 
     /// Removes a node that no longer describes what is on disk at its path,

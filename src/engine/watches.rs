@@ -371,6 +371,9 @@ impl Engine {
     /// directory. On failure the node is polled (no watches left), retried
     /// later (possibly transient), or left to its parent's events (gone).
     pub(super) fn watch_node(&mut self, id: DirId, follow: bool, specs: &[SpecId]) -> bool {
+        if !self.apply_mode(id) {
+            return false; // polled: every covering spec polls it
+        }
         if !self.watches.per_directory() && self.below_link(id) {
             // notify keys its watches by path and the kernel by inode: a
             // second path to a watched directory would share its kernel
@@ -469,6 +472,18 @@ impl Engine {
         self.index.get(id).is_some()
     }
 
+    /// Node `id` (at `path`) lets go of its OS watch (unless another path
+    /// to the same directory keeps it).
+    pub(super) fn drop_watch(&mut self, id: DirId, path: &Path) {
+        if let Some((w, next)) = self.watches.release(id, path)
+            && let Some(n) = self.index.get(next)
+        {
+            // Another path to the directory keeps its watch.
+            let path = n.path().clone();
+            self.watches.repoint(w, &path, self.links.contains(next));
+        }
+    }
+
     /// Whether the directory `id` (whose node has watch `w`) at `path` is
     /// still the one watched (per-directory backends; others cannot tell
     /// cheaply and say no).
@@ -485,6 +500,13 @@ impl Engine {
             && !self
                 .watches
                 .has_watch(id, node.path(), !node.full().is_empty())
+    }
+
+    /// Whether node `id` has no OS watch (polled or not).
+    pub(super) fn lacks_watch(&self, id: DirId) -> bool {
+        self.index
+            .get(id)
+            .is_some_and(|n| !self.watches.has_watch(id, n.path(), !n.full().is_empty()))
     }
 
     /// Whether node `id` lacks its watch with nothing to make up for it (no

@@ -356,6 +356,15 @@ impl Index {
             .collect()
     }
 
+    /// Ids of the nodes for which `keep` holds.
+    pub(crate) fn ids_where(&self, mut keep: impl FnMut(DirId, &DirNode) -> bool) -> Vec<DirId> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().filter(|n| keep(i, n)).map(|_| i))
+            .collect()
+    }
+
     /// Total number of indexed entries.
     pub(crate) fn entry_count(&self) -> usize {
         self.nodes.iter().flatten().map(|n| n.entries.len()).sum()

@@ -1,0 +1,151 @@
+//! Which file system a path is on, and whether its kernel sees every
+//! write: what [`Backend::Auto`](crate::Backend::Auto) polls.
+//!
+//! On a network or FUSE file system the local kernel reports (inotify,
+//! fanotify) only what this machine did through it: another host writing
+//! to the NFS export, or a FUSE daemon's backing store changing under it,
+//! makes no event here. `statfs(2)`'s `f_type` names the file system; the
+//! table below lists those where that is so.
+//!
+//! Magic numbers: Linux `include/uapi/linux/magic.h`
+//! (<https://github.com/torvalds/linux/blob/master/include/uapi/linux/magic.h>)
+//! and the `statfs(2)` manual page
+//! (<https://man7.org/linux/man-pages/man2/statfs.2.html>); those not in
+//! either are from the file system's own source, cited on the line.
+
+use std::io;
+use std::path::Path;
+
+/// A file system as `statfs` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileSystem {
+    /// `f_type`.
+    pub magic: u64,
+    /// Its common name, where the table knows it.
+    pub name: Option<&'static str>,
+    /// Whether the kernel here may miss writes (made elsewhere): poll it.
+    pub remote: bool,
+}
+
+/// File systems whose changes may not come as events here, by magic.
+const REMOTE: &[(u64, &str)] = &[
+    (0x6969, "nfs"),
+    (0x517B, "smb"),
+    (0xFF53_4D42, "cifs"),
+    (0xFE53_4D42, "smb2"),
+    // FUSE: sshfs, s3fs, gcsfuse, rclone, bindfs, virtiofs, GlusterFS's
+    // client, Docker Desktop's shares, vmhgfs-fuse.
+    (0x6573_5546, "fuse"),
+    (0x0102_1997, "9p"),
+    (0x00C3_6400, "ceph"),
+    (0x5346_414F, "afs"),
+    (0x6B41_4653, "kafs"),
+    (0x7375_7245, "coda"),
+    (0x564C, "ncp"),
+    // Lustre: lustre/include/uapi/linux/lustre/lustre_user.h LL_SUPER_MAGIC.
+    (0x0BD0_0BD0, "lustre"),
+    // IBM Storage Scale (GPFS): its statfs reports "GPFS" in ASCII.
+    (0x4750_4653, "gpfs"),
+    // Shared-disk cluster file systems: other nodes' writes make no event.
+    (0x7461_636F, "ocfs2"),
+    (0x0116_1970, "gfs2"),
+    (0x2003_0528, "orangefs"),
+    // BeeGFS: client_module/source/filesystem/FhgfsOpsSuper.h BEEGFS_MAGIC.
+    (0x1983_0326, "beegfs"),
+    // VirtualBox shared folders (vboxsf) and Parallels (prl_fs).
+    (0x786F_4256, "vboxsf"),
+    (0x7C7C_6673, "prl_fs"),
+];
+
+/// Local file systems named in status (the rest show their magic only).
+const LOCAL: &[(u64, &str)] = &[
+    (0xEF53, "ext4"),
+    (0x5846_5342, "xfs"),
+    (0x9123_683E, "btrfs"),
+    (0x0102_1994, "tmpfs"),
+    (0x794C_7630, "overlayfs"),
+    (0x2FC1_2FC1, "zfs"),
+    (0xF2F5_2010, "f2fs"),
+    (0x4D44, "vfat"),
+    (0x5346_544E, "ntfs"),
+    (0x2011_BAB0, "exfat"),
+];
+
+impl FileSystem {
+    /// What the table says of magic `magic`.
+    pub(crate) fn classify(magic: u64) -> FileSystem {
+        if let Some((_, name)) = REMOTE.iter().find(|(m, _)| *m == magic) {
+            return FileSystem {
+                magic,
+                name: Some(name),
+                remote: true,
+            };
+        }
+        FileSystem {
+            magic,
+            name: LOCAL.iter().find(|(m, _)| *m == magic).map(|(_, n)| *n),
+            remote: false,
+        }
+    }
+}
+
+/// The file system `path` is on (following symlinks).
+#[cfg(target_os = "linux")]
+pub(crate) fn file_system(path: &Path) -> io::Result<FileSystem> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+    // SAFETY: `c` is a valid C string; `buf` is written by statfs only.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // `f_type` is signed on some targets: the magic is its bit pattern.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(FileSystem::classify(buf.f_type as u32 as u64))
+}
+
+/// Elsewhere nothing is detected: every root counts as local.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn file_system(_path: &Path) -> io::Result<FileSystem> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "file system detection exists on Linux only",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_remote_and_local_file_systems() {
+        let fuse = FileSystem::classify(0x6573_5546);
+        assert_eq!((fuse.name, fuse.remote), (Some("fuse"), true));
+        let nfs = FileSystem::classify(0x6969);
+        assert_eq!((nfs.name, nfs.remote), (Some("nfs"), true));
+        assert!(FileSystem::classify(0xFF53_4D42).remote, "cifs");
+        let ext4 = FileSystem::classify(0xEF53);
+        assert_eq!((ext4.name, ext4.remote), (Some("ext4"), false));
+        let unknown = FileSystem::classify(0x1234_5678);
+        assert_eq!((unknown.name, unknown.remote), (None, false));
+    }
+
+    #[test]
+    fn no_magic_is_listed_twice() {
+        let mut all: Vec<u64> = REMOTE.iter().chain(LOCAL).map(|(m, _)| *m).collect();
+        all.sort_unstable();
+        let n = all.len();
+        all.dedup();
+        assert_eq!(all.len(), n);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_temporary_directory_is_local_and_a_missing_path_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let fs = file_system(d.path()).unwrap();
+        assert!(!fs.remote, "{fs:?}");
+        assert!(file_system(&d.path().join("missing")).is_err());
+    }
+}

@@ -1,0 +1,307 @@
+//! Backends per root: how each root of a spec is watched (the manager's
+//! event backend, or polling by the engine), decided when the root is
+//! attached; and what that asks of each directory: an OS watch, polling,
+//! or both when specs that cover it disagree.
+//!
+//! The decision is stored with the spec ([`SpecTable`](super::specs)
+//! writes it); the poll set and the watch table carry it out. Nothing is
+//! kept here but the manager's two settings.
+
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use super::Engine;
+use crate::backend::FileSystem;
+use crate::index::{DirId, SpecId};
+use crate::spec::Backend;
+use crate::status::{BackendReason, RootStatus};
+
+/// The manager's settings that decide a root's backend.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Backends {
+    /// The manager's choice, for specs that make none (may be `Auto`).
+    pub default: Backend,
+    /// The event backend it runs (`Native`, `Portable`, or `Poll` for a
+    /// manager that polls everything on the backend's thread).
+    pub running: Backend,
+    /// The interval `Auto` polls shared file systems at.
+    pub poll_interval: Duration,
+}
+
+/// How one root is watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RootMode {
+    pub status: RootStatus,
+    /// `Some`: the engine polls what is below the root at this interval
+    /// (no OS watch). `None`: the running backend watches it.
+    pub poll: Option<Duration>,
+}
+
+/// Decides how `root` is watched for a spec whose choice is `choice`
+/// (`None`: the manager's default), given what `statfs` said of the file
+/// system it is on (only asked for `Auto`).
+pub(super) fn decide(
+    root: &Path,
+    choice: Option<Backend>,
+    backends: &Backends,
+    fs: impl FnOnce() -> io::Result<FileSystem>,
+) -> RootMode {
+    let choice = choice.unwrap_or(backends.default);
+    let status = |backend, reason| RootStatus {
+        path: root.to_path_buf(),
+        backend,
+        reason,
+    };
+    match choice {
+        Backend::Auto => match fs() {
+            Ok(f) if f.remote => {
+                let interval = backends.poll_interval;
+                RootMode {
+                    status: status(
+                        Backend::Poll { interval },
+                        BackendReason::Shared {
+                            file_system: f.name.unwrap_or("remote"),
+                            magic: f.magic,
+                        },
+                    ),
+                    poll: Some(interval),
+                }
+            }
+            Ok(f) => RootMode {
+                status: status(
+                    backends.running,
+                    BackendReason::Local {
+                        file_system: f.name,
+                        magic: f.magic,
+                    },
+                ),
+                poll: None,
+            },
+            Err(e) => RootMode {
+                status: status(
+                    backends.running,
+                    BackendReason::Unknown {
+                        error: e.to_string(),
+                    },
+                ),
+                poll: None,
+            },
+        },
+        // The manager polls everything at this interval already.
+        Backend::Poll { .. } if choice == backends.running => RootMode {
+            status: status(choice, BackendReason::Chosen),
+            poll: None,
+        },
+        Backend::Poll { interval } => RootMode {
+            status: status(choice, BackendReason::Chosen),
+            poll: Some(interval.max(Duration::from_millis(1))),
+        },
+        // The manager refuses a spec naming the event backend it does not
+        // run; should one get here, the running backend watches it.
+        _ => RootMode {
+            status: status(backends.running, BackendReason::Chosen),
+            poll: None,
+        },
+    }
+}
+
+impl Engine {
+    /// Decides (with `statfs` of `existing`, the root or its nearest
+    /// existing ancestor) how `root` of `sid` is watched, and records it.
+    pub(super) fn decide_root(&mut self, sid: SpecId, root: &Path, existing: &Path) {
+        let Some(st) = self.specs.get(sid) else {
+            return;
+        };
+        let mode = decide(root, st.backend(), &self.backends, || {
+            crate::backend::file_system(existing)
+        });
+        if self.specs.set_mode(sid, mode) {
+            self.out.touch(sid);
+        }
+    }
+
+    /// What directory `id` needs: an OS watch (some covering spec watches
+    /// it with the running backend), and polling at which interval (some
+    /// covering spec polls it).
+    pub(super) fn wanted(&self, id: DirId) -> (bool, Option<Duration>) {
+        if !self.specs.any_polled() {
+            return (true, None);
+        }
+        let Some(node) = self.index.get(id) else {
+            return (true, None);
+        };
+        let mut os = false;
+        let mut poll: Option<Duration> = None;
+        let mut any = false;
+        let mut add = |p: Option<Option<Duration>>| {
+            let Some(p) = p else {
+                return;
+            };
+            any = true;
+            match p {
+                Some(every) => poll = Some(poll.map_or(every, |q| q.min(every))),
+                None => os = true,
+            }
+        };
+        for &s in node.full() {
+            add(self.specs.poll_below(s, node.path()));
+        }
+        for p in node.partial() {
+            add(self.specs.poll_of_root(p.spec, &p.root));
+        }
+        (os || !any, poll)
+    }
+
+    /// Carries out what [`wanted`](Self::wanted) says about polling for
+    /// directory `id`; returns whether it needs an OS watch.
+    pub(super) fn apply_mode(&mut self, id: DirId) -> bool {
+        let (os, poll) = self.wanted(id);
+        match poll {
+            Some(every) => self.choose_poll(id, every),
+            None => self.polls.unchoose(id),
+        }
+        os
+    }
+
+    /// After a spec that polls came or went: every directory's watching
+    /// made to match what its covering specs ask now. A directory that
+    /// gets an OS watch is polled one last time after it (nothing between
+    /// the two is lost); one that no longer needs its OS watch lets go of
+    /// it.
+    pub(super) fn refresh_modes(&mut self) {
+        if !self.specs.take_modes_changed() {
+            return;
+        }
+        for id in self.index.ids() {
+            let Some(n) = self.index.get(id) else {
+                continue;
+            };
+            if n.is_unused() {
+                continue;
+            }
+            let path = n.path().clone();
+            let full = !n.full().is_empty();
+            let mut specs = n.full().to_vec();
+            specs.extend(n.partial().iter().map(|p| p.spec));
+            let was_chosen = self.polls.chosen(id);
+            let (os, poll) = self.wanted(id);
+            if let Some(every) = poll {
+                self.choose_poll(id, every);
+            }
+            if os
+                && self.lacks_watch(id)
+                && !self.recovery.retrying(id)
+                && self.watch_node(id, !full, &specs)
+                && was_chosen
+                && poll.is_none()
+            {
+                // Watched now: a last poll catches what came before.
+                self.poll_node(id);
+            }
+            if poll.is_none() {
+                self.polls.unchoose(id);
+            }
+            if !os && self.watches.per_directory() && self.watches.watch_of(id).is_some() {
+                self.drop_watch(id, &path);
+            }
+        }
+        self.watches.reconcile_soon();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AUTO: Backends = Backends {
+        default: Backend::Auto,
+        running: Backend::Native,
+        poll_interval: Duration::from_secs(1),
+    };
+
+    fn fs(magic: u64) -> impl FnOnce() -> io::Result<FileSystem> {
+        move || Ok(crate::backend::FileSystem::classify(magic))
+    }
+
+    fn never() -> impl FnOnce() -> io::Result<FileSystem> {
+        || panic!("statfs asked for a backend that is not Auto")
+    }
+
+    #[test]
+    fn auto_polls_shared_file_systems_and_says_which() {
+        let m = decide(Path::new("/mnt/charts"), None, &AUTO, fs(0x6573_5546));
+        assert_eq!(m.poll, Some(Duration::from_secs(1)));
+        assert_eq!(
+            m.status.to_string(),
+            "poll every 1s: fuse (0x65735546) at /mnt/charts"
+        );
+        let m = decide(Path::new("/src"), Some(Backend::Auto), &AUTO, fs(0xEF53));
+        assert_eq!(m.poll, None);
+        assert_eq!(m.status.to_string(), "native: ext4 (0xef53) at /src");
+    }
+
+    #[test]
+    fn auto_without_statfs_takes_the_event_backend() {
+        let m = decide(Path::new("/x"), None, &AUTO, || {
+            Err(io::Error::other("no statfs"))
+        });
+        assert_eq!(m.poll, None);
+        assert_eq!(m.status.backend, Backend::Native);
+        assert!(matches!(m.status.reason, BackendReason::Unknown { .. }));
+    }
+
+    #[test]
+    fn a_chosen_backend_is_taken_without_asking_the_file_system() {
+        let every = Duration::from_millis(100);
+        let m = decide(
+            Path::new("/x"),
+            Some(Backend::Poll { interval: every }),
+            &AUTO,
+            never(),
+        );
+        assert_eq!(m.poll, Some(every));
+        assert_eq!(m.status.to_string(), "poll every 100ms: chosen at /x");
+        let m = decide(Path::new("/x"), Some(Backend::Native), &AUTO, never());
+        assert_eq!((m.poll, m.status.backend), (None, Backend::Native));
+        // The manager's default, for a spec that says nothing.
+        let native = Backends {
+            default: Backend::Native,
+            ..AUTO
+        };
+        let m = decide(Path::new("/mnt"), None, &native, never());
+        assert_eq!(m.poll, None, "Native chosen: not polled even on FUSE");
+    }
+
+    #[test]
+    fn a_polling_manager_polls_on_its_own_thread() {
+        let every = Duration::from_millis(20);
+        let polling = Backends {
+            default: Backend::Poll { interval: every },
+            running: Backend::Poll { interval: every },
+            poll_interval: Duration::from_secs(1),
+        };
+        let m = decide(Path::new("/x"), None, &polling, never());
+        assert_eq!(m.poll, None, "the backend's thread polls it");
+        assert_eq!(m.status.backend, Backend::Poll { interval: every });
+        // Another interval: the engine polls it at that one.
+        let other = Backend::Poll {
+            interval: Duration::from_millis(500),
+        };
+        let m = decide(Path::new("/x"), Some(other), &polling, never());
+        assert_eq!(m.poll, Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn a_zero_interval_has_a_floor() {
+        let m = decide(
+            Path::new("/x"),
+            Some(Backend::Poll {
+                interval: Duration::ZERO,
+            }),
+            &AUTO,
+            never(),
+        );
+        assert_eq!(m.poll, Some(Duration::from_millis(1)));
+    }
+}

@@ -1,0 +1,255 @@
+//! The safety net of [`WatchOptions::rescan_every`](crate::WatchOptions::rescan_every):
+//! the only writer of when each spec's next rescan is due, of the stat
+//! signatures a rescan compares against, and of the count of changes the
+//! OS did not report (`missed_by_os`).
+//!
+//! A rescan first runs a sync barrier (cookies), so that every event the
+//! OS queued before it has been handled; then it reads every directory of
+//! the spec that holds an OS watch and `stat`s its entries. Events keep
+//! the signatures current (`handle_name` stores what its `lstat` saw), so
+//! a difference left at the rescan is one no event told of: it is
+//! delivered as a change, and counted as missed when it is older than the
+//! barrier. A change made since the barrier began may have its event on
+//! the way: it is left for the next rescan, which delivers and counts it
+//! if no event did.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::Engine;
+use super::poll::Sigs;
+use crate::fs::{self, Sig};
+use crate::index::{DirId, SpecId};
+
+#[derive(Debug, Default)]
+pub(super) struct Rescans {
+    every: HashMap<SpecId, Duration>,
+    next: HashMap<SpecId, Instant>,
+    /// Signatures of the entries of directories some rescanning spec
+    /// covers, from the last rescan and the events since.
+    sigs: HashMap<DirId, Sigs>,
+    missed: HashMap<SpecId, u64>,
+    touched: Vec<SpecId>,
+}
+
+impl Rescans {
+    /// Spec `sid` rescans every `every` from `now` on.
+    pub(super) fn add(&mut self, sid: SpecId, every: Duration, now: Instant) {
+        let every = every.max(Duration::from_millis(1));
+        self.every.insert(sid, every);
+        self.next.insert(sid, now + every);
+    }
+
+    pub(super) fn forget(&mut self, sid: SpecId) {
+        self.every.remove(&sid);
+        self.next.remove(&sid);
+        self.missed.remove(&sid);
+    }
+
+    /// Directory `id` left the index.
+    pub(super) fn forget_dir(&mut self, id: DirId) {
+        self.sigs.remove(&id);
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.next.values().min().copied()
+    }
+
+    /// Specs whose rescan is due at `now` (rescheduled an interval on).
+    fn due(&mut self, now: Instant) -> Vec<SpecId> {
+        let due: Vec<SpecId> = self
+            .next
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in &due {
+            let every = self.every[s];
+            self.next.insert(*s, now + every);
+        }
+        due
+    }
+
+    /// Whether events in directory `id` must keep its signatures.
+    pub(super) fn tracks(&self, id: DirId) -> bool {
+        !self.sigs.is_empty() && self.sigs.contains_key(&id)
+    }
+
+    /// An event's look at `id/name` found `sig` (`None`: nothing there).
+    pub(super) fn saw(&mut self, id: DirId, name: &OsString, sig: Option<Sig>) {
+        if let Some(s) = self.sigs.get_mut(&id) {
+            match sig {
+                Some(sig) => {
+                    s.insert(name.clone(), sig);
+                }
+                None => {
+                    s.remove(name);
+                }
+            }
+        }
+    }
+
+    fn count(&mut self, sid: SpecId, n: u64) {
+        if n > 0 {
+            *self.missed.entry(sid).or_default() += n;
+            self.touched.push(sid);
+        }
+    }
+
+    /// Changes the OS did not report, found by `sid`'s rescans.
+    pub(super) fn missed(&self, sid: SpecId) -> u64 {
+        self.missed.get(&sid).copied().unwrap_or(0)
+    }
+
+    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.touched)
+    }
+}
+
+/// Whether a change with ctime `ctime` was made before `began`.
+fn before(ctime: (i64, i64), began: SystemTime) -> bool {
+    let Ok(b) = began.duration_since(SystemTime::UNIX_EPOCH) else {
+        return false;
+    };
+    (ctime.0, ctime.1) < (b.as_secs() as i64, i64::from(b.subsec_nanos()))
+}
+
+impl Engine {
+    /// Starts the barrier of every spec whose rescan is due.
+    pub(super) fn rescan_due(&mut self) {
+        for sid in self.rescans.due(self.clock.now()) {
+            let Some(name) = self.specs.get(sid).map(|s| s.name().to_owned()) else {
+                continue;
+            };
+            let deadline = self.clock.now() + super::sync::INTERNAL_DEADLINE;
+            self.start_barrier(name, deadline, None, Some(self.clock.wall()));
+        }
+    }
+
+    /// The rescan of spec `sid`, its barrier (begun at `began`) passed.
+    pub(super) fn rescan_spec(&mut self, sid: SpecId, began: SystemTime) {
+        let ids = self
+            .index
+            .ids_where(|id, n| n.covers(sid) && n.complete() && !self.polls.contains(id));
+        let mut missed = 0;
+        for id in ids {
+            missed += self.rescan_dir(id, began);
+        }
+        self.rescans.count(sid, missed);
+    }
+
+    /// Reads directory `id` and `stat`s its entries; delivers what no
+    /// event told of before `began`. Returns how many changes that is.
+    fn rescan_dir(&mut self, id: DirId, began: SystemTime) -> u64 {
+        let Some(node) = self.index.get(id) else {
+            return 0;
+        };
+        let path = node.path().clone();
+        let Ok(mut listing) = fs::read_listing(&path, self.syncs.found()) else {
+            return 0; // gone or unreadable: its events and retries tell
+        };
+        listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+        let old = self.rescans.sigs.get(&id);
+        let baseline = old.is_none();
+        let mut sigs = Sigs::new();
+        let mut modified = Vec::new();
+        let mut vanished = Vec::new();
+        let mut missed = 0;
+        for (name, t) in &listing {
+            let Some(sig) = fs::sig_of(&path.join(name)) else {
+                vanished.push(name.clone());
+                continue;
+            };
+            let known = node.entries().get(name);
+            let old_sig = old.and_then(|o| o.get(name));
+            let recent = !before(sig.ctime, began);
+            if known != Some(*t) && !fs::is_cookie(name) {
+                if known.is_none() && recent {
+                    // Made since the barrier: its event may be on the way.
+                    // Left for the next rescan, which counts it if not.
+                    vanished.push(name.clone());
+                    continue;
+                }
+                // Created or retyped without an event.
+                missed += 1;
+            } else if let Some(b) = old_sig
+                && b.changed(&sig)
+            {
+                if recent {
+                    sigs.insert(name.clone(), *b); // as above
+                    continue;
+                }
+                modified.push((name.clone(), b.replaced(&sig)));
+                missed += 1;
+            }
+            sigs.insert(name.clone(), sig);
+        }
+        listing.retain(|(n, _)| !vanished.contains(n));
+        // Removed without an event (when, no one can tell: counted).
+        missed += node
+            .entries()
+            .iter()
+            .filter(|(n, _)| {
+                listing
+                    .binary_search_by(|(l, _)| l.as_encoded_bytes().cmp(n.as_encoded_bytes()))
+                    .is_err()
+            })
+            .count() as u64;
+        if baseline {
+            // The first look: nothing to compare contents with yet.
+            modified.clear();
+        }
+        self.apply_listing(id, &listing, &modified);
+        if self.index.get(id).is_some() {
+            self.rescans.sigs.insert(id, sigs);
+        }
+        missed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rescans_are_due_every_interval_per_spec() {
+        let t0 = Instant::now();
+        let mut r = Rescans::default();
+        r.add(1, Duration::from_millis(100), t0);
+        r.add(2, Duration::from_millis(300), t0);
+        assert_eq!(r.next_deadline(), Some(t0 + Duration::from_millis(100)));
+        assert!(r.due(t0 + Duration::from_millis(99)).is_empty());
+        assert_eq!(r.due(t0 + Duration::from_millis(100)), vec![1]);
+        assert_eq!(r.next_deadline(), Some(t0 + Duration::from_millis(200)));
+        r.forget(1);
+        assert_eq!(r.next_deadline(), Some(t0 + Duration::from_millis(300)));
+    }
+
+    #[test]
+    fn events_keep_the_signatures_of_tracked_directories_only() {
+        let mut r = Rescans::default();
+        assert!(!r.tracks(1));
+        r.sigs.insert(1, Sigs::new());
+        assert!(r.tracks(1) && !r.tracks(2));
+        r.saw(1, &"a".into(), Some(Sig::UNKNOWN));
+        r.saw(2, &"a".into(), Some(Sig::UNKNOWN));
+        assert_eq!(r.sigs[&1].len(), 1);
+        assert!(!r.sigs.contains_key(&2));
+        r.saw(1, &"a".into(), None);
+        assert!(r.sigs[&1].is_empty());
+    }
+
+    #[test]
+    fn only_changes_older_than_the_barrier_count_as_missed() {
+        let began = SystemTime::UNIX_EPOCH + Duration::new(100, 500);
+        assert!(before((100, 499), began));
+        assert!(!before((100, 500), began));
+        assert!(!before((101, 0), began));
+        let mut r = Rescans::default();
+        r.count(3, 0);
+        assert!(r.take_touched().is_empty());
+        r.count(3, 2);
+        assert_eq!((r.missed(3), r.take_touched()), (2, vec![3]));
+    }
+}

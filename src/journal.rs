@@ -1,0 +1,364 @@
+//! The changes-since journal of one spec generation: for every path
+//! changed lately, enough to tell its net change after any sequence number
+//! the journal still covers.
+//!
+//! Pure: batches in (with their sequence numbers), answers out. Memory is
+//! bounded by the number of distinct paths (`capacity`), not by the number
+//! of changes: each path keeps its type, whether it exists now, the seq of
+//! its last change, and the seqs at which it last appeared or vanished (at
+//! most [`MAX_FLIPS`]). What must go to keep within those bounds raises the
+//! journal's floor: a question about an older seq is answered with
+//! [`ChangesSince::Resync`], never with a partial list.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::change::{Change, ChangeKind, FileType};
+use crate::ids::{Generation, Seq};
+
+/// Default number of distinct paths a spec's journal holds: see
+/// [`ManagerBuilder::journal_paths`](crate::ManagerBuilder::journal_paths).
+pub const DEFAULT_JOURNAL_PATHS: usize = 4096;
+
+/// Appearances and disappearances kept per path. A path that comes and
+/// goes more often than this (a lock file) raises the floor instead.
+const MAX_FLIPS: usize = 8;
+
+/// The answer of [`Manager::changes_since`](crate::Manager::changes_since).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangesSince {
+    /// The net changes after the seq asked for, through `through`: each
+    /// path once, sorted by path, compared with what was there at that
+    /// seq (a file created and removed since does not appear; one removed
+    /// and created again is `Modified`). Ask again from `through`.
+    Changes {
+        /// The changes.
+        changes: Vec<Change>,
+        /// The last seq they cover.
+        through: Seq,
+    },
+    /// The journal cannot answer from that seq: rebuild from scratch (list
+    /// the tree, or apply the spec with
+    /// [`initial_scan`](crate::WatchOptions::initial_scan)), then ask
+    /// again from `through`. Changes after `through` are kept, so nothing
+    /// made during the rebuild is missed.
+    Resync {
+        /// Why.
+        reason: ResyncReason,
+        /// Where to ask from after rebuilding.
+        through: Seq,
+    },
+}
+
+/// Why [`ChangesSince::Resync`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResyncReason {
+    /// The seq is older than what the journal still holds (it keeps a
+    /// bounded number of paths; `oldest` is the oldest seq it can answer
+    /// from).
+    TooOld {
+        /// The oldest seq the journal can answer from now.
+        oldest: Seq,
+    },
+    /// The seq is from before the spec's current generation (it was
+    /// updated since: its paths or rules may differ), or from an earlier
+    /// manager (an earlier run of the process: seqs start from the wall
+    /// clock, so an earlier run's are smaller).
+    OtherGeneration {
+        /// The current generation.
+        generation: Generation,
+    },
+    /// The seq was never issued by this manager (it is ahead of the
+    /// newest).
+    Unknown,
+}
+
+#[derive(Debug)]
+struct Entry {
+    exists: bool,
+    file_type: FileType,
+    last: u64,
+    /// Seqs at which the path appeared or vanished, oldest first.
+    flips: Vec<u64>,
+}
+
+/// The journal of one spec generation.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    generation: Generation,
+    /// The last seq issued before this generation started.
+    start: u64,
+    /// Questions about seqs below this are answered with `Resync`.
+    floor: u64,
+    /// The seq of the last batch recorded.
+    through: u64,
+    capacity: usize,
+    paths: HashMap<Arc<Path>, Entry>,
+    /// (last seq, path): who goes first when the journal is full.
+    by_last: BTreeSet<(u64, Arc<Path>)>,
+}
+
+impl Journal {
+    /// An empty journal of a generation that starts after seq `start`.
+    pub(crate) fn new(generation: Generation, start: u64, capacity: usize) -> Journal {
+        Journal {
+            generation,
+            start,
+            floor: start,
+            through: start,
+            capacity: capacity.max(1),
+            paths: HashMap::new(),
+            by_last: BTreeSet::new(),
+        }
+    }
+
+    /// The generation it journals.
+    pub(crate) fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Records a batch with sequence number `seq` (greater than any
+    /// before).
+    pub(crate) fn record(&mut self, seq: u64, changes: &[Change]) {
+        debug_assert!(seq > self.through);
+        self.through = seq;
+        for c in changes {
+            self.record_one(seq, c);
+        }
+    }
+
+    fn record_one(&mut self, seq: u64, c: &Change) {
+        let key: Arc<Path> = match self.paths.get_key_value(c.path.as_path()) {
+            Some((k, _)) => k.clone(),
+            None => {
+                if self.paths.len() >= self.capacity {
+                    self.evict_oldest();
+                }
+                let k: Arc<Path> = Arc::from(c.path.as_path());
+                let exists_before = c.kind != ChangeKind::Created;
+                self.paths.insert(
+                    k.clone(),
+                    Entry {
+                        exists: exists_before,
+                        file_type: c.file_type,
+                        last: 0,
+                        flips: Vec::new(),
+                    },
+                );
+                k
+            }
+        };
+        let e = self.paths.get_mut(&key).expect("just found or inserted");
+        if e.last != 0 {
+            self.by_last.remove(&(e.last, key.clone()));
+        }
+        let exists = c.kind != ChangeKind::Removed;
+        if exists != e.exists {
+            e.flips.push(seq);
+            if e.flips.len() > MAX_FLIPS {
+                let dropped = e.flips.remove(0);
+                self.floor = self.floor.max(dropped);
+            }
+        }
+        e.exists = exists;
+        e.file_type = c.file_type;
+        e.last = seq;
+        self.by_last.insert((seq, key));
+    }
+
+    fn evict_oldest(&mut self) {
+        if let Some((last, path)) = self.by_last.pop_first() {
+            self.paths.remove(&path);
+            self.floor = self.floor.max(last);
+        }
+    }
+
+    /// The net changes after `seq`; `newest` is the newest seq the manager
+    /// has issued (for any spec).
+    pub(crate) fn since(&self, seq: u64, newest: u64) -> ChangesSince {
+        let through = Seq(self.through);
+        let resync = |reason| ChangesSince::Resync { reason, through };
+        if seq > newest.max(self.through) {
+            return resync(ResyncReason::Unknown);
+        }
+        if seq < self.start {
+            return resync(ResyncReason::OtherGeneration {
+                generation: self.generation,
+            });
+        }
+        if seq < self.floor {
+            return resync(ResyncReason::TooOld {
+                oldest: Seq(self.floor),
+            });
+        }
+        let mut changes: Vec<Change> = self
+            .by_last
+            .range((seq + 1, Arc::from(Path::new("")))..)
+            .filter_map(|(_, path)| {
+                let e = &self.paths[path];
+                let flips_after = e.flips.iter().filter(|f| **f > seq).count();
+                let existed = e.exists ^ (flips_after % 2 == 1);
+                let kind = match (existed, e.exists) {
+                    (false, true) => ChangeKind::Created,
+                    (true, true) => ChangeKind::Modified,
+                    (true, false) => ChangeKind::Removed,
+                    (false, false) => return None,
+                };
+                Some(Change::new(PathBuf::from(&**path), kind, e.file_type))
+            })
+            .collect();
+        changes.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        ChangesSince::Changes { changes, through }
+    }
+
+    /// Distinct paths held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.paths.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ChangeKind::*;
+
+    fn c(path: &str, kind: ChangeKind) -> Change {
+        Change::new(path, kind, FileType::File)
+    }
+
+    fn changes(j: &Journal, seq: u64) -> Vec<(String, ChangeKind)> {
+        match j.since(seq, 1_000) {
+            ChangesSince::Changes { changes, .. } => changes
+                .into_iter()
+                .map(|c| (c.path.display().to_string(), c.kind))
+                .collect(),
+            other => panic!("since {seq}: {other:?}"),
+        }
+    }
+
+    fn pairs(v: &[(&str, ChangeKind)]) -> Vec<(String, ChangeKind)> {
+        v.iter().map(|(p, k)| (p.to_string(), *k)).collect()
+    }
+
+    #[test]
+    fn net_changes_are_relative_to_the_seq_asked() {
+        let mut j = Journal::new(Generation(1), 10, 100);
+        j.record(11, &[c("/a", Created), c("/b", Modified)]);
+        j.record(12, &[c("/a", Modified), c("/c", Removed)]);
+        j.record(13, &[c("/a", Removed), c("/b", Removed)]);
+        j.record(14, &[c("/b", Created)]);
+        assert_eq!(
+            changes(&j, 10),
+            pairs(&[("/b", Modified), ("/c", Removed)]),
+            "a came and went; b was replaced"
+        );
+        assert_eq!(
+            changes(&j, 11),
+            pairs(&[("/a", Removed), ("/b", Modified), ("/c", Removed)])
+        );
+        assert_eq!(changes(&j, 12), pairs(&[("/a", Removed), ("/b", Modified)]));
+        assert_eq!(changes(&j, 13), pairs(&[("/b", Created)]));
+        assert_eq!(changes(&j, 14), pairs(&[]));
+        match j.since(14, 20) {
+            ChangesSince::Changes { through, .. } => assert_eq!(through, Seq(14)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_seq_between_batches_of_other_specs_is_fine() {
+        let mut j = Journal::new(Generation(1), 0, 100);
+        j.record(5, &[c("/a", Created)]);
+        j.record(9, &[c("/a", Modified)]);
+        assert_eq!(changes(&j, 7), pairs(&[("/a", Modified)]));
+        assert_eq!(changes(&j, 3), pairs(&[("/a", Created)]));
+        assert_eq!(changes(&j, 9), pairs(&[]));
+        assert_eq!(changes(&j, 500), pairs(&[]), "newer batches of others");
+    }
+
+    #[test]
+    fn memory_is_bounded_by_paths_and_eviction_raises_the_floor() {
+        let mut j = Journal::new(Generation(1), 0, 2);
+        for s in 1..=1000 {
+            j.record(s, &[c("/hot", Modified)]);
+        }
+        assert_eq!(j.len(), 1, "one path however many changes");
+        j.record(1001, &[c("/x", Created)]);
+        j.record(1002, &[c("/y", Created)]); // evicts /hot (last 1000)
+        assert_eq!(j.len(), 2);
+        assert_eq!(
+            j.since(999, 2000),
+            ChangesSince::Resync {
+                reason: ResyncReason::TooOld { oldest: Seq(1000) },
+                through: Seq(1002)
+            },
+            "never a partial list"
+        );
+        assert_eq!(
+            changes(&j, 1000),
+            pairs(&[("/x", Created), ("/y", Created)])
+        );
+    }
+
+    #[test]
+    fn a_path_that_comes_and_goes_often_raises_the_floor() {
+        let mut j = Journal::new(Generation(1), 0, 100);
+        let mut s = 0;
+        for _ in 0..10 {
+            s += 1;
+            j.record(s, &[c("/lock", Created)]);
+            s += 1;
+            j.record(s, &[c("/lock", Removed)]);
+        }
+        // 20 flips, 8 kept: those at 13..=20.
+        assert!(matches!(
+            j.since(11, 100),
+            ChangesSince::Resync {
+                reason: ResyncReason::TooOld { oldest: Seq(12) },
+                ..
+            }
+        ));
+        assert_eq!(changes(&j, 12), pairs(&[]), "gone then and now");
+        assert_eq!(changes(&j, 13), pairs(&[("/lock", Removed)]));
+    }
+
+    #[test]
+    fn other_generations_and_unknown_seqs_must_resync() {
+        let mut j = Journal::new(Generation(3), 50, 10);
+        j.record(51, &[c("/a", Created)]);
+        assert_eq!(
+            j.since(49, 60),
+            ChangesSince::Resync {
+                reason: ResyncReason::OtherGeneration {
+                    generation: Generation(3)
+                },
+                through: Seq(51)
+            }
+        );
+        assert_eq!(changes(&j, 50), pairs(&[("/a", Created)]));
+        assert!(matches!(
+            j.since(61, 60),
+            ChangesSince::Resync {
+                reason: ResyncReason::Unknown,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn removed_keeps_the_type_it_had() {
+        let mut j = Journal::new(Generation(1), 0, 10);
+        j.record(1, &[Change::new("/d", Removed, FileType::Dir)]);
+        match j.since(0, 1) {
+            ChangesSince::Changes { changes, .. } => {
+                assert_eq!(changes[0].file_type, FileType::Dir);
+                assert_eq!(changes[0].kind, Removed);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

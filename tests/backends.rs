@@ -1,0 +1,280 @@
+//! Backends per spec: `Poll` chosen by a spec, `Auto` polling a FUSE mount
+//! (the shared-storage case), and what status says of each root.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use specwatch::{Backend, BackendReason, ChangeKind, Error, Manager, Phase, WatchSpec};
+
+const SPEC_POLL: Backend = Backend::Poll {
+    interval: Duration::from_millis(30),
+};
+
+#[test]
+fn a_spec_can_poll_in_a_manager_that_watches_natively() {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir(root.join("sub")).unwrap();
+    let m = manager(Backend::Native);
+    let mut c = Collector::new(m.subscribe());
+    let st = start(&m, "p", spec(&[root]).backend(SPEC_POLL));
+    assert_eq!(st.phase, Phase::Watching, "{st:?}");
+    assert_eq!(st.roots.len(), 1);
+    assert_eq!(st.roots[0].backend, SPEC_POLL);
+    assert_eq!(st.roots[0].reason, BackendReason::Chosen);
+    assert_eq!(m.stats().os_watches, 0, "a spec that polls holds no watch");
+    let f = root.join("sub/a");
+    fs::write(&f, "1").unwrap();
+    m.sync("p", WAIT).unwrap();
+    c.drain();
+    assert!(c.has("p", &f, ChangeKind::Created), "{:?}", c.changes("p"));
+    fs::write(&f, "22").unwrap();
+    c.wait("sub/a modified, found by polling", |c| {
+        c.has("p", &f, ChangeKind::Modified)
+    });
+    // A second spec over the same tree with the event backend: watched,
+    // and both specs hear of changes.
+    start(&m, "n", spec(&[root]));
+    assert!(m.stats().os_watches >= 2, "{:?}", m.stats());
+    let g = root.join("sub/b");
+    fs::write(&g, "1").unwrap();
+    c.wait("sub/b created, in both specs", |c| {
+        c.has("p", &g, ChangeKind::Created) && c.has("n", &g, ChangeKind::Created)
+    });
+}
+
+#[test]
+fn a_spec_naming_the_event_backend_the_manager_does_not_run_is_refused() {
+    let d = tmp();
+    let m = manager(Backend::Native);
+    let err = m
+        .apply("web", spec(&[d.path()]).backend(Backend::Portable))
+        .unwrap_err();
+    match &err {
+        Error::BackendUnavailable {
+            spec,
+            wanted,
+            running,
+        } => {
+            assert_eq!(spec, "web");
+            assert_eq!((*wanted, *running), (Backend::Portable, Backend::Native));
+        }
+        other => panic!("expected BackendUnavailable, got {other:?}"),
+    }
+    assert!(err.to_string().contains("\"web\""), "{err}");
+    assert!(m.names().is_empty(), "nothing applied");
+    let err = m
+        .reconcile([("a", spec(&[d.path()]).backend(Backend::Portable))])
+        .unwrap_err();
+    assert!(matches!(err, Error::BackendUnavailable { .. }), "{err:?}");
+    // The one it runs, and polling, are fine.
+    m.apply("n", spec(&[d.path()]).backend(Backend::Native))
+        .unwrap();
+    m.apply("p", spec(&[d.path()]).backend(SPEC_POLL)).unwrap();
+}
+
+#[test]
+fn auto_on_a_local_directory_uses_the_event_backend_and_names_the_file_system() {
+    let d = tmp();
+    let m = Manager::new().unwrap();
+    let st = start(&m, "s", spec(&[d.path()]));
+    let r = &st.roots[0];
+    eprintln!("Auto on the temporary directory: {r}");
+    assert_eq!(r.path, d.path());
+    assert_ne!(r.backend, Backend::Auto);
+    assert!(
+        matches!(r.reason, BackendReason::Local { .. }),
+        "a temporary directory taken for shared storage: {r}"
+    );
+    assert!(m.stats().os_watches > 0);
+}
+
+/// A FUSE bind mount of a directory (`bindfs`): writes to the directory
+/// itself are what another host's writes look like through a shared
+/// mount (no event on the mount). Unmounted on drop.
+struct BindMount {
+    mnt: PathBuf,
+}
+
+impl BindMount {
+    fn mount(src: &Path, mnt: &Path) -> Result<BindMount, String> {
+        let out = Command::new("bindfs")
+            .arg(src)
+            .arg(mnt)
+            .output()
+            .map_err(|e| format!("cannot run bindfs ({e}); install it (Debian: bindfs)"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "bindfs {} {} failed: {}",
+                src.display(),
+                mnt.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(BindMount {
+            mnt: mnt.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount")
+            .args(["-u", "-z"])
+            .arg(&self.mnt)
+            .status();
+    }
+}
+
+/// Mounts `src` on `mnt`, or says loudly why not: a failure when
+/// `SPECWATCH_REQUIRE_FUSE` is set (CI installs bindfs and sets it), else
+/// a skip.
+fn bind_mount(src: &Path, mnt: &Path) -> Option<BindMount> {
+    match BindMount::mount(src, mnt) {
+        Ok(m) => Some(m),
+        Err(why) if std::env::var_os("SPECWATCH_REQUIRE_FUSE").is_some() => {
+            panic!("FUSE is required here (SPECWATCH_REQUIRE_FUSE) and cannot be mounted: {why}")
+        }
+        Err(why) => {
+            eprintln!(
+                "\n*** SKIPPED: the FUSE test cannot mount: {why}\n\
+                 *** (set SPECWATCH_REQUIRE_FUSE=1 to make this a failure)\n"
+            );
+            None
+        }
+    }
+}
+
+/// A storage directory and a FUSE mount of it (`storage`, `replica`),
+/// or `None` (said loudly) where FUSE cannot be mounted.
+fn shared_storage() -> Option<(tempfile::TempDir, PathBuf, PathBuf, BindMount)> {
+    let d = tmp();
+    let src = d.path().join("storage");
+    let mnt = d.path().join("replica");
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let mount = bind_mount(&src, &mnt)?;
+    Some((d, src, mnt, mount))
+}
+
+#[test]
+fn on_a_fuse_mount_native_misses_another_hosts_write_and_auto_polls_it() {
+    let Some((_d, src, mnt, _mount)) = shared_storage() else {
+        return;
+    };
+    let every = Duration::from_millis(50);
+    // Two managers: in one, a directory polled for one spec would report
+    // what it finds to every spec covering it.
+    let native = Manager::builder().backend(Backend::Native).build().unwrap();
+    let auto = Manager::builder().poll_interval(every).build().unwrap();
+    let mut cn = Collector::new(native.subscribe());
+    let mut ca = Collector::new(auto.subscribe());
+    let sn = start(&native, "charts", spec(&[&mnt]));
+    let sa = start(&auto, "charts", spec(&[&mnt]));
+    eprintln!("Native: {}", sn.roots[0]);
+    eprintln!("Auto:   {}", sa.roots[0]);
+    assert_eq!(sn.roots[0].backend, Backend::Native);
+    assert_eq!(sa.roots[0].backend, Backend::Poll { interval: every });
+    assert_eq!(
+        sa.roots[0].reason,
+        BackendReason::Shared {
+            file_system: "fuse",
+            magic: 0x6573_5546
+        }
+    );
+    assert_eq!(
+        sa.roots[0].to_string(),
+        format!("poll every 50ms: fuse (0x65735546) at {}", mnt.display())
+    );
+    assert_eq!(sa.phase, Phase::Watching, "polled by detection: {sa:?}");
+
+    // Another host writes: through the storage itself, not the mount.
+    fs::create_dir(src.join("org")).unwrap();
+    fs::write(src.join("org/app-1.0.0.tgz"), "chart").unwrap();
+    let seen = mnt.join("org/app-1.0.0.tgz");
+    auto.sync("charts", WAIT).unwrap();
+    ca.drain();
+    assert!(
+        ca.has("charts", &seen, ChangeKind::Created),
+        "Auto: the write below the mount was not reported: {:?}",
+        ca.changes("charts")
+    );
+    native.sync("charts", WAIT).unwrap();
+    cn.drain();
+    assert!(
+        cn.changes("charts").is_empty(),
+        "Native saw a write made beside the mount: the premise of this test \
+         does not hold here: {:?}",
+        cn.changes("charts")
+    );
+    // A write through the mount itself: both see it.
+    let local = mnt.join("local.tgz");
+    fs::write(&local, "x").unwrap();
+    cn.wait("Native: a write through the mount", |c| {
+        c.has("charts", &local, ChangeKind::Created)
+    });
+    ca.wait("Auto: a write through the mount", |c| {
+        c.has("charts", &local, ChangeKind::Created)
+    });
+    // And a removal made elsewhere, found by polling within its interval.
+    fs::remove_file(src.join("org/app-1.0.0.tgz")).unwrap();
+    ca.wait("Auto: the removal below the mount", |c| {
+        c.has("charts", &seen, ChangeKind::Removed)
+    });
+}
+
+#[test]
+fn a_spec_may_choose_what_its_manager_defaults_to() {
+    let d = tmp();
+    let m = Manager::builder()
+        .backend(SPEC_POLL)
+        .build()
+        .expect("a polling manager");
+    let st = start(&m, "s", WatchSpec::new([d.path()]));
+    assert_eq!(st.roots[0].backend, SPEC_POLL);
+    assert_eq!(st.roots[0].reason, BackendReason::Chosen);
+}
+
+#[test]
+fn rescan_every_catches_what_a_fuse_mount_never_reports_and_counts_it() {
+    let Some((_d, src, mnt, _mount)) = shared_storage() else {
+        return;
+    };
+    let m = Manager::builder().backend(Backend::Native).build().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(
+        &m,
+        "charts",
+        spec(&[&mnt]).rescan_every(Duration::from_millis(50)),
+    );
+    // Through the mount: an event, nothing missed.
+    let local = mnt.join("local.tgz");
+    fs::write(&local, "x").unwrap();
+    c.wait("the write through the mount", |c| {
+        c.has("charts", &local, ChangeKind::Created)
+    });
+    // Beside it: no event; the rescan finds it.
+    fs::write(src.join("remote.tgz"), "y").unwrap();
+    let remote = mnt.join("remote.tgz");
+    c.wait(
+        "the rescan to deliver the write made beside the mount",
+        |c| c.has("charts", &remote, ChangeKind::Created),
+    );
+    c.wait("missed_by_os to count it", |c| {
+        c.statuses
+            .get("charts")
+            .and_then(|s| s.last())
+            .is_some_and(|s| s.missed_by_os >= 1)
+    });
+    let st = m.status("charts").unwrap();
+    eprintln!(
+        "Native with rescans on FUSE: missed_by_os = {}",
+        st.missed_by_os
+    );
+    assert_eq!(st.missed_by_os, 1, "the local write was not missed: {st:?}");
+}
