@@ -678,18 +678,31 @@ fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
             ),
             format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
         ));
-        // Floor and poll alternate, so that both see the same cache state.
+        // Floor and polls alternate, so that all see the same cache state.
+        // Two pollers: the poll backend's thread (a manager that polls
+        // everything), and the engine polling a spec that chose `Poll` in a
+        // manager that watches natively.
         let (_, _, m) = startup_specwatch(POLL_IDLE, &root);
+        let spec_poll = Manager::builder().backend(Backend::Native).build().unwrap();
+        spec_poll
+            .apply("b", WatchSpec::new([&root]).backend(POLL_IDLE))
+            .unwrap();
+        spec_poll
+            .wait_watching("b", Duration::from_secs(120))
+            .unwrap();
         let mut floors = Vec::new();
         let mut polls = Vec::new();
+        let mut spec_polls = Vec::new();
         for _ in 0..3 {
             floors.push(median(
                 (0..RUNS).map(|_| find_printf_floor(&root)).collect(),
             ));
             polls.push(full_poll(&m));
+            spec_polls.push(full_poll(&spec_poll));
         }
-        let (floor, poll) = (median(floors), median(polls));
+        let (floor, poll, sp) = (median(floors), median(polls), median(spec_polls));
         drop(m);
+        drop(spec_poll);
         rows.push((
             format!(
                 "one full poll ms, {dirs} x {files} (find -printf '%T@ %s %i': {:.1})",
@@ -700,6 +713,10 @@ fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
         rows.push((
             format!("  per 10,000 entries, ms ({entries} entries)"),
             format!("{:.1}", ms(poll) * 10_000.0 / entries as f64),
+        ));
+        rows.push((
+            format!("  a spec's Poll in a native manager (engine polls), {dirs} x {files}"),
+            format!("{:.1} ({})", ms(sp), ratio(ms(sp), ms(floor))),
         ));
         let mem = memory_in_child("poll", &empty, &root, entries);
         rows.push((

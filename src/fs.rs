@@ -441,6 +441,47 @@ fn ident_of(m: &std::fs::Metadata) -> (u64, u64) {
 }
 
 /// The stat signature of an entry (polled directories only).
+/// A hash of the content of file `path` (`None`: unreadable, or larger
+/// than [`MAX_HASHED`]).
+pub(crate) fn content_hash(path: &Path) -> Option<u64> {
+    use std::hash::Hasher;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf).ok()?;
+        if n == 0 {
+            return Some(h.finish());
+        }
+        total += n as u64;
+        if total > MAX_HASHED {
+            return None;
+        }
+        h.write(&buf[..n]);
+    }
+}
+
+/// Files larger than this are never hashed (their signature alone counts).
+pub(crate) const MAX_HASHED: u64 = 64 * 1024 * 1024;
+
+/// How coarse a file system's timestamps may be: an entry written less
+/// than this before a look may be written again without its mtime moving
+/// (FAT counts in 2 s steps; ext3 and many NFS servers in seconds).
+pub(crate) const COARSE_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether a file with `mtime` may change, after a look at `looked`,
+/// without its timestamps showing it ("racily clean", as git says): its
+/// mtime is within [`COARSE_TIME`] of the look.
+pub(crate) fn racy(mtime: (i64, i64), looked: SystemTime) -> bool {
+    let Ok(l) = looked.duration_since(SystemTime::UNIX_EPOCH) else {
+        return true;
+    };
+    let l = l.saturating_sub(COARSE_TIME);
+    (mtime.0, mtime.1) >= (l.as_secs() as i64, i64::from(l.subsec_nanos()))
+}
+
 pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     #[cfg(unix)]
@@ -579,5 +620,29 @@ mod tests {
         );
         dir.ino = 10;
         assert!(touched.changed(&dir) && touched.replaced(&dir));
+    }
+
+    #[test]
+    fn a_file_written_within_the_coarse_window_is_racy() {
+        let look = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_000, 0);
+        assert!(racy((999, 0), look), "1 s before the look");
+        assert!(racy((998, 0), look), "exactly 2 s before");
+        assert!(
+            !racy((997, 999_999_999), look),
+            "older: its mtime would move"
+        );
+        assert!(racy((1_001, 0), look), "after the look");
+    }
+
+    #[test]
+    fn content_hashes_tell_contents_apart() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, "aaaa").unwrap();
+        let a = content_hash(&f).unwrap();
+        assert_eq!(content_hash(&f), Some(a), "stable");
+        std::fs::write(&f, "bbbb").unwrap();
+        assert_ne!(content_hash(&f), Some(a));
+        assert_eq!(content_hash(&d.path().join("missing")), None);
     }
 }

@@ -65,6 +65,16 @@
 //! does not see other machines' writes; what it finds goes through the same
 //! index diff, so it reports what the OS backends report.
 //!
+//! The backend is chosen per spec ([`WatchSpec::backend`]; the manager's
+//! is the default). [`Backend::Auto`], the default, checks each root's
+//! file system with `statfs` and polls those on NFS, SMB, FUSE and other
+//! shared file systems; [`WatchStatus::roots`] says what each root got and
+//! why. For servers that share storage between replicas,
+//! [`WatchOptions::initial_scan`] builds a cache from batches alone,
+//! [`Manager::changes_since`] catches a consumer up after a short absence
+//! (or tells it to rebuild), and [`WatchOptions::rescan_every`] checks
+//! natively watched roots against the disk and counts what the OS missed.
+//!
 //! # Never losing a change
 //!
 //! - [`Manager::sync`] is a barrier (cookie files, as Watchman does): when it
@@ -111,7 +121,19 @@
 //! - Writes through a shared `mmap` produce no inotify events and are not
 //!   seen by the OS backends; nor are changes made on another machine to a
 //!   network file system. [`Backend::Poll`] sees both, up to an interval
-//!   late; the manager does not yet choose it by itself for network mounts.
+//!   late; [`Backend::Auto`] chooses it for a root on a network or FUSE
+//!   file system, judged by the root's own file system when it is
+//!   attached: another mount further below a root is not detected (give
+//!   it a spec of its own, or choose `Poll`).
+//! - Polling chosen per spec (or by `Auto`) runs on the engine's thread:
+//!   a network mount that hangs holds up every spec of that manager. Give
+//!   such storage a manager of its own, or build one with
+//!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`, whose scans run
+//!   on a thread of their own.
+//! - A poll compares each entry's type, size, mtime and ctime (to the
+//!   nanosecond) and inode: a file rewritten with the same size within the
+//!   file system's timestamp granularity and put back under the same inode
+//!   (or a file created and removed within one interval) is not seen.
 //! - The portable backend watches ignored directories too (notify recurses
 //!   into them); their events are dropped, but they cost OS watches. The
 //!   manager's watch cap (`ManagerBuilder::max_os_watches`) applies to the

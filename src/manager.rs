@@ -322,7 +322,7 @@ impl Manager {
     /// published so far (a batch still open is not included: it comes with
     /// a greater seq). Either the exact net changes since `seq` (each path
     /// once, relative to what was there at `seq`) through a newer seq to
-    /// ask from next time, or [`ChangesSince::Resync`]: `seq` is older
+    /// ask from next time, or [`ChangesSince::Resync`](crate::ChangesSince::Resync): `seq` is older
     /// than the journal holds, from another generation of the spec (or an
     /// earlier manager), or was never issued. Never a silently partial
     /// list. `seq` may be any seq this manager issued, for any spec (a

@@ -198,6 +198,18 @@ pub struct WatchOptions {
     /// that are polled are not rescanned: polling already is this. `None`
     /// (the default): no rescans.
     pub rescan_every: Option<Duration>,
+    /// When polling, also compare the content of files whose timestamps
+    /// are too recent to be trusted: for file systems with coarse
+    /// timestamps (FAT's 2 s, ext3's and many NFS servers' 1 s), where a
+    /// file rewritten with the same size within one tick keeps its
+    /// signature. A file whose mtime is within 2 s of a poll is hashed
+    /// then, and hashed again at the next poll if its signature did not
+    /// move; older files are never read (a write would move their mtime).
+    /// Files over 64 MiB are not hashed. Off by default; applies to the
+    /// directories the engine polls (a spec's `Poll`, `Auto`'s detected
+    /// roots, the watch-limit fallback), not to the threads of a manager
+    /// built with `Backend::Poll`.
+    pub content_hash: bool,
 }
 
 impl Default for WatchOptions {
@@ -210,6 +222,7 @@ impl Default for WatchOptions {
             backend: None,
             initial_scan: false,
             rescan_every: None,
+            content_hash: false,
         }
     }
 }
@@ -297,6 +310,13 @@ impl WatchSpec {
     #[must_use]
     pub fn rescan_every(mut self, every: Duration) -> Self {
         self.options.rescan_every = Some(every);
+        self
+    }
+
+    /// Sets [`WatchOptions::content_hash`].
+    #[must_use]
+    pub fn content_hash(mut self, on: bool) -> Self {
+        self.options.content_hash = on;
         self
     }
 

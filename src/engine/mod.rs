@@ -16,6 +16,7 @@
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their stat signatures, when next |
+//! | `rescan.rs` | rescans (`rescan_every`): when next, signatures, what the OS missed |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
 //! | `links.rs` | followed symlinks and where they led |
@@ -23,8 +24,9 @@
 //! | `sync.rs` | sync barriers and the cookies seen |
 //! | `publish.rs` | batches' sequence numbers, subscribers, and every `WatchStatus` |
 //!
-//! `tree.rs` (covering, reading, removing directories) and `events.rs`
-//! (what a hint leads to) own no state: they are the steps that ask the
+//! `tree.rs` (covering, reading, removing directories), `events.rs`
+//! (what a hint leads to) and `modes.rs` (how each root is watched, and
+//! what that asks of each directory) own no state: they are the steps that ask the
 //! owners to change.
 
 use std::sync::Arc;

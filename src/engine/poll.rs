@@ -38,7 +38,13 @@ pub(super) struct Polled {
     /// `Auto` found a shared file system), at this interval.
     chosen: Option<Duration>,
     sigs: Sigs,
+    /// Content hashes of the files that were racy at the last look (see
+    /// `WatchOptions::content_hash`), and when that look was.
+    hashes: Hashes,
 }
+
+/// Content hashes of racy files, by name.
+pub(super) type Hashes = BTreeMap<OsString, u64>;
 
 /// Which directories are polled, why, and when.
 #[derive(Debug)]
@@ -55,6 +61,15 @@ pub(super) struct PollSet {
 }
 
 impl Polled {
+    fn new() -> Polled {
+        Polled {
+            instead: None,
+            chosen: None,
+            sigs: Sigs::new(),
+            hashes: Hashes::new(),
+        }
+    }
+
     fn every(&self, instead: Duration) -> Duration {
         match (self.instead, self.chosen) {
             (Some(_), Some(c)) => c.min(instead),
@@ -98,11 +113,7 @@ impl PollSet {
     /// Polls `id` in place of an OS watch from now on (keeping its
     /// signatures if it already is polled); `Link` wins over `Limit`.
     fn add(&mut self, id: DirId, why: Why, now: Instant) {
-        let p = self.dirs.entry(id).or_insert(Polled {
-            instead: None,
-            chosen: None,
-            sigs: Sigs::new(),
-        });
+        let p = self.dirs.entry(id).or_insert_with(Polled::new);
         if p.instead != Some(Why::Link) {
             p.instead = Some(why);
         }
@@ -117,11 +128,7 @@ impl PollSet {
         let mut new = false;
         let p = self.dirs.entry(id).or_insert_with(|| {
             new = true;
-            Polled {
-                instead: None,
-                chosen: None,
-                sigs: Sigs::new(),
-            }
+            Polled::new()
         });
         if p.chosen == Some(every) {
             return false;
@@ -169,14 +176,24 @@ impl PollSet {
         self.changed |= self.dirs.remove(&id).is_some();
     }
 
-    fn sigs(&self, id: DirId) -> Option<&Sigs> {
+    pub(super) fn sigs(&self, id: DirId) -> Option<&Sigs> {
         self.dirs.get(&id).map(|p| &p.sigs)
     }
 
     /// Replaces the signatures of `id`, if it is polled.
-    fn set_sigs(&mut self, id: DirId, sigs: Sigs) {
+    pub(super) fn set_sigs(&mut self, id: DirId, sigs: Sigs) {
         if let Some(p) = self.dirs.get_mut(&id) {
             p.sigs = sigs;
+        }
+    }
+
+    fn hashes(&self, id: DirId) -> Option<&Hashes> {
+        self.dirs.get(&id).map(|p| &p.hashes)
+    }
+
+    fn set_hashes(&mut self, id: DirId, hashes: Hashes) {
+        if let Some(p) = self.dirs.get_mut(&id) {
+            p.hashes = hashes;
         }
     }
 
@@ -309,15 +326,27 @@ impl Engine {
         // An entry that cannot be `stat`ed now (it went since the read)
         // gets a signature no entry has: if the next poll finds one there,
         // it is looked at again, whatever its own signature.
+        let hash = self.wants_hash(id);
+        let wall = self.clock.wall();
+        let mut hashes = Hashes::new();
         let sigs = node
             .entries()
             .iter()
             .map(|(n, _)| {
-                let sig = fs::sig_of(&node.path().join(n)).unwrap_or(Sig::UNKNOWN);
+                let path = node.path().join(n);
+                let sig = fs::sig_of(&path).unwrap_or(Sig::UNKNOWN);
+                if hash
+                    && sig.kind == FileType::File
+                    && fs::racy(sig.mtime, wall)
+                    && let Some(h) = fs::content_hash(&path)
+                {
+                    hashes.insert(n.to_os_string(), h);
+                }
                 (n.to_os_string(), sig)
             })
             .collect();
         self.polls.set_sigs(id, sigs);
+        self.polls.set_hashes(id, hashes);
     }
 
     /// Polls directory `id` every `every` because a covering spec polls it
@@ -328,6 +357,16 @@ impl Engine {
         {
             self.sign(id);
         }
+    }
+
+    /// Whether a spec covering directory `id` compares racy files'
+    /// contents when polling.
+    fn wants_hash(&self, id: DirId) -> bool {
+        self.index.get(id).is_some_and(|n| {
+            n.full()
+                .iter()
+                .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()))
+        })
     }
 
     /// Polls the polled directories whose interval is up.
@@ -365,8 +404,12 @@ impl Engine {
         };
         listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
         let old = self.polls.sigs(id);
+        let old_hashes = self.polls.hashes(id);
+        let hash = self.wants_hash(id);
+        let wall = self.clock.wall();
         let mut modified = Vec::new();
         let mut sigs = Sigs::new();
+        let mut hashes = Hashes::new();
         let mut vanished = Vec::new();
         for (name, _) in &listing {
             let Some(sig) = fs::sig_of(&path.join(name)) else {
@@ -375,10 +418,29 @@ impl Engine {
                 vanished.push(name.clone());
                 continue;
             };
-            if let Some(before) = old.and_then(|o| o.get(name))
+            let before = old.and_then(|o| o.get(name));
+            let mut now_hash = None;
+            if let Some(before) = before
                 && before.changed(&sig)
             {
                 modified.push((name.clone(), before.replaced(&sig)));
+            } else if hash
+                && sig.kind == FileType::File
+                && let Some(h0) = old_hashes.and_then(|h| h.get(name))
+            {
+                // Racy at the last look, and its signature did not move:
+                // only its content can tell.
+                now_hash = fs::content_hash(&path.join(name));
+                if now_hash != Some(*h0) {
+                    modified.push((name.clone(), false));
+                }
+            }
+            if hash
+                && sig.kind == FileType::File
+                && fs::racy(sig.mtime, wall)
+                && let Some(h) = now_hash.or_else(|| fs::content_hash(&path.join(name)))
+            {
+                hashes.insert(name.clone(), h);
             }
             sigs.insert(name.clone(), sig);
         }
@@ -387,6 +449,7 @@ impl Engine {
         }
         self.apply_listing(id, &listing, &modified);
         self.polls.set_sigs(id, sigs);
+        self.polls.set_hashes(id, hashes);
     }
 
     /// A directory entry of `id` that lost its node, or whose node has

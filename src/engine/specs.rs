@@ -59,6 +59,11 @@ impl SpecState {
         self.modes.iter().filter(|m| m.poll.is_some()).count()
     }
 
+    /// Whether polls of its directories compare racy files' contents.
+    pub(super) fn hashes(&self) -> bool {
+        self.spec.options.content_hash
+    }
+
     pub(super) fn follows_links(&self) -> bool {
         self.spec.options.follow_symlinks
     }

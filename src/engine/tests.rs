@@ -561,3 +561,41 @@ fn a_rescan_delivers_and_counts_what_no_event_reported() {
     assert!(h.batches().is_empty(), "nothing left to find");
     assert_eq!(h.status("s").missed_by_os, 2);
 }
+
+#[test]
+fn content_hash_finds_a_rewrite_that_the_signature_hides() {
+    for hash in [false, true] {
+        let mut h = harness(Config::default());
+        let f = h.root.join("f");
+        std::fs::write(&f, "aaaa").unwrap();
+        let spec = h
+            .spec()
+            .backend(Backend::Poll { interval: 30 * MS })
+            .quiet_window(10 * MS)
+            .content_hash(hash);
+        h.apply("p", spec);
+        // Rewritten with the same size; the stored signature is made to
+        // match, as on a file system whose timestamps did not move.
+        std::fs::write(&f, "bbbb").unwrap();
+        let id = h.engine.index.lookup(&h.root).unwrap();
+        let mut sigs = h.engine.polls.sigs(id).unwrap().clone();
+        sigs.insert("f".into(), crate::fs::sig_of(&f).unwrap());
+        h.engine.polls.set_sigs(id, sigs);
+        h.after(30 * MS);
+        h.after(10 * MS);
+        let b = h.batches();
+        if hash {
+            assert_eq!(b.len(), 1, "the content tells");
+            assert_eq!(
+                (b[0].changes[0].path.clone(), b[0].changes[0].kind),
+                (f.clone(), ChangeKind::Modified)
+            );
+            // Hashed again at that poll: an unchanged file stays quiet.
+            h.after(30 * MS);
+            h.after(10 * MS);
+            assert!(h.batches().is_empty(), "no change, no report");
+        } else {
+            assert!(b.is_empty(), "control: the signature alone cannot see it");
+        }
+    }
+}
