@@ -115,7 +115,10 @@ fn parse_args() -> Result<Args, String> {
             }
             Some("--follow-symlinks") => args.follow_symlinks = true,
             Some("--initial-scan") => args.initial_scan = true,
-            Some("-h") | Some("--help") => return Err(USAGE.into()),
+            Some("-h") | Some("--help") => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             Some("--") => args.paths.extend(it.by_ref().map(PathBuf::from)),
             Some(s) if s.starts_with("--") => return Err(format!("unknown flag {s}\n{USAGE}")),
             _ => args.paths.push(PathBuf::from(a)),

@@ -19,6 +19,17 @@ pub enum ChangeKind {
     Removed,
 }
 
+impl std::fmt::Display for ChangeKind {
+    /// `created`, `modified` or `removed` (as the `watch` example prints).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Removed => "removed",
+        })
+    }
+}
+
 /// The type of a changed entry (for `Removed`: the type it had).
 ///
 /// Symbolic links are not followed: a link is reported as `Symlink`, and a
@@ -33,6 +44,18 @@ pub enum FileType {
     Symlink,
     /// Anything else: a socket, a FIFO, a device.
     Other,
+}
+
+impl std::fmt::Display for FileType {
+    /// `file`, `dir`, `symlink` or `other`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileType::File => "file",
+            FileType::Dir => "dir",
+            FileType::Symlink => "symlink",
+            FileType::Other => "other",
+        })
+    }
 }
 
 /// One changed path.

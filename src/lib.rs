@@ -174,6 +174,11 @@
 // `coalesce`, `reconcile`, `fanout`) and the I/O leaves (`backend`, `fs`)
 // -> plain data (`spec`, `change`, `status`, `stats`, `ids`, `error`,
 // `clock`). ARCHITECTURE.md draws it; tests/layers.rs checks it.
+/// The README's examples, compiled as doc tests so that they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod backend;
 #[cfg(feature = "bench")]
 pub mod bench_api;
@@ -197,6 +202,10 @@ mod stats;
 mod status;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
+/// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
+/// [`Manager::subscribe`] returns, re-exported so that its type can be
+/// named without depending on a matching version.
+pub use crossbeam_channel;
 pub use error::{Error, Result};
 pub use fanout::Event;
 pub use ids::{Generation, Seq};
@@ -204,6 +213,8 @@ pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, ResyncReason};
 pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, STATS_WAIT};
 pub use reconcile::ReconcileSummary;
-pub use spec::{Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
+pub use spec::{
+    Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, ParseBackendError, WatchOptions, WatchSpec,
+};
 pub use stats::Stats;
 pub use status::{BackendReason, Phase, RECENT_BATCHES, RootStatus, WatchStatus};

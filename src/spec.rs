@@ -72,6 +72,72 @@ impl std::fmt::Display for Backend {
     }
 }
 
+/// A [`Backend`] named in text (a flag, a config file) was not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown backend {0:?}: expected auto, native, portable, poll or poll:INTERVAL (such as poll:250ms)"
+)]
+pub struct ParseBackendError(String);
+
+impl std::str::FromStr for Backend {
+    type Err = ParseBackendError;
+
+    /// `auto`, `native`, `portable`, `poll` (every second) or
+    /// `poll:INTERVAL` with a unit (`poll:250ms`, `poll:2s`); what
+    /// [`Display`](std::fmt::Display) writes (`poll every 2s`) is read
+    /// back too.
+    ///
+    /// ```
+    /// use specwatch::Backend;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!("native".parse(), Ok(Backend::Native));
+    /// let b: Backend = "poll:250ms".parse().unwrap();
+    /// assert_eq!(b, Backend::Poll { interval: Duration::from_millis(250) });
+    /// assert_eq!(b.to_string().parse(), Ok(b));
+    /// assert!("carrier-pigeon".parse::<Backend>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Backend, ParseBackendError> {
+        let err = || ParseBackendError(s.to_owned());
+        let t = s.trim();
+        match t {
+            "auto" => return Ok(Backend::Auto),
+            "native" => return Ok(Backend::Native),
+            "portable" => return Ok(Backend::Portable),
+            "poll" => {
+                return Ok(Backend::Poll {
+                    interval: Duration::from_secs(1),
+                });
+            }
+            _ => {}
+        }
+        let interval = t
+            .strip_prefix("poll:")
+            .or_else(|| t.strip_prefix("poll every "))
+            .ok_or_else(err)?;
+        let interval = parse_duration(interval.trim()).ok_or_else(err)?;
+        Ok(Backend::Poll { interval })
+    }
+}
+
+/// `250ms`, `2s`, `1.5s`, `3m`, `500us`, `10ns` (as `Debug` of a
+/// `Duration` writes them); `None` for anything else.
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "ns" => value / 1e9,
+        "us" | "µs" => value / 1e6,
+        "ms" => value / 1e3,
+        "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
 /// The desired state of one watch: what to watch, what to leave out, and how
 /// to batch what is seen.
 ///
@@ -459,6 +525,32 @@ mod tests {
         // Same intent, other spelling: equal.
         let s2 = WatchSpec::new(["/base/rel", "/b/c", "/a/y"]);
         assert_eq!(s2.normalized("s").unwrap(), n);
+    }
+
+    #[test]
+    fn durations_and_backends_parse_as_they_print() {
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("10ns"), Some(Duration::from_nanos(10)));
+        for bad in ["", "ms", "5", "5 parsecs", "-1s", "1e400s"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        for b in [
+            Backend::Auto,
+            Backend::Native,
+            Backend::Portable,
+            Backend::Poll {
+                interval: Duration::from_millis(1500),
+            },
+            Backend::Poll {
+                interval: Duration::from_micros(20),
+            },
+        ] {
+            assert_eq!(b.to_string().parse::<Backend>(), Ok(b), "{b}");
+        }
+        let e = "inotify".parse::<Backend>().unwrap_err();
+        assert!(e.to_string().contains("\"inotify\""), "{e}");
     }
 
     #[test]

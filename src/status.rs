@@ -34,6 +34,18 @@ pub enum Phase {
     },
 }
 
+impl fmt::Display for Phase {
+    /// `starting`, `watching`, `degraded: REASON` or `failed: ERROR`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::Starting => f.write_str("starting"),
+            Phase::Watching => f.write_str("watching"),
+            Phase::Degraded { reason } => write!(f, "degraded: {reason}"),
+            Phase::Failed { error } => write!(f, "failed: {error}"),
+        }
+    }
+}
+
 /// How one root of a spec is watched, and why: one entry of
 /// [`WatchStatus::roots`].
 ///

@@ -146,6 +146,17 @@ fn poll_interval_alone_means_polling() {
 }
 
 #[test]
+fn help_goes_to_stdout_and_exits_0() {
+    for flag in ["--help", "-h"] {
+        let out = Command::new(example()).arg(flag).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with("usage: watch"), "{flag}: {text:?}");
+        assert!(out.stderr.is_empty(), "{flag}");
+    }
+}
+
+#[test]
 fn bad_flags_exit_2_with_usage() {
     let d = tempfile::tempdir().unwrap();
     for args in [
