@@ -1,0 +1,312 @@
+//! A small Helm chart repository server (like chartmuseum) whose index
+//! follows the storage directory through specwatch change batches.
+//!
+//! ```text
+//! cargo run --release --example chart_index -- --storage DIR
+//!     [--listen 127.0.0.1:8080] [--backend auto|native|portable|poll]
+//!     [--poll-interval MS] [--max-upload-mb 16]
+//! ```
+//!
+//! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
+//! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
+//! a tenant path of any depth (`org`, `org/team`, or none for `DIR` itself):
+//!
+//! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
+//!   (`*.tgz`) directly in `DIR/<tenant>/`. Header `X-Index-Seq`: the `seq`
+//!   of the last change batch applied (0 before any).
+//! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index.
+//! - `POST /api/<tenant>/charts`, a package as the body: stored as
+//!   `DIR/<tenant>/<name>-<version>.tgz` (201, 409 when it exists, 400 when
+//!   the body is not a chart, 413 above `--max-upload-mb`). Written to a
+//!   `.upload-*` file in the same directory, fsynced, then hard-linked to
+//!   its name (which fails if the name exists, so no upload replaces a
+//!   package; renamed where the file system has no hard links).
+//! - `DELETE /api/<tenant>/charts/<name>/<version>`: 200 or 404.
+//!
+//! **The index is built and kept from change batches alone.** The watch
+//! asks for an initial scan ([`WatchOptions::initial_scan`]): its first
+//! batches report every existing entry as created, and are applied like any
+//! later batch. At start the server subscribes, applies the spec, waits for
+//! it to be watched, passes a [`Manager::sync`] barrier (after which the
+//! scan's batches have been delivered), applies what it has received, and
+//! only then prints `LISTENING`; a thread applies the batches that follow.
+//! An upload or a delete writes to the file system and the index learns of
+//! it from the watch, like any write of another replica sharing `DIR` (or
+//! of a person with a shell): each change of a `*.tgz` directly in a tenant
+//! directory re-reads just that package. There is no walk of `DIR`, no
+//! timer, no rebuild. Each applied batch says `index: seq N: K changes` on
+//! stderr. A package that cannot be read (half written, corrupt) is left
+//! out with a line `skip PATH: REASON` on stderr, and read again at its next
+//! change.
+//!
+//! `--backend` chooses how the watch learns of changes (the spec's
+//! [`WatchSpec::backend`]): `auto` (the default) uses the OS's events,
+//! except on a network or FUSE file system (NFS, SMB, sshfs, s3fs, ...:
+//! found with `statfs`, where another host's writes make no event here),
+//! which it polls every `--poll-interval` milliseconds (default 1000);
+//! `poll` polls at that interval whatever the file system; `native` and
+//! `portable` name the OS backend (`--poll-interval` then only paces the
+//! polling of directories the OS refuses to watch). Before `LISTENING`,
+//! one line per root on stderr says what it got and why, e.g.
+//! `chart_index: root: poll every 1s: fuse (0x65735546) at /mnt/charts`
+//! (again whenever that changes).
+//!
+//! Nothing outside `DIR` is read or written (see the `storage` module), and
+//! temporary upload files are named `.upload-*` and ignored by the watch.
+//! Modules: `http` (a small hand-written HTTP/1.1 server), `api` (the
+//! routes), `chart` (reading packages), `index` (the index and its YAML),
+//! `storage` (path safety and durable writes).
+//!
+//! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
+//! [`WatchSpec::backend`]: specwatch::WatchSpec::backend
+//! [`Manager::sync`]: specwatch::Manager::sync
+
+mod api;
+mod chart;
+mod http;
+mod index;
+mod storage;
+
+use std::fs;
+use std::io::{self, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
+
+use crate::api::State;
+use crate::index::{Index, apply_batch};
+use crate::storage::UPLOAD_PREFIX;
+
+const USAGE: &str = "usage: chart_index --storage DIR [--listen ADDR] \
+     [--backend auto|native|portable|poll] [--poll-interval MS] [--max-upload-mb N]";
+
+/// The name of the one watch spec, over the storage directory.
+const SPEC: &str = "storage";
+/// The poll interval when `--poll-interval` gives none.
+const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
+/// How long starting to watch (and the initial scan) may take.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Args {
+    storage: PathBuf,
+    listen: String,
+    /// What the spec asks for: `Auto`, `Native`, `Portable` or `Poll`.
+    backend: Backend,
+    /// `Poll`'s interval, and the manager's for what it polls otherwise
+    /// (roots `Auto` finds shared; directories the OS will not watch).
+    poll_interval: Duration,
+    max_upload: u64,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut storage = None;
+    let mut listen = "127.0.0.1:8080".to_owned();
+    let mut backend = Backend::Auto;
+    let mut poll = false;
+    let mut poll_interval = DEFAULT_POLL_INTERVAL;
+    let mut max_upload_mb: u64 = 16;
+    let mut it = std::env::args_os().skip(1);
+    fn value(
+        flag: &str,
+        it: &mut impl Iterator<Item = std::ffi::OsString>,
+    ) -> Result<String, String> {
+        it.next()
+            .and_then(|v| v.into_string().ok())
+            .ok_or_else(|| format!("{flag} needs a value (UTF-8)\n{USAGE}"))
+    }
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--storage") => {
+                storage = Some(PathBuf::from(
+                    it.next()
+                        .ok_or(format!("--storage needs a directory\n{USAGE}"))?,
+                ));
+            }
+            Some("--listen") => listen = value("--listen", &mut it)?,
+            Some("--backend") => {
+                let v = value("--backend", &mut it)?;
+                poll = v == "poll";
+                backend = match v.as_str() {
+                    "auto" | "poll" => Backend::Auto,
+                    "native" => Backend::Native,
+                    "portable" => Backend::Portable,
+                    _ => return Err(format!("--backend: unknown backend {v:?}\n{USAGE}")),
+                };
+            }
+            Some("--poll-interval") => {
+                let v = value("--poll-interval", &mut it)?;
+                let ms: u64 = v.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                    format!("--poll-interval: not a positive number of milliseconds: {v:?}")
+                })?;
+                poll_interval = Duration::from_millis(ms);
+            }
+            Some("--max-upload-mb") => {
+                let v = value("--max-upload-mb", &mut it)?;
+                max_upload_mb = v
+                    .parse()
+                    .ok()
+                    .filter(|mb| (1..=1 << 20).contains(mb))
+                    .ok_or_else(|| format!("--max-upload-mb: not a positive number: {v:?}"))?;
+            }
+            Some("-h" | "--help") => return Err(USAGE.into()),
+            _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
+        }
+    }
+    if poll {
+        backend = Backend::Poll {
+            interval: poll_interval,
+        };
+    }
+    Ok(Args {
+        storage: storage.ok_or(format!("--storage is required\n{USAGE}"))?,
+        listen,
+        backend,
+        poll_interval,
+        max_upload: max_upload_mb << 20,
+    })
+}
+
+/// The watch manager: the OS backend the spec names (`native`,
+/// `portable`), else the default one (`Auto` and `Poll` are the spec's
+/// business); `poll_interval` paces what the manager polls on its own
+/// account (roots `Auto` finds on shared storage).
+fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result<Manager> {
+    let builder = Manager::builder().poll_interval(poll_interval);
+    match backend {
+        Backend::Native | Backend::Portable => builder.backend(backend),
+        _ => builder,
+    }
+    .build()
+}
+
+/// The one watch: the whole storage directory, temporary uploads left out,
+/// watched as `backend` says, its existing entries reported first.
+fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
+    WatchSpec::new([root])
+        .ignore(IgnoreRule::new(root, [format!("{UPLOAD_PREFIX}*")]))
+        .backend(backend)
+        .initial_scan(true)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chart_index: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    fs::create_dir_all(&args.storage)
+        .map_err(|e| format!("cannot create {}: {e}", args.storage.display()))?;
+    // Changes are reported under the path as watched: watch the canonical
+    // one (a root that is itself a link would be watched as a link).
+    let root = args
+        .storage
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", args.storage.display()))?;
+    // Bound first, so that a bad address fails before a long scan;
+    // connections wait in the backlog until the index is built.
+    let listener =
+        TcpListener::bind(&args.listen).map_err(|e| format!("listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+
+    let manager = watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?;
+    // Subscribed before the spec is applied: the initial scan's batches
+    // come through here, as every later one does.
+    let events = manager.subscribe();
+    manager
+        .apply(SPEC, storage_spec(&root, args.backend))
+        .map_err(|e| e.to_string())?;
+    let status = manager
+        .wait_watching(SPEC, START_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    let mut follower = Follower::default();
+    follower.status(&status);
+    // Once the barrier is passed, every batch of the initial scan (and of
+    // any change made since the spec was applied) has been delivered:
+    // apply what has come, then answer requests.
+    manager
+        .sync(SPEC, START_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    let state = Arc::new(State::new(root, Index::new(), args.max_upload));
+    for ev in events.try_iter() {
+        follower.handle(ev, &state);
+    }
+    {
+        let state = Arc::clone(&state);
+        std::thread::Builder::new()
+            .name("follow".into())
+            .spawn(move || {
+                for ev in &events {
+                    follower.handle(ev, &state);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "LISTENING http://{addr}")
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())?;
+    }
+    http::serve(&listener, move |head, conn| api::route(&state, head, conn));
+    drop(manager);
+    Ok(())
+}
+
+/// Applies the watch's events, in order: change batches to the index,
+/// statuses to stderr (each root's backend, trouble) when they change.
+#[derive(Default)]
+struct Follower {
+    /// The roots last printed.
+    roots: Vec<RootStatus>,
+    /// The trouble (degraded, failed) last printed; `None` while all is well.
+    trouble: Option<String>,
+}
+
+impl Follower {
+    fn handle(&mut self, ev: Event, state: &State) {
+        match ev {
+            Event::Changes(batch) if batch.name == SPEC => {
+                apply_batch(&state.index, &state.root, &batch);
+            }
+            Event::Status(s) if s.name == SPEC => self.status(&s),
+            _ => {}
+        }
+    }
+
+    fn status(&mut self, s: &WatchStatus) {
+        if !s.roots.is_empty() && s.roots != self.roots {
+            for r in &s.roots {
+                eprintln!("chart_index: root: {r}");
+            }
+            self.roots = s.roots.clone();
+        }
+        let trouble = match &s.phase {
+            Phase::Degraded { reason } => Some(format!("watch degraded: {reason}")),
+            Phase::Failed { error } => Some(format!("watch failed: {error}")),
+            Phase::Watching => None,
+            _ => return,
+        };
+        if trouble != self.trouble {
+            if let Some(t) = &trouble {
+                eprintln!("chart_index: {t}");
+            }
+            self.trouble = trouble;
+        }
+    }
+}
