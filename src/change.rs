@@ -7,6 +7,8 @@ use crate::ids::{Generation, Seq};
 
 /// What happened to a path, net over one batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum ChangeKind {
     /// The path did not exist before the batch and exists after it.
     Created,
@@ -35,6 +37,8 @@ impl std::fmt::Display for ChangeKind {
 /// Symbolic links are not followed: a link is reported as `Symlink`, and a
 /// change to its target is not a change to the link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum FileType {
     /// A regular file.
     File,
@@ -60,6 +64,7 @@ impl std::fmt::Display for FileType {
 
 /// One changed path.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Change {
     /// The absolute path, as the file system spells it (bytes on Unix, never
@@ -92,6 +97,7 @@ impl Change {
 /// `seq` order. Not promised: that a `Modified` file's content differs (a
 /// write of the same bytes is a modification).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ChangeBatch {
     /// The spec's name.

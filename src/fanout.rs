@@ -7,18 +7,30 @@
 //! of distinct changed paths, not by the number of events) and only the
 //! latest status snapshot of each spec is kept. The engine moves the backlog
 //! into the channel as room appears.
+//!
+//! With the `stream` feature a subscriber may carry a [`Wake`]: the link to
+//! an async reader (`stream.rs`). The engine wakes the reader's task after
+//! every delivery into the channel (a send or a flush of the backlog) and
+//! when it lets go of the subscriber, and stops sending once the reader is
+//! gone, even while the channel is full.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossbeam_channel::{Sender, TrySendError};
+#[cfg(feature = "stream")]
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "stream")]
+use std::task::Waker;
 
 use crate::change::{Change, ChangeBatch, ChangeKind, FileType};
 use crate::status::WatchStatus;
 
 /// One message to a subscriber.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum Event {
     /// A batch of changes of one spec.
@@ -193,10 +205,60 @@ impl Backlog {
     }
 }
 
+/// Where an async reader of a subscriber's channel leaves its waker, and
+/// whether either side has gone. Shared by the reader (`stream.rs`) and the
+/// engine's [`Subscriber`]; a lock held for a few instructions only.
+#[cfg(feature = "stream")]
+#[derive(Debug, Default)]
+pub(crate) struct Wake {
+    waker: parking_lot::Mutex<Option<Waker>>,
+    /// The reader was dropped: the engine should let go of the subscriber
+    /// (its channel may be full, so a send would not tell).
+    reader_gone: AtomicBool,
+    /// The engine let go of the subscriber: nothing more will be sent.
+    sender_gone: AtomicBool,
+}
+
+#[cfg(feature = "stream")]
+impl Wake {
+    /// The reader's side: wake `waker` at the next delivery. The reader
+    /// must look at the channel again after this (a delivery just before
+    /// found no waker to wake).
+    pub(crate) fn register(&self, waker: &Waker) {
+        let mut slot = self.waker.lock();
+        match &*slot {
+            Some(w) if w.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    /// The engine's side: something was delivered (or the subscriber is
+    /// gone).
+    fn wake(&self) {
+        let waker = self.waker.lock().take();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn set_reader_gone(&self) {
+        self.reader_gone.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the engine has let go: once it has, what is in the channel
+    /// is all there will be.
+    pub(crate) fn sender_gone(&self) -> bool {
+        self.sender_gone.load(Ordering::SeqCst)
+    }
+}
+
 /// One subscriber: a bounded channel and its backlog.
 pub(crate) struct Subscriber {
     tx: Sender<Event>,
     backlog: Backlog,
+    /// The async reader's link, for a stream.
+    #[cfg(feature = "stream")]
+    wake: Option<std::sync::Arc<Wake>>,
 }
 
 impl Subscriber {
@@ -204,6 +266,36 @@ impl Subscriber {
         Subscriber {
             tx,
             backlog: Backlog::default(),
+            #[cfg(feature = "stream")]
+            wake: None,
+        }
+    }
+
+    /// A subscriber read by an async task, woken through `wake`.
+    #[cfg(feature = "stream")]
+    pub(crate) fn with_wake(tx: Sender<Event>, wake: Arc<Wake>) -> Subscriber {
+        Subscriber {
+            tx,
+            backlog: Backlog::default(),
+            wake: Some(wake),
+        }
+    }
+
+    /// Whether the reader is known to be gone without trying to send (an
+    /// async reader says so when dropped).
+    fn reader_gone(&self) -> bool {
+        #[cfg(feature = "stream")]
+        if let Some(w) = &self.wake {
+            return w.reader_gone.load(Ordering::SeqCst);
+        }
+        false
+    }
+
+    /// Wakes an async reader after a delivery.
+    fn delivered(&self) {
+        #[cfg(feature = "stream")]
+        if let Some(w) = &self.wake {
+            w.wake();
         }
     }
 
@@ -217,7 +309,10 @@ impl Subscriber {
             return true;
         }
         match self.tx.try_send(event) {
-            Ok(()) => true,
+            Ok(()) => {
+                self.delivered();
+                true
+            }
             Err(TrySendError::Full(ev)) => {
                 self.backlog.push(ev);
                 true
@@ -229,21 +324,31 @@ impl Subscriber {
     /// Moves as much of the backlog into the channel as fits; false once
     /// the receiver is gone.
     pub(crate) fn flush(&mut self) -> bool {
+        if self.reader_gone() {
+            return false;
+        }
+        let mut sent = false;
         // Merged batches are only materialised when there is room for them.
-        while !self.backlog.is_empty() && !self.tx.is_full() {
+        let alive = loop {
+            if self.backlog.is_empty() || self.tx.is_full() {
+                break true;
+            }
             let Some(ev) = self.backlog.pop() else {
-                break;
+                break true;
             };
             match self.tx.try_send(ev) {
-                Ok(()) => {}
+                Ok(()) => sent = true,
                 Err(TrySendError::Full(ev)) => {
                     self.backlog.unpop(ev);
-                    return true;
+                    break true;
                 }
-                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Disconnected(_)) => break false,
             }
+        };
+        if sent {
+            self.delivered();
         }
-        true
+        alive
     }
 
     pub(crate) fn behind(&self) -> bool {
@@ -252,6 +357,18 @@ impl Subscriber {
 
     pub(crate) fn backlog_paths(&self) -> usize {
         self.backlog.paths()
+    }
+}
+
+/// Tells an async reader that nothing more will come (the engine dropped
+/// the subscriber: its reader went away, or the engine stopped).
+#[cfg(feature = "stream")]
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        if let Some(w) = &self.wake {
+            w.sender_gone.store(true, Ordering::SeqCst);
+            w.wake();
+        }
     }
 }
 
@@ -378,6 +495,69 @@ mod tests {
         assert_eq!(seen.len(), 10);
         assert_eq!(last_seq, 1000);
         drop(rx);
+        assert!(!s.send(status("s", 1)));
+    }
+
+    /// Counts its wakes.
+    #[cfg(feature = "stream")]
+    struct CountWakes(std::sync::atomic::AtomicUsize);
+
+    #[cfg(feature = "stream")]
+    impl std::task::Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[cfg(feature = "stream")]
+    #[test]
+    fn a_stream_is_woken_by_sends_and_flushes_and_when_dropped() {
+        let wakes = Arc::new(CountWakes(Default::default()));
+        let waker = Waker::from(wakes.clone());
+        let count = || wakes.0.load(Ordering::SeqCst);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let wake = Arc::new(Wake::default());
+        let mut s = Subscriber::with_wake(tx, wake.clone());
+        // Nothing registered: nothing to wake.
+        assert!(s.send(status("s", 1)));
+        assert_eq!(count(), 0);
+        rx.try_recv().unwrap();
+        wake.register(&waker);
+        assert!(s.send(status("s", 2)));
+        assert_eq!(count(), 1, "a send wakes the registered reader");
+        // The reader did not register again: a full channel, a backlog.
+        assert!(s.send(batch("s", 1, 1, vec![ch("/a", Created, File)])));
+        assert!(s.behind());
+        wake.register(&waker);
+        assert!(s.flush(), "still alive");
+        assert_eq!(count(), 1, "no room: nothing delivered, no wake");
+        rx.try_recv().unwrap();
+        assert!(s.flush());
+        assert!(!s.behind());
+        assert_eq!(count(), 2, "a flush into the channel wakes");
+        // The engine lets go: the reader is woken and told.
+        wake.register(&waker);
+        assert!(!wake.sender_gone());
+        drop(s);
+        assert!(wake.sender_gone());
+        assert_eq!(count(), 3);
+        assert!(matches!(rx.try_recv(), Ok(Event::Changes(_))));
+    }
+
+    #[cfg(feature = "stream")]
+    #[test]
+    fn a_dropped_stream_is_let_go_of_even_with_a_full_channel() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let wake = Arc::new(Wake::default());
+        let mut s = Subscriber::with_wake(tx, wake.clone());
+        for i in 0..3u64 {
+            assert!(s.send(batch("s", 1, i + 1, vec![ch("/a", Modified, File)])));
+        }
+        assert!(s.behind());
+        // What the stream does when dropped.
+        wake.set_reader_gone();
+        drop(rx);
+        assert!(!s.flush());
         assert!(!s.send(status("s", 1)));
     }
 }

@@ -4,6 +4,8 @@
 /// changes the (normalised) spec. A name deleted and applied again starts
 /// again at 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Generation(pub u64);
 
 impl std::fmt::Display for Generation {
@@ -37,4 +39,6 @@ impl Generation {
 /// answers it with a resync. Gaps mean batches of other specs, never lost
 /// batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Seq(pub u64);

@@ -35,6 +35,8 @@ use crate::error::{Error, Result};
 /// An ignored directory gets no OS watch at all unless some `!` pattern could
 /// match below it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct IgnoreRule {
     /// The directory the patterns are relative to.

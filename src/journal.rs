@@ -27,6 +27,8 @@ const MAX_FLIPS: usize = 8;
 
 /// The answer of [`Manager::changes_since`](crate::Manager::changes_since).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum ChangesSince {
     /// The net changes after the seq asked for, through `through`: each
@@ -54,6 +56,8 @@ pub enum ChangesSince {
 
 /// Why [`ChangesSince::Resync`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum ResyncReason {
     /// The seq is older than what the journal still holds (it keeps a

@@ -166,6 +166,20 @@
 //!   of `Manager`, for the crate's own tests. Not part of the stable API.
 //! - `bench`: a module of entry points into internal pure code, for the
 //!   crate's benchmarks. Not part of the stable API.
+//! - `stream`: `Manager::stream`, a subscription as a `futures_core::Stream`
+//!   (`EventStream`; `.changes()` and `.statuses()` narrow it to change
+//!   batches or status snapshots), so that an async program can
+//!   `while let Some(batch) = stream.next().await` without a thread per
+//!   subscriber. The engine wakes the stream's task when it delivers; the
+//!   order, the merging of a slow reader's batches (nothing is lost) and
+//!   the engine never waiting are those of `Manager::subscribe`; dropping
+//!   the stream unsubscribes. Adds the `futures-core` dependency.
+//! - `serde`: `Serialize`/`Deserialize` for specs, rules, options,
+//!   backends (`"poll:250ms"`), events, batches and statuses; durations as
+//!   `"200ms"` (or a number of milliseconds). `WatchSpecs` reads a
+//!   configuration file's named specs, naming the spec and the field in
+//!   errors, and hands them to [`Manager::reconcile`]. Adds the `serde`
+//!   dependency.
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 
@@ -185,6 +199,7 @@ pub mod bench_api;
 mod change;
 mod clock;
 mod coalesce;
+mod duration;
 mod engine;
 mod error;
 mod fanout;
@@ -197,9 +212,13 @@ mod index;
 mod journal;
 mod manager;
 mod reconcile;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod spec;
 mod stats;
 mod status;
+#[cfg(feature = "stream")]
+mod stream;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
@@ -213,8 +232,12 @@ pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, ResyncReason};
 pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, STATS_WAIT};
 pub use reconcile::ReconcileSummary;
+#[cfg(feature = "serde")]
+pub use serde_impl::WatchSpecs;
 pub use spec::{
     Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, ParseBackendError, WatchOptions, WatchSpec,
 };
 pub use stats::Stats;
 pub use status::{BackendReason, Phase, RECENT_BATCHES, RootStatus, WatchStatus};
+#[cfg(feature = "stream")]
+pub use stream::{ChangeStream, EventStream, StatusStream};

@@ -17,6 +17,8 @@ use crate::reconcile::{ReconcileSummary, plan};
 use crate::spec::{Backend, WatchSpec};
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
+#[cfg(feature = "stream")]
+use crate::stream::EventStream;
 
 /// What [`Manager::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +134,8 @@ impl ManagerBuilder {
                 .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
             specs: Mutex::new(HashMap::new()),
             last_stats: Mutex::new(Stats::default()),
+            #[cfg(all(feature = "stream", feature = "test-hooks"))]
+            streams: Mutex::new(Vec::new()),
         })
     }
 }
@@ -157,6 +161,9 @@ pub struct Manager {
     specs: Mutex<HashMap<String, AppliedSpec>>,
     /// The last counters the engine gave (for a `stats` that cannot wait).
     last_stats: Mutex<Stats>,
+    /// Each stream's link to its subscriber, for `live_streams`.
+    #[cfg(all(feature = "stream", feature = "test-hooks"))]
+    streams: Mutex<Vec<std::sync::Weak<crate::fanout::Wake>>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -402,6 +409,87 @@ impl Manager {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
         self.engine.subscribe(Subscriber::new(tx));
         rx
+    }
+
+    /// A new subscription as a [`Stream`](futures_core::Stream), for async
+    /// programs: every event of every spec from now on, exactly as
+    /// [`subscribe`](Manager::subscribe) delivers them, without a thread
+    /// per subscriber. [`EventStream::changes`] keeps only the change
+    /// batches, [`EventStream::statuses`] only the status snapshots.
+    ///
+    /// What is promised is what `subscribe` promises:
+    ///
+    /// - **Order**: events come in the order the engine produced them.
+    /// - **The engine never waits for the stream.** It puts each event in
+    ///   the stream's channel ([`ManagerBuilder::subscriber_capacity`]
+    ///   events) and wakes the stream's task; the task is never polled by
+    ///   a timer.
+    /// - **A slow consumer loses nothing.** While its channel is full, its
+    ///   further batches of one spec generation are merged per path (net:
+    ///   created then removed is nothing; a merged batch carries the newest
+    ///   seq and time of the batches in it) and only the latest status
+    ///   snapshot per spec is kept; the engine moves them into the channel
+    ///   (and wakes the task) as room appears. Every changed path arrives,
+    ///   never dropped, and memory stays bounded by the number of distinct
+    ///   changed paths.
+    /// - **Dropping the stream unsubscribes**: the engine lets go of it at
+    ///   its next event (within milliseconds if the stream was behind).
+    /// - The stream ends (`None`) once the manager is dropped and every
+    ///   event sent before has been read.
+    ///
+    /// The manager's other methods block (briefly, except [`wait_watching`]
+    /// and [`sync`], which wait for the engine): from an async task, call
+    /// those through the runtime's way of running blocking code.
+    ///
+    /// [`wait_watching`]: Manager::wait_watching
+    /// [`sync`]: Manager::sync
+    ///
+    /// # Examples
+    ///
+    /// With tokio and `futures::StreamExt` (for `next`):
+    ///
+    /// ```no_run
+    /// use futures_util::StreamExt;
+    /// use specwatch::{Manager, WatchSpec};
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), specwatch::Error> {
+    ///     let manager = Manager::new()?;
+    ///     // Subscribe before applying: no event of the spec is missed.
+    ///     let mut batches = manager.stream().changes();
+    ///     manager.apply("src", WatchSpec::new(["src"]))?;
+    ///     while let Some(batch) = batches.next().await {
+    ///         for change in &batch.changes {
+    ///             println!("{} {} {}", batch.name, change.kind, change.path.display());
+    ///         }
+    ///     }
+    ///     Ok(())
+    /// }
+    /// ```
+    #[cfg(feature = "stream")]
+    pub fn stream(&self) -> EventStream {
+        let (tx, rx) = crossbeam_channel::bounded(self.capacity);
+        let wake = std::sync::Arc::new(crate::fanout::Wake::default());
+        #[cfg(feature = "test-hooks")]
+        {
+            let mut streams = self.streams.lock();
+            streams.retain(|w| w.strong_count() > 0);
+            streams.push(std::sync::Arc::downgrade(&wake));
+        }
+        self.engine
+            .subscribe(Subscriber::with_wake(tx, wake.clone()));
+        EventStream::new(rx, wake)
+    }
+
+    /// Test hook: how many streams of this manager are still held, by the
+    /// caller or by the engine. A dropped stream counts until the engine
+    /// has let go of its subscriber.
+    #[cfg(all(feature = "stream", feature = "test-hooks"))]
+    #[must_use]
+    pub fn live_streams(&self) -> usize {
+        let mut streams = self.streams.lock();
+        streams.retain(|w| w.strong_count() > 0);
+        streams.len()
     }
 
     /// Waits until the current generation of `name` is being watched (phase

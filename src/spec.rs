@@ -3,6 +3,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+use crate::duration::parse_duration;
 use crate::error::{Error, Result};
 use crate::ignore::{IgnoreRule, Matcher};
 
@@ -120,22 +121,33 @@ impl std::str::FromStr for Backend {
     }
 }
 
-/// `250ms`, `2s`, `1.5s`, `3m`, `500us`, `10ns` (as `Debug` of a
-/// `Duration` writes them); `None` for anything else.
-pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().ok()?;
-    let secs = match unit {
-        "ns" => value / 1e9,
-        "us" | "µs" => value / 1e6,
-        "ms" => value / 1e3,
-        "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+#[cfg(feature = "serde")]
+impl serde::Serialize for Backend {
+    /// `"auto"`, `"native"`, `"portable"` or `"poll:250ms"`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Backend::Poll { interval } => s.serialize_str(&format!("poll:{interval:?}")),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Backend {
+    /// What [`FromStr`](std::str::FromStr) reads.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Backend, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads `WatchOptions::backend`, naming the field in errors.
+#[cfg(feature = "serde")]
+fn backend_field<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Backend>, D::Error> {
+    use serde::Deserialize;
+    Option::<Backend>::deserialize(d).map_err(|e| serde::de::Error::custom(format!("backend: {e}")))
 }
 
 /// The desired state of one watch: what to watch, what to leave out, and how
@@ -158,6 +170,8 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
 /// assert_eq!(spec.paths.len(), 2);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct WatchSpec {
     /// Files or directories to watch. Directories are watched recursively. A
@@ -165,16 +179,21 @@ pub struct WatchSpec {
     pub paths: Vec<PathBuf>,
     /// Ignore rules, applied in order (a later rule's match beats an earlier
     /// one's at the same path).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub ignores: Vec<IgnoreRule>,
     /// Directory that relative paths in `paths` and in the ignore rules'
     /// bases are resolved against. Must be absolute when given.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub base_dir: Option<PathBuf>,
     /// Batching and filtering options.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub options: WatchOptions,
 }
 
 /// How changes are batched and which built-in filters apply.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct WatchOptions {
     /// A batch closes once no change has been seen for this long.
@@ -188,10 +207,24 @@ pub struct WatchOptions {
     /// add their own settling), @parcel/watcher 50 ms, Tilt 200 ms (it starts
     /// container builds, where an extra rebuild costs seconds). Zero closes a
     /// batch as soon as the engine has handled all events it has read.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::duration::serialize",
+            deserialize_with = "crate::duration::field::quiet_window"
+        )
+    )]
     pub quiet_window: Duration,
     /// Under constant churn a batch closes at the latest this long after its
     /// first change. Default: 1 s ([`DEFAULT_MAX_DELAY`]). Must not be smaller
     /// than `quiet_window`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::duration::serialize",
+            deserialize_with = "crate::duration::field::max_delay"
+        )
+    )]
     pub max_delay: Duration,
     /// Ignore the temporary and backup files of common editors (vim `.swp`,
     /// `.swx`, `4913`; emacs `#x#`, `.#x`; `~` backups; JetBrains
@@ -241,6 +274,10 @@ pub struct WatchOptions {
     /// A directory covered by several specs is watched the way each of them
     /// asks (an OS watch for one, polling for another): the changes are
     /// found once and routed to every spec, each batching them its own way.
+    #[cfg_attr(
+        feature = "serde",
+        serde(deserialize_with = "crate::spec::backend_field")
+    )]
     pub backend: Option<Backend>,
     /// Report every entry that exists when watching starts as `Created`
     /// (in the spec's first batches), so that a consumer can build its
@@ -263,6 +300,13 @@ pub struct WatchOptions {
     /// signature (about 60 bytes and the name) per entry. Directories
     /// that are polled are not rescanned: polling already is this. `None`
     /// (the default): no rescans.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::opt_duration::serialize",
+            deserialize_with = "crate::duration::field::rescan_every"
+        )
+    )]
     pub rescan_every: Option<Duration>,
     /// When polling, also compare the content of files whose timestamps
     /// are too recent to be trusted: for file systems with coarse

@@ -14,6 +14,8 @@ pub const RECENT_BATCHES: usize = 20;
 
 /// Where a watch is in its life.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum Phase {
     /// The spec was accepted and the engine has not set up its watching yet.
@@ -53,6 +55,7 @@ impl fmt::Display for Phase {
 /// at /mnt/charts`, `native: ext4 (0xef53) at /src`, `poll every 100ms:
 /// chosen at /srv/data`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct RootStatus {
     /// The root (normalised, as in the spec).
@@ -66,6 +69,8 @@ pub struct RootStatus {
 
 /// Why a root is watched the way [`RootStatus::backend`] says.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum BackendReason {
     /// The spec, or the manager's default for specs that do not say, named
@@ -75,7 +80,7 @@ pub enum BackendReason {
     /// changes (the root, or its nearest existing ancestor, is on it).
     Local {
         /// Its name, where specwatch knows it (`ext4`, `tmpfs`, ...).
-        file_system: Option<&'static str>,
+        file_system: Option<String>,
         /// `statfs`'s `f_type`.
         magic: u64,
     },
@@ -83,7 +88,7 @@ pub enum BackendReason {
     /// where writes made elsewhere make no event here: polled.
     Shared {
         /// Its name (`nfs`, `fuse`, `cifs`, ...).
-        file_system: &'static str,
+        file_system: String,
         /// `statfs`'s `f_type`.
         magic: u64,
     },
@@ -126,6 +131,7 @@ impl fmt::Display for RootStatus {
 /// again, and `monitor_start_time` moves. A consumer that keeps its own
 /// watermark can compare it against `max(last_event_time, monitor_start_time)`.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct WatchStatus {
     /// The spec's name.
@@ -178,8 +184,13 @@ pub struct WatchStatus {
     /// event (a network mount written from elsewhere): poll it instead.
     pub missed_by_os: u64,
     /// The most recent runtime error (a directory that could not be read or
-    /// watched), naming the path.
+    /// watched), naming the path, while the spec has any: it goes once
+    /// every directory is watched and read again (and stays, with the
+    /// phase `Failed`, if the engine failed).
     pub last_error: Option<String>,
+    /// When `last_error` was seen (wall clock), so that a consumer can
+    /// tell a fresh error from an old one.
+    pub last_error_time: Option<SystemTime>,
 }
 
 impl WatchStatus {
@@ -200,6 +211,7 @@ impl WatchStatus {
             overflow_recoveries: 0,
             missed_by_os: 0,
             last_error: None,
+            last_error_time: None,
         }
     }
 }

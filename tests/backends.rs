@@ -183,7 +183,7 @@ fn on_a_fuse_mount_native_misses_another_hosts_write_and_auto_polls_it() {
     assert_eq!(
         sa.roots[0].reason,
         BackendReason::Shared {
-            file_system: "fuse",
+            file_system: "fuse".into(),
             magic: 0x6573_5546
         }
     );

@@ -109,6 +109,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "error",
         "clock",
         "journal",
+        "duration",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {

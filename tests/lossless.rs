@@ -557,9 +557,14 @@ fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
     m.sync("s", WAIT).unwrap();
     c.drain();
     assert!(c.has("s", &g, ChangeKind::Created), "{:?}", c.changes("s"));
+    let st = m.status("s").unwrap();
+    assert!(named(&st), "still degraded while locked");
     assert!(
-        named(&m.status("s").unwrap()),
-        "still degraded while locked"
+        st.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains(&*locked.to_string_lossy()))
+            && st.last_error_time.is_some(),
+        "the last error names the directory, with a time: {st:?}"
     );
     // Readable again: watched, contents reported, phase back to Watching.
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
@@ -570,6 +575,12 @@ fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
     c.wait("phase Watching again", |_| {
         m.status("s").is_some_and(|s| s.phase == Phase::Watching)
     });
+    let st = m.status("s").unwrap();
+    assert_eq!(
+        (st.last_error, st.last_error_time),
+        (None, None),
+        "healthy again: no last error"
+    );
     let h = locked.join("inner/h");
     fs::write(&h, "h").unwrap();
     m.sync("s", WAIT).unwrap();

@@ -293,7 +293,8 @@ impl Engine {
                 let error = format!("the watch engine panicked: {msg}");
                 // Only what is published is touched: the rest may be
                 // inconsistent after a panic.
-                self.out.fail_all(&error);
+                let wall = self.clock.wall();
+                self.out.fail_all(&error, wall);
                 error
             }
         };
@@ -379,7 +380,7 @@ impl Engine {
                         self.os_event(e);
                     }
                 }
-                Read::Failed(error) => self.out.fail(&error),
+                Read::Failed(error) => self.out.fail(&error, self.clock.wall()),
             },
             Msg::Sync {
                 name,

@@ -61,7 +61,7 @@ pub(super) fn decide(
                     status: status(
                         Backend::Poll { interval },
                         BackendReason::Shared {
-                            file_system: f.name.unwrap_or("remote"),
+                            file_system: f.name.unwrap_or("remote").to_owned(),
                             magic: f.magic,
                         },
                     ),
@@ -72,7 +72,7 @@ pub(super) fn decide(
                 status: status(
                     backends.running,
                     BackendReason::Local {
-                        file_system: f.name,
+                        file_system: f.name.map(str::to_owned),
                         magic: f.magic,
                     },
                 ),

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::index::SpecId;
 
@@ -11,8 +12,9 @@ use crate::index::SpecId;
 struct SpecProblems {
     /// Directory -> what went wrong there.
     dirs: BTreeMap<PathBuf, String>,
-    /// The most recent error, naming its path (stays after it clears).
-    last: Option<String>,
+    /// The most recent error, naming its path, and when; goes once every
+    /// directory is fine again.
+    last: Option<(String, SystemTime)>,
 }
 
 #[derive(Debug, Default)]
@@ -22,12 +24,12 @@ pub(super) struct Problems {
 }
 
 impl Problems {
-    /// `path` could not be watched or read, for `specs`.
-    pub(super) fn record(&mut self, specs: &[SpecId], path: &Path, msg: &str) {
+    /// `path` could not be watched or read, for `specs`, at `wall`.
+    pub(super) fn record(&mut self, specs: &[SpecId], path: &Path, msg: &str, wall: SystemTime) {
         for &s in specs {
             let p = self.by_spec.entry(s).or_default();
             p.dirs.insert(path.to_path_buf(), msg.to_owned());
-            p.last = Some(format!("{}: {msg}", path.display()));
+            p.last = Some((format!("{}: {msg}", path.display()), wall));
             self.touched.push(s);
         }
     }
@@ -38,6 +40,9 @@ impl Problems {
             if let Some(p) = self.by_spec.get_mut(&s)
                 && p.dirs.remove(path).is_some()
             {
+                if p.dirs.is_empty() {
+                    p.last = None; // healthy again
+                }
                 self.touched.push(s);
             }
         }
@@ -48,8 +53,8 @@ impl Problems {
         self.by_spec.get(&sid).map(|p| &p.dirs)
     }
 
-    /// The last error of `sid`.
-    pub(super) fn last(&self, sid: SpecId) -> Option<&String> {
+    /// The last error of `sid` while it has any, and when it was seen.
+    pub(super) fn last(&self, sid: SpecId) -> Option<&(String, SystemTime)> {
         self.by_spec.get(&sid)?.last.as_ref()
     }
 
@@ -68,13 +73,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn problems_are_per_spec_and_the_last_error_stays() {
+    fn problems_are_per_spec_and_the_last_error_goes_once_healthy() {
         let mut p = Problems::default();
-        p.record(&[1, 2], Path::new("/a"), "cannot read: EIO");
-        p.record(&[1], Path::new("/b"), "cannot watch: EACCES");
+        let t = SystemTime::UNIX_EPOCH;
+        p.record(&[1, 2], Path::new("/a"), "cannot read: EIO", t);
+        p.record(&[1], Path::new("/b"), "cannot watch: EACCES", t);
         assert_eq!(p.dirs(1).unwrap().len(), 2);
         assert_eq!(p.dirs(2).unwrap().len(), 1);
-        assert_eq!(p.last(1).unwrap(), "/b: cannot watch: EACCES");
+        assert_eq!(p.last(1).unwrap().0, "/b: cannot watch: EACCES");
         p.take_touched();
         p.clear(&[1, 2], Path::new("/a"));
         p.clear(&[1], Path::new("/nothing"));
@@ -82,7 +88,12 @@ mod tests {
         t.sort();
         assert_eq!(t, vec![1, 2], "only real changes touch");
         assert!(p.dirs(2).unwrap().is_empty());
-        assert_eq!(p.last(2).unwrap(), "/a: cannot read: EIO", "history stays");
+        assert_eq!(p.last(2), None, "spec 2 is healthy again");
+        assert_eq!(
+            p.last(1).unwrap().0,
+            "/b: cannot watch: EACCES",
+            "spec 1 still has /b"
+        );
         p.forget(1);
         assert!(p.dirs(1).is_none() && p.last(1).is_none());
     }

@@ -79,8 +79,9 @@ pub(super) struct Publisher {
     next_seq: u64,
     specs: HashMap<SpecId, SpecOut>,
     touched: Vec<SpecId>,
-    /// The backend failed for good: every spec is `Failed` with this.
-    failed: Option<String>,
+    /// The backend failed for good: every spec is `Failed` with this (and
+    /// when).
+    failed: Option<(String, SystemTime)>,
     /// Distinct paths each spec's journal holds.
     journal_paths: usize,
 }
@@ -95,7 +96,7 @@ pub(super) struct Facts {
     pub watch_retries: u64,
     pub overflow_recoveries: u64,
     pub missed_by_os: u64,
-    pub last_error: Option<String>,
+    pub last_error: Option<(String, SystemTime)>,
     /// `None`: watching in full; else why not.
     pub degraded: Option<String>,
 }
@@ -215,15 +216,15 @@ impl Publisher {
     }
 
     /// The backend failed for good: every spec fails with `error`.
-    pub(super) fn fail(&mut self, error: &str) {
-        self.failed = Some(error.to_owned());
+    pub(super) fn fail(&mut self, error: &str, wall: SystemTime) {
+        self.failed = Some((error.to_owned(), wall));
         self.touched.extend(self.specs.keys().copied());
     }
 
     /// After a panic: every last published status, failed with `error`,
     /// without looking at anything else (it may be inconsistent).
-    pub(super) fn fail_all(&mut self, error: &str) {
-        self.failed = Some(error.to_owned());
+    pub(super) fn fail_all(&mut self, error: &str, wall: SystemTime) {
+        self.failed = Some((error.to_owned(), wall));
         let sids: Vec<SpecId> = self.specs.keys().copied().collect();
         for sid in sids {
             let Some(last) = self.specs.get(&sid).and_then(|s| s.published.clone()) else {
@@ -234,6 +235,7 @@ impl Publisher {
                 error: error.to_owned(),
             };
             st.last_error = Some(error.to_owned());
+            st.last_error_time = Some(wall);
             self.put(sid, st);
         }
         self.shared.changed.notify_all();
@@ -257,15 +259,15 @@ impl Publisher {
             return false;
         };
         let phase = match (&self.failed, f.degraded) {
-            (Some(error), _) => Phase::Failed {
+            (Some((error, _)), _) => Phase::Failed {
                 error: error.clone(),
             },
             (None, None) => Phase::Watching,
             (None, Some(reason)) => Phase::Degraded { reason },
         };
-        let last_error = match &self.failed {
-            Some(error) => Some(error.clone()),
-            None => f.last_error,
+        let (last_error, last_error_time) = match self.failed.clone().or(f.last_error) {
+            Some((e, t)) => (Some(e), Some(t)),
+            None => (None, None),
         };
         let status = WatchStatus {
             name: f.name,
@@ -281,6 +283,7 @@ impl Publisher {
             overflow_recoveries: f.overflow_recoveries,
             missed_by_os: f.missed_by_os,
             last_error,
+            last_error_time,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
             return false;
@@ -351,6 +354,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
         && a.overflow_recoveries == b.overflow_recoveries
         && a.missed_by_os == b.missed_by_os
         && a.last_error == b.last_error
+        && a.last_error_time == b.last_error_time
 }
 
 impl Engine {
@@ -571,7 +575,7 @@ mod tests {
             Phase::Degraded { .. }
         ));
         p.take_touched();
-        p.fail("inotify read failed: EIO");
+        p.fail("inotify read failed: EIO", SystemTime::UNIX_EPOCH);
         assert_eq!(p.take_touched(), vec![1], "every spec is touched");
         assert!(p.offer(1, facts(1)));
         let st = p.shared.statuses.lock()["s"].clone();

@@ -317,6 +317,6 @@ impl Engine {
             .copied()
             .filter(|s| self.specs.contains(*s))
             .collect();
-        self.problems.record(&live, path, msg);
+        self.problems.record(&live, path, msg, self.clock.wall());
     }
 }
