@@ -235,9 +235,11 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let mut roots: Vec<specwatch::RootStatus>;
+    let mut phase: specwatch::Phase;
     match manager.wait_watching("watch", Duration::from_secs(120)) {
         Ok(status) => {
             print_roots(&status.roots);
+            phase = status.phase.clone();
             if let specwatch::Phase::Degraded { reason } = &status.phase {
                 eprintln!("watch: degraded: {reason}");
             }
@@ -275,8 +277,19 @@ fn main() -> ExitCode {
                             print_roots(&s.roots);
                             roots = s.roots.clone();
                         }
-                        if let specwatch::Phase::Degraded { reason } | specwatch::Phase::Failed { error: reason } = &s.phase {
-                            eprintln!("watch: {reason}");
+                        // A line when the phase changes, not on every
+                        // snapshot.
+                        if s.phase != phase {
+                            match &s.phase {
+                                specwatch::Phase::Degraded { reason } | specwatch::Phase::Failed { error: reason } => {
+                                    eprintln!("watch: {reason}");
+                                }
+                                specwatch::Phase::Watching if phase != specwatch::Phase::Starting => {
+                                    eprintln!("watch: watching in full again");
+                                }
+                                _ => {}
+                            }
+                            phase = s.phase.clone();
                         }
                     }
                     _ => {}

@@ -58,6 +58,20 @@ pub enum Error {
         reason: String,
     },
 
+    /// An ignore rule's base lies neither above nor below any of the spec's
+    /// roots: its patterns could never match anything.
+    #[error(
+        "watch spec {spec:?}: ignore rule {rule} (base {base:?}) is outside every path of the spec and would never match"
+    )]
+    InertRule {
+        /// The spec's name.
+        spec: String,
+        /// The rule's index in the spec's `ignores`.
+        rule: usize,
+        /// The rule's base directory.
+        base: PathBuf,
+    },
+
     /// A spec option was out of range.
     #[error("watch spec {spec:?}: invalid option {option}: {reason}")]
     InvalidOption {

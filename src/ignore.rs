@@ -60,18 +60,28 @@ impl IgnoreRule {
     }
 }
 
-/// Name patterns of editors' temporary and backup files.
+/// Name patterns of editors' temporary and backup files (Tilt's list and
+/// JetBrains' safe-write files).
 const EDITOR_TEMP: &[&str] = &[
     "*.swp",
     "*.swx",
     "*.swo",
+    "*.swn",
     "4913",
     "#*#",
     ".#*",
     "*~",
     "*___jb_tmp___",
     "*___jb_old___",
+    ".idea",
+    "flymake_*",
+    "*.kate-swp",
+    "*-go-tmp-umask",
+    ".DS_Store",
 ];
+
+/// Version-control metadata directories.
+const VCS_DIRS: &[&str] = &[".git", ".hg", ".svn", ".bzr", "_darcs", ".jj", ".pijul"];
 
 /// The compiled ignore rules of one (normalised) spec.
 #[derive(Debug)]
@@ -124,6 +134,8 @@ struct CompiledRule {
     base: PathBuf,
     gitignore: Gitignore,
     whitelist: Vec<Reinclude>,
+    /// No patterns: the base and everything below it are ignored.
+    all: bool,
 }
 
 /// What a `!` pattern could match, for pruning.
@@ -148,6 +160,14 @@ fn compile_rule(rule: &IgnoreRule) -> std::result::Result<CompiledRule, (String,
     let mut builder = GitignoreBuilder::new(&rule.base);
     let mut whitelist = Vec::new();
     for pattern in &rule.patterns {
+        if climbs_out(pattern) {
+            return Err((
+                pattern.clone(),
+                "it climbs out of its base directory (`..`); patterns match below their \
+                 rule's base: give the rule a base higher up"
+                    .into(),
+            ));
+        }
         builder
             .add_line(None, pattern)
             .map_err(|e| (pattern.clone(), e.to_string()))?;
@@ -162,7 +182,16 @@ fn compile_rule(rule: &IgnoreRule) -> std::result::Result<CompiledRule, (String,
         base: rule.base.clone(),
         gitignore,
         whitelist,
+        all: rule.patterns.is_empty(),
     })
+}
+
+/// Whether a pattern names `..` (it could only mean something above its
+/// base, where gitignore patterns never reach).
+fn climbs_out(pattern: &str) -> bool {
+    let p = pattern.trim_end_matches([' ', '\t']);
+    let p = p.strip_prefix('!').unwrap_or(p);
+    p.split('/').any(|seg| seg == "..")
 }
 
 /// Parses a gitignore line far enough to know what a `!` pattern could match.
@@ -235,10 +264,15 @@ impl Matcher {
         rules: &[IgnoreRule],
         roots: &[PathBuf],
         editor_ignores: bool,
+        vcs_ignores: bool,
     ) -> Result<Matcher> {
-        let editor = if editor_ignores {
+        let builtins = EDITOR_TEMP
+            .iter()
+            .filter(|_| editor_ignores)
+            .chain(VCS_DIRS.iter().filter(|_| vcs_ignores));
+        let editor = if editor_ignores || vcs_ignores {
             let mut b = GlobSetBuilder::new();
-            for p in EDITOR_TEMP {
+            for p in builtins {
                 b.add(
                     GlobBuilder::new(p)
                         .literal_separator(true)
@@ -252,6 +286,16 @@ impl Matcher {
         };
         let mut compiled = Vec::with_capacity(rules.len());
         for (index, rule) in rules.iter().enumerate() {
+            let reaches = roots
+                .iter()
+                .any(|r| r.starts_with(&rule.base) || rule.base.starts_with(r));
+            if !reaches {
+                return Err(Error::InertRule {
+                    spec: name.to_owned(),
+                    rule: index,
+                    base: rule.base.clone(),
+                });
+            }
             compiled.push(compile_rule(rule).map_err(|(pattern, reason)| {
                 Error::InvalidPattern {
                     spec: name.to_owned(),
@@ -283,6 +327,12 @@ impl Matcher {
             verdict = Some(true);
         }
         for rule in &self.rules {
+            if rule.all {
+                if p.starts_with(&rule.base) {
+                    verdict = Some(true);
+                }
+                continue;
+            }
             let Some(rel) = strictly_below(p, &rule.base) else {
                 continue;
             };
@@ -300,7 +350,7 @@ impl Matcher {
     fn below_something(&self, p: &Path) -> bool {
         self.rules
             .iter()
-            .any(|r| strictly_below(p, &r.base).is_some())
+            .any(|r| strictly_below(p, &r.base).is_some() || (r.all && p == r.base))
             || (self.editor.is_some() && self.roots.iter().any(|r| strictly_below(p, r).is_some()))
     }
 
@@ -387,13 +437,18 @@ mod tests {
     use super::*;
 
     /// A matcher for root `/r` with one rule based there.
+    /// (No patterns: no rule, only the built-ins; a rule without patterns
+    /// ignores its whole base, see `an_empty_rule_ignores_its_whole_base`.)
     fn matcher(patterns: &[&str]) -> Matcher {
+        if patterns.is_empty() {
+            return rules(&[]);
+        }
         rules(&[IgnoreRule::new("/r", patterns.iter().copied())])
     }
 
     /// A matcher for root `/r`, editor ignores on.
     fn rules(rules: &[IgnoreRule]) -> Matcher {
-        Matcher::new("t", rules, &["/r".into()], true).unwrap()
+        Matcher::new("t", rules, &["/r".into()], true, true).unwrap()
     }
 
     fn ig(m: &Matcher, p: &str, dir: bool) -> bool {
@@ -513,6 +568,19 @@ mod tests {
         "/r/important~"
     );
     not_ignored!(ni_plain_file, [], "/r/a.txt");
+    ignored!(ig_newer_editor_files, [], "/r/a/flymake_x.go");
+    ignored!(ig_kate, [], "/r/a.kate-swp");
+    ignored!(ig_go_tmp, [], "/r/x-go-tmp-umask");
+    ignored!(ig_ds_store, [], "/r/a/.DS_Store");
+    ignored!(ig_idea, [], "/r/.idea", dir);
+    ignored!(ig_vim_swn, [], "/r/.a.swn");
+    // Version-control metadata, by default.
+    ignored!(ig_git_dir, [], "/r/.git", dir);
+    ignored!(ig_in_git_dir, [], "/r/sub/.git/HEAD");
+    ignored!(ig_hg_dir, [], "/r/.hg", dir);
+    pruned!(pr_git_dir, [], "/r/.git");
+    not_ignored!(ni_gitignore_file, [], "/r/.gitignore");
+    not_ignored!(ni_user_reinclude_git, ["!.git/"], "/r/.git", dir);
 
     // Pruning: only when no `!` pattern could match below.
     pruned!(pr_ignored_dir, ["node_modules/"], "/r/node_modules");
@@ -659,10 +727,10 @@ mod tests {
         }
         assert!(!ig(&m, "/r/a.txt", false));
         // The root itself is never ignored by the built-ins.
-        let m2 = Matcher::new("t", &[], &["/r~".into()], true).unwrap();
+        let m2 = Matcher::new("t", &[], &["/r~".into()], true, true).unwrap();
         assert!(!m2.is_ignored(Path::new("/r~"), true));
         // Off switch.
-        let m3 = Matcher::new("t", &[], &["/r".into()], false).unwrap();
+        let m3 = Matcher::new("t", &[], &["/r".into()], false, false).unwrap();
         assert!(!m3.is_ignored(Path::new("/r/a~"), false));
         // A user negation beats a built-in.
         let m4 = matcher(&["!important~"]);
@@ -704,7 +772,7 @@ mod tests {
             IgnoreRule::new("/r", ["fine"]),
             IgnoreRule::new("/r/sub", ["ok", "a[z-a]", "b"]),
         ];
-        match Matcher::new("s", &rules, &["/r".into()], true) {
+        match Matcher::new("s", &rules, &["/r".into()], true, true) {
             Err(Error::InvalidPattern {
                 pattern,
                 spec,
@@ -730,6 +798,28 @@ mod tests {
         assert!(m.is_ignored(p, false));
         let p = Path::new(OsStr::from_bytes(b"/r/\xff\xfe.c"));
         assert!(!m.is_ignored(p, false));
+    }
+
+    #[test]
+    fn an_empty_rule_ignores_its_whole_base() {
+        let m = rules(&[IgnoreRule::new("/r/gen", Vec::<String>::new())]);
+        assert!(ig(&m, "/r/gen", true), "the base itself");
+        assert!(ig(&m, "/r/gen/x/y.rs", false));
+        assert!(!ig(&m, "/r/genx", false) && !ig(&m, "/r/a.rs", false));
+        assert!(m.prunes(Path::new("/r/gen")));
+    }
+
+    #[test]
+    fn built_ins_can_be_turned_off_one_by_one() {
+        let editor_only = Matcher::new("t", &[], &["/r".into()], true, false).unwrap();
+        assert!(!ig(&editor_only, "/r/.git", true), "VCS off");
+        assert!(ig(&editor_only, "/r/.a.swp", false));
+        let vcs_only = Matcher::new("t", &[], &["/r".into()], false, true).unwrap();
+        assert!(ig(&vcs_only, "/r/.git", true));
+        assert!(!ig(&vcs_only, "/r/.a.swp", false), "editor off");
+        // A root that is itself a VCS directory is watched.
+        let m = Matcher::new("t", &[], &["/r/.git".into()], true, true).unwrap();
+        assert!(!ig(&m, "/r/.git/HEAD", false));
     }
 
     #[test]

@@ -227,10 +227,18 @@ pub struct WatchOptions {
     )]
     pub max_delay: Duration,
     /// Ignore the temporary and backup files of common editors (vim `.swp`,
-    /// `.swx`, `4913`; emacs `#x#`, `.#x`; `~` backups; JetBrains
-    /// `___jb_tmp___` / `___jb_old___`). On by default. A user `!` pattern can
-    /// still re-include any of them.
+    /// `.swx`, `.swo`, `.swn`, `4913`; emacs `#x#`, `.#x`, `flymake_*`; `~`
+    /// backups; JetBrains `___jb_tmp___` / `___jb_old___` and `.idea/`; Kate
+    /// `.kate-swp`; `*-go-tmp-umask`; macOS `.DS_Store`), as Tilt does. On by
+    /// default. A user `!` pattern can still re-include any of them.
     pub editor_ignores: bool,
+    /// Ignore version-control metadata directories (`.git/`, `.hg/`,
+    /// `.svn/`, `.bzr/`, `_darcs/`, `.jj/`, `.pijul/`) below the roots, as
+    /// watchexec does: a `git status` rewrites files there that no build
+    /// depends on, and a large repository's `.git/objects` would cost
+    /// thousands of OS watches. On by default; a root that is itself such
+    /// a directory is still watched.
+    pub vcs_ignores: bool,
     /// Follow symbolic links to directories. Off by default: a link is an
     /// entry of its own (reported with [`FileType::Symlink`](crate::FileType)
     /// when it is created, removed or replaced) and what it points to is not
@@ -328,6 +336,7 @@ impl Default for WatchOptions {
             quiet_window: DEFAULT_QUIET_WINDOW,
             max_delay: DEFAULT_MAX_DELAY,
             editor_ignores: true,
+            vcs_ignores: true,
             follow_symlinks: false,
             backend: None,
             initial_scan: false,
@@ -395,6 +404,13 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::vcs_ignores`].
+    #[must_use]
+    pub fn vcs_ignores(mut self, on: bool) -> Self {
+        self.options.vcs_ignores = on;
+        self
+    }
+
     /// Sets [`WatchOptions::follow_symlinks`].
     #[must_use]
     pub fn follow_symlinks(mut self, on: bool) -> Self {
@@ -455,6 +471,7 @@ impl WatchSpec {
             &self.ignores,
             &self.paths,
             self.options.editor_ignores,
+            self.options.vcs_ignores,
         )
     }
 
@@ -471,9 +488,10 @@ impl WatchSpec {
         let base = match &self.base_dir {
             Some(b) if b.is_absolute() => Some(clean(b)),
             Some(b) => {
-                return Err(Error::RelativePath {
+                return Err(Error::InvalidOption {
                     spec: spec_err(),
-                    path: b.clone(),
+                    option: "base_dir",
+                    reason: format!("{b:?} is relative; it must be absolute"),
                 });
             }
             None => None,
@@ -511,13 +529,29 @@ impl WatchSpec {
             });
         }
         if self.options.max_delay < self.options.quiet_window {
+            // Name what the user most likely set: a quiet window above the
+            // default maximum delay, or a maximum delay below the window.
+            let (option, reason) = if self.options.max_delay == DEFAULT_MAX_DELAY {
+                (
+                    "quiet_window",
+                    format!(
+                        "{:?} is larger than max_delay ({:?}, the default): raise max_delay with it",
+                        self.options.quiet_window, self.options.max_delay
+                    ),
+                )
+            } else {
+                (
+                    "max_delay",
+                    format!(
+                        "{:?} is smaller than quiet_window {:?}",
+                        self.options.max_delay, self.options.quiet_window
+                    ),
+                )
+            };
             return Err(Error::InvalidOption {
                 spec: spec_err(),
-                option: "max_delay",
-                reason: format!(
-                    "{:?} is smaller than quiet_window {:?}",
-                    self.options.max_delay, self.options.quiet_window
-                ),
+                option,
+                reason,
             });
         }
         Ok(WatchSpec {
@@ -621,8 +655,41 @@ mod tests {
             other => panic!("expected RelativePath, got {other:?}"),
         }
         match WatchSpec::new(["/a"]).base_dir("rel").normalized("web") {
-            Err(Error::RelativePath { path, .. }) => assert_eq!(path, PathBuf::from("rel")),
-            other => panic!("expected RelativePath, got {other:?}"),
+            Err(Error::InvalidOption { option, reason, .. }) => {
+                assert_eq!(option, "base_dir");
+                assert!(reason.contains("\"rel\""), "{reason}");
+            }
+            other => panic!("expected InvalidOption base_dir, got {other:?}"),
+        }
+        match WatchSpec::new(["/a"])
+            .ignore(IgnoreRule::new("/elsewhere", ["x"]))
+            .normalized("web")
+        {
+            Err(Error::InertRule { spec, rule, base }) => {
+                assert_eq!((spec.as_str(), rule), ("web", 0));
+                assert_eq!(base, PathBuf::from("/elsewhere"));
+            }
+            other => panic!("expected InertRule, got {other:?}"),
+        }
+        match WatchSpec::new(["/a"])
+            .ignore(IgnoreRule::new("/a", ["ok", "../x"]))
+            .normalized("web")
+        {
+            Err(Error::InvalidPattern {
+                pattern, reason, ..
+            }) => {
+                assert_eq!(pattern, "../x");
+                assert!(reason.contains("climbs out"), "{reason}");
+            }
+            other => panic!("expected InvalidPattern, got {other:?}"),
+        }
+        match WatchSpec::new(["/a"])
+            .max_delay(Duration::from_millis(20))
+            .quiet_window(Duration::from_millis(50))
+            .normalized("web")
+        {
+            Err(Error::InvalidOption { option, .. }) => assert_eq!(option, "max_delay"),
+            other => panic!("expected InvalidOption max_delay, got {other:?}"),
         }
         match WatchSpec::new(["/a"])
             .ignore(IgnoreRule::new("/a", ["ok", "bad[z-a]", "fine"]))
@@ -638,7 +705,10 @@ mod tests {
             .quiet_window(Duration::from_secs(2))
             .normalized("web")
         {
-            Err(Error::InvalidOption { option, .. }) => assert_eq!(option, "max_delay"),
+            Err(Error::InvalidOption { option, reason, .. }) => {
+                assert_eq!(option, "quiet_window", "the one the user set");
+                assert!(reason.contains("the default"), "{reason}");
+            }
             other => panic!("expected InvalidOption, got {other:?}"),
         }
         match WatchSpec::new([""]).normalized("web") {

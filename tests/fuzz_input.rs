@@ -62,6 +62,11 @@ proptest! {
                         let quoted = format!("{:?}", path);
                         prop_assert!(msg.contains(&quoted));
                     }
+                    Error::InertRule { spec, base, .. } => {
+                        prop_assert_eq!(spec, &name);
+                        let quoted = format!("{:?}", base);
+                        prop_assert!(msg.contains(&quoted));
+                    }
                     Error::NoPaths { spec } | Error::InvalidOption { spec, .. } => prop_assert_eq!(spec, &name),
                     other => prop_assert!(false, "unexpected error {other:?}"),
                 }
