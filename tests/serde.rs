@@ -140,6 +140,8 @@ fn batches_and_statuses_survive_a_round_trip() {
         specwatch::Event::Changes(b) => assert_eq!(*b, *batch),
         other => panic!("{other:?}"),
     }
+    // A sync answers after the pass's status is published.
+    m.sync("s", WAIT).unwrap();
     let status = m.status("s").unwrap();
     assert!(!status.recent_batches.is_empty() && !status.roots.is_empty());
     let json = serde_json::to_string(&status).unwrap();
