@@ -180,6 +180,20 @@
 //!   configuration file's named specs, naming the spec and the field in
 //!   errors, and hands them to [`Manager::reconcile`]. Adds the `serde`
 //!   dependency.
+//! - `tracing`: structured events and spans through `tracing`, target
+//!   `specwatch`, each spec named in the field `spec`. At `info`: a spec
+//!   applied (`generation`, `outcome`) or deleted, watching started, the
+//!   backend chosen for each root (`path`, `backend`, `reason`, and
+//!   `status`: the [`RootStatus`] line), a root that vanished or appeared
+//!   again, recoveries done; at `warn`: the watch limit reached (polling
+//!   instead), lost OS events (a queue overflow, with the rescan's count
+//!   at `info`), directories that cannot be watched or read, changes a
+//!   rescan found that the OS did not report; at `debug`: each batch
+//!   published (`seq`, `changes`, and `paths`: the first five paths with
+//!   their kinds), so that `RUST_LOG=specwatch=debug` answers "which file
+//!   caused that rebuild?". The engine's handling of an applied spec runs
+//!   in an `apply` span. Adds the `tracing` dependency; without the
+//!   feature nothing of it is compiled.
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 

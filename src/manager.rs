@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
-use crate::engine::{self, Handle, Msg};
+use crate::engine::{self, Handle, Msg, trace};
 use crate::error::{Error, Result};
 use crate::fanout::Event;
 use crate::fanout::Subscriber;
@@ -35,6 +35,16 @@ pub enum Applied {
 }
 
 impl Applied {
+    /// `created`, `updated` or `unchanged`, for events.
+    #[cfg(feature = "tracing")]
+    fn outcome(self) -> &'static str {
+        match self {
+            Applied::Created(_) => "created",
+            Applied::Updated(_) => "updated",
+            Applied::Unchanged(_) => "unchanged",
+        }
+    }
+
     /// The generation now applied.
     #[must_use]
     pub fn generation(self) -> Generation {
@@ -217,20 +227,30 @@ impl Manager {
 
     /// Tells the engine, then records the spec as applied (under the specs
     /// lock, so the engine sees changes in the order they are recorded).
+    /// `outcome` is `Created` or `Updated`, with the new generation.
     fn upsert(
         &self,
         specs: &mut HashMap<String, AppliedSpec>,
         name: String,
-        generation: Generation,
+        outcome: Applied,
         spec: WatchSpec,
         matcher: Matcher,
     ) -> Result<()> {
+        let generation = outcome.generation();
         self.send(Msg::Upsert {
             name: name.clone(),
             generation,
             spec: spec.clone(),
             matcher: Box::new(matcher),
         })?;
+        trace::event!(
+            INFO,
+            spec = %name,
+            generation = generation.0,
+            outcome = outcome.outcome(),
+            paths = spec.paths.len(),
+            "spec applied"
+        );
         specs.insert(name, AppliedSpec { spec, generation });
         Ok(())
     }
@@ -249,12 +269,23 @@ impl Manager {
         let mut specs = self.specs.lock();
         self.check_alive()?;
         let outcome = match specs.get(&name) {
-            Some(a) if a.spec == spec => return Ok(Applied::Unchanged(a.generation)),
+            Some(a) if a.spec == spec => {
+                // No work done: debug, so that a configuration reloaded
+                // every few seconds does not fill an info log.
+                trace::event!(
+                    DEBUG,
+                    spec = %name,
+                    generation = a.generation.0,
+                    outcome = "unchanged",
+                    "spec applied"
+                );
+                return Ok(Applied::Unchanged(a.generation));
+            }
             Some(a) => Applied::Updated(a.generation.next()),
             None => Applied::Created(Generation(1)),
         };
         let matcher = spec.matcher(&name)?;
-        self.upsert(&mut specs, name, outcome.generation(), spec, matcher)?;
+        self.upsert(&mut specs, name, outcome, spec, matcher)?;
         Ok(outcome)
     }
 
@@ -270,6 +301,7 @@ impl Manager {
         self.send(Msg::Delete {
             name: name.to_owned(),
         })?;
+        trace::event!(INFO, spec = name, "spec deleted");
         Ok(true)
     }
 
@@ -305,18 +337,30 @@ impl Manager {
         for name in summary.created.iter().chain(&summary.updated) {
             let spec = want.remove(name).expect("planned from want");
             let matcher = spec.matcher(name)?;
-            let generation = specs
-                .get(name)
-                .map(|a| a.generation.next())
-                .unwrap_or(Generation(1));
-            upserts.push((name.clone(), generation, spec, matcher));
+            let outcome = match specs.get(name) {
+                Some(a) => Applied::Updated(a.generation.next()),
+                None => Applied::Created(Generation(1)),
+            };
+            upserts.push((name.clone(), outcome, spec, matcher));
         }
         for name in &summary.deleted {
             specs.remove(name);
             self.send(Msg::Delete { name: name.clone() })?;
+            trace::event!(INFO, spec = %name, "spec deleted");
         }
-        for (name, generation, spec, matcher) in upserts {
-            self.upsert(&mut specs, name, generation, spec, matcher)?;
+        for (name, outcome, spec, matcher) in upserts {
+            self.upsert(&mut specs, name, outcome, spec, matcher)?;
+        }
+        trace::traced! {
+            for name in &summary.unchanged {
+                trace::event!(
+                    DEBUG,
+                    spec = %name,
+                    generation = specs.get(name).map_or(0, |a| a.generation.0),
+                    outcome = "unchanged",
+                    "spec applied"
+                );
+            }
         }
         Ok(summary)
     }

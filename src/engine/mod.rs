@@ -24,6 +24,9 @@
 //! | `sync.rs` | sync barriers and the cookies seen |
 //! | `publish.rs` | batches' sequence numbers, subscribers, and every `WatchStatus` |
 //!
+//! `trace.rs` holds the macros through which the owners emit `tracing`
+//! events (cargo feature `tracing`; nothing at all without it).
+//!
 //! `tree.rs` (covering, reading, removing directories), `events.rs`
 //! (what a hint leads to) and `modes.rs` (how each root is watched, and
 //! what that asks of each directory) own no state: they are the steps that ask the
@@ -61,6 +64,7 @@ mod specs;
 mod sync;
 #[cfg(all(test, unix))]
 mod tests;
+pub(crate) mod trace;
 mod tree;
 mod watches;
 
@@ -191,6 +195,12 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
         .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2));
     out.configure(first, config.journal_paths);
     let running = backend::resolve(config.backend);
+    trace::event!(
+        INFO,
+        backend = %running,
+        chosen = %config.backend,
+        "engine started"
+    );
     let watches = WatchTable::new(os, config.max_watches);
     #[cfg(feature = "test-hooks")]
     let pause = watches.pause();

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::Engine;
+use super::trace;
 use crate::backend::FileSystem;
 use crate::index::{DirId, SpecId};
 use crate::spec::Backend;
@@ -118,6 +119,21 @@ impl Engine {
         });
         if self.specs.set_mode(sid, mode) {
             self.out.touch(sid);
+            trace::traced! {
+                if let Some(st) = self.specs.get(sid)
+                    && let Some(rs) = st.root_status(root)
+                {
+                    trace::event!(
+                        INFO,
+                        spec = st.name(),
+                        path = %rs.path.display(),
+                        backend = %rs.backend,
+                        reason = %trace::Reason(&rs.reason),
+                        status = %rs,
+                        "backend chosen for root"
+                    );
+                }
+            }
         }
     }
 

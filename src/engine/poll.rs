@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use super::Engine;
+use super::trace;
 use crate::backend::WatchError;
 use crate::change::FileType;
 use crate::fs::{self, Sig};
@@ -313,7 +314,28 @@ impl Engine {
     /// The OS refused `id` a watch for lack of watches: poll it, and say
     /// why in status.
     pub(super) fn poll_at_limit(&mut self, id: DirId, e: &WatchError) {
-        self.polls.note_limit(e.error.to_string());
+        let reason = e.error.to_string();
+        trace::traced! {
+            if self.polls.limit_reason() != Some(reason.as_str()) {
+                // Once per episode (or new reason): each further
+                // directory is a debug event.
+                trace::event!(
+                    WARN,
+                    path = %self.dir_path(id),
+                    reason = %reason,
+                    interval = ?self.polls.interval(),
+                    "watch limit reached: polling directories instead"
+                );
+            } else {
+                trace::event!(
+                    DEBUG,
+                    path = %self.dir_path(id),
+                    reason = %reason,
+                    "watch limit: polling this directory instead"
+                );
+            }
+        }
+        self.polls.note_limit(reason);
         self.poll_instead(id, Why::Limit);
     }
 
@@ -501,6 +523,7 @@ impl Engine {
         if !self.watches.take_freed() || self.polls.is_empty() {
             return;
         }
+        trace::bind!(before = self.polls.limit_ids().len());
         for id in self.polls.limit_ids() {
             let Some(node) = self.index.get(id) else {
                 self.polls.remove(id);
@@ -515,6 +538,17 @@ impl Engine {
             self.polls.watched(id);
         }
         self.polls.forget_limit_unless_polled();
+        trace::traced! {
+            let still = self.polls.limit_ids().len();
+            if still < before {
+                trace::event!(
+                    INFO,
+                    moved = before - still,
+                    still_polled = still,
+                    "watches freed up: directories moved back from polling to OS watches"
+                );
+            }
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::{Condvar, Mutex};
 
 use super::Engine;
+use super::trace;
 use crate::change::{Change, ChangeBatch};
 use crate::fanout::Event;
 use crate::fanout::Subscriber;
@@ -152,6 +153,12 @@ impl Publisher {
             },
         );
         self.touched.push(sid);
+        trace::event!(
+            INFO,
+            spec = name,
+            generation = generation.0,
+            "watching started"
+        );
     }
 
     /// A root of `sid` is watched again after it vanished.
@@ -185,6 +192,15 @@ impl Publisher {
             j.record(batch.seq.0, &batch.changes);
         }
         self.shared.newest.store(batch.seq.0, Ordering::Release);
+        trace::event!(
+            DEBUG,
+            spec = name,
+            generation = generation.0,
+            seq = batch.seq.0,
+            changes = batch.changes.len(),
+            paths = %trace::FirstPaths(&batch.changes),
+            "batch published"
+        );
         if let Some(s) = self.specs.get_mut(&sid) {
             if s.recent.len() == RECENT_BATCHES {
                 s.recent.pop_front();
@@ -217,6 +233,12 @@ impl Publisher {
 
     /// The backend failed for good: every spec fails with `error`.
     pub(super) fn fail(&mut self, error: &str, wall: SystemTime) {
+        trace::event!(
+            ERROR,
+            error,
+            specs = self.specs.len(),
+            "the backend failed: every spec fails"
+        );
         self.failed = Some((error.to_owned(), wall));
         self.touched.extend(self.specs.keys().copied());
     }
@@ -224,6 +246,7 @@ impl Publisher {
     /// After a panic: every last published status, failed with `error`,
     /// without looking at anything else (it may be inconsistent).
     pub(super) fn fail_all(&mut self, error: &str, wall: SystemTime) {
+        trace::event!(ERROR, error, "the engine failed: every spec fails");
         self.failed = Some((error.to_owned(), wall));
         let sids: Vec<SpecId> = self.specs.keys().copied().collect();
         for sid in sids {
@@ -243,6 +266,7 @@ impl Publisher {
 
     /// The engine stopped for good.
     pub(super) fn stopped(&mut self, reason: String) {
+        trace::event!(INFO, reason = %reason, "engine stopped");
         *self.shared.dead.lock() = Some(reason);
         self.shared.changed.notify_all();
     }

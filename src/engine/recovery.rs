@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Engine;
+use super::trace;
 use crate::backend::Hint;
 use crate::change::{ChangeKind, FileType};
 use crate::clock::wall_before;
@@ -190,6 +191,18 @@ impl Engine {
             .collect();
         self.recovery
             .schedule(id, &live, self.clock.now(), self.clock.wall());
+        trace::traced! {
+            if let Some(r) = self.recovery.retries.get(&id) {
+                trace::event!(
+                    DEBUG,
+                    path = %self.dir_path(id),
+                    specs = %self.specs.names_of(&live),
+                    attempt = r.attempts,
+                    after = ?r.at.saturating_duration_since(self.clock.now()),
+                    "directory to be tried again"
+                );
+            }
+        }
     }
 
     /// Tries failed watches and reads again whose backoff is over; a
@@ -234,6 +247,12 @@ impl Engine {
             // A failed read rescheduled it with one more attempt.
             if self.recovery.attempts_of(id) == Some(attempts) {
                 self.recovery.cancel(id);
+                trace::event!(
+                    INFO,
+                    path = %self.dir_path(id),
+                    attempts,
+                    "directory watched and read again"
+                );
             }
         }
     }
@@ -250,9 +269,22 @@ impl Engine {
     pub(super) fn overflow(&mut self, complete_read: SystemTime) {
         let since = self.recovery.since(complete_read);
         self.recovery.count_overflow(&self.specs.ids());
+        trace::event!(
+            WARN,
+            specs = %self.specs.names_of(&self.specs.ids()),
+            dirs = self.index.len(),
+            "OS events lost (queue overflow): rescanning every directory"
+        );
+        trace::bind!(found_before = self.specs.recorded());
         for id in self.index.ids() {
             self.rescan_node(id, Some(since));
         }
+        trace::event!(
+            INFO,
+            specs = %self.specs.names_of(&self.specs.ids()),
+            changes = self.specs.recorded() - found_before,
+            "overflow recovered: rescan done"
+        );
     }
 
     /// Rescans every indexed directory at or below `root` (or `root`'s

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::Engine;
 use super::poll::Sigs;
+use super::trace;
 use crate::fs::{self, Sig};
 use crate::index::{DirId, SpecId};
 
@@ -132,11 +133,30 @@ impl Engine {
         let ids = self
             .index
             .ids_where(|id, n| n.covers(sid) && n.complete() && !self.polls.contains(id));
+        trace::bind!(dirs = ids.len());
         let mut missed = 0;
         for id in ids {
             missed += self.rescan_dir(id, began);
         }
         self.rescans.count(sid, missed);
+        trace::traced! {
+            if missed > 0 {
+                trace::event!(
+                    WARN,
+                    spec = self.specs.name_of(sid),
+                    missed,
+                    dirs,
+                    "rescan found changes the OS did not report"
+                );
+            } else {
+                trace::event!(
+                    TRACE,
+                    spec = self.specs.name_of(sid),
+                    dirs,
+                    "rescan found nothing missed"
+                );
+            }
+        }
     }
 
     /// Reads directory `id` and `stat`s its entries; delivers what no

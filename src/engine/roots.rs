@@ -8,6 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use super::Engine;
+use super::trace;
 use crate::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::index::{DirId, Partial, SpecId};
@@ -107,6 +108,17 @@ impl Engine {
         if !self.specs.contains(sid) {
             return;
         }
+        trace::traced! {
+            if ft.is_none() || (!is_root && ft != Some(FileType::Dir)) {
+                trace::event!(
+                    INFO,
+                    spec = self.specs.name_of(sid),
+                    path = %root.display(),
+                    from = %anc.display(),
+                    "root does not exist: watching its nearest existing ancestor"
+                );
+            }
+        }
         if !is_root {
             if ft == Some(FileType::Dir) {
                 // It appeared while we looked: walk down again.
@@ -162,6 +174,12 @@ impl Engine {
                     .lookup(&root)
                     .and_then(|id| self.index.get(id))
                     .is_some_and(|n| n.covers(sid));
+                trace::event!(
+                    DEBUG,
+                    spec = self.specs.name_of(sid),
+                    path = %root.display(),
+                    "attaching root again"
+                );
                 if covered {
                     self.reattach_partial_only(sid, &root);
                 } else {
@@ -245,6 +263,12 @@ impl Engine {
         for p in node.partial() {
             if p.is_root && p.name == name && self.specs.contains(p.spec) {
                 self.out.restarted(p.spec, wall);
+                trace::event!(
+                    INFO,
+                    spec = self.specs.name_of(p.spec),
+                    path = %p.root.display(),
+                    "root appeared: watching restarted"
+                );
             }
         }
     }

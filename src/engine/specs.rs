@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::Engine;
 use super::modes::RootMode;
+use super::trace;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::coalesce::Coalescer;
 use crate::ids::Generation;
@@ -55,6 +56,15 @@ impl SpecState {
         out
     }
 
+    /// How root `root` is watched, once attached.
+    #[cfg(feature = "tracing")]
+    pub(super) fn root_status(&self, root: &Path) -> Option<&RootStatus> {
+        self.modes
+            .iter()
+            .map(|m| &m.status)
+            .find(|s| s.path == root)
+    }
+
     fn polled_roots(&self) -> usize {
         self.modes.iter().filter(|m| m.poll.is_some()).count()
     }
@@ -86,6 +96,10 @@ pub(super) struct SpecTable {
     polled_roots: usize,
     /// What directories need may have changed (a spec's roots' modes).
     modes_changed: bool,
+    /// Raw changes handed to open batches so far (for the events that
+    /// say what a recovery found).
+    #[cfg(feature = "tracing")]
+    recorded: u64,
 }
 
 impl SpecTable {
@@ -207,6 +221,31 @@ impl SpecTable {
         self.states.keys().copied().collect()
     }
 
+    /// The name of `sid` (`?` once it is gone), for events.
+    #[cfg(feature = "tracing")]
+    pub(super) fn name_of(&self, sid: SpecId) -> &str {
+        self.get(sid).map_or("?", SpecState::name)
+    }
+
+    /// The names of `sids` that are applied, sorted and joined with `, `,
+    /// for events.
+    #[cfg(feature = "tracing")]
+    pub(super) fn names_of(&self, sids: &[SpecId]) -> String {
+        let mut names: Vec<&str> = sids
+            .iter()
+            .filter_map(|s| self.get(*s).map(SpecState::name))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.join(", ")
+    }
+
+    /// Raw changes handed to open batches so far.
+    #[cfg(feature = "tracing")]
+    pub(super) fn recorded(&self) -> u64 {
+        self.recorded
+    }
+
     /// Whether spec `sid` follows symlinks.
     pub(super) fn follows(&self, sid: SpecId) -> bool {
         self.get(sid).is_some_and(SpecState::follows_links)
@@ -228,6 +267,9 @@ impl SpecTable {
     ) {
         if let Some(st) = self.states.get_mut(&sid) {
             st.coalescer.push(now, root.to_path_buf(), kind, ft);
+            trace::traced! {
+                self.recorded += 1;
+            }
         }
     }
 
@@ -244,6 +286,9 @@ impl SpecTable {
             && !st.matcher.is_ignored(&path, ft == FileType::Dir)
         {
             st.coalescer.push(now, path, kind, ft);
+            trace::traced! {
+                self.recorded += 1;
+            }
         }
     }
 
@@ -267,6 +312,9 @@ impl SpecTable {
                 && !st.matcher.is_ignored(&path, ft == FileType::Dir)
             {
                 st.coalescer.push(now, path.clone(), kind, ft);
+                trace::traced! {
+                    self.recorded += 1;
+                }
             }
         }
     }
@@ -307,6 +355,7 @@ impl Engine {
         spec: WatchSpec,
         matcher: Matcher,
     ) {
+        trace::span!(INFO, "apply", spec = %name, generation = generation.0);
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
         if let Some(old) = old {

@@ -8,6 +8,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::Engine;
+use super::trace;
 use crate::change::{ChangeKind, FileType};
 use crate::fs::{self, DirIdent};
 use crate::index::{DirId, DirNode, EntryDiff, SpecId};
@@ -208,6 +209,18 @@ impl Engine {
         };
         let node = self.index.get(id).expect("live node");
         let child = node.path().join(name);
+        trace::traced! {
+            for p in node.partial() {
+                if p.is_root && p.name == name && self.specs.contains(p.spec) {
+                    trace::event!(
+                        INFO,
+                        spec = self.specs.name_of(p.spec),
+                        path = %p.root.display(),
+                        "root vanished: watching for it to come back"
+                    );
+                }
+            }
+        }
         if report {
             self.specs
                 .route(self.now, node, name, ChangeKind::Removed, t);
@@ -250,6 +263,17 @@ impl Engine {
                 }
             }
             for p in node.partial() {
+                trace::traced! {
+                    if self.specs.contains(p.spec) {
+                        trace::event!(
+                            INFO,
+                            spec = self.specs.name_of(p.spec),
+                            path = %p.root.display(),
+                            gone = %node.path().display(),
+                            "a directory above a root vanished: attaching the root again"
+                        );
+                    }
+                }
                 self.roots.push(p.spec, p.root.clone());
             }
         }
@@ -317,6 +341,13 @@ impl Engine {
             .copied()
             .filter(|s| self.specs.contains(*s))
             .collect();
+        trace::event!(
+            WARN,
+            path = %path.display(),
+            error = msg,
+            specs = %self.specs.names_of(&live),
+            "directory not watched or read"
+        );
         self.problems.record(&live, path, msg, self.clock.wall());
     }
 }
