@@ -599,3 +599,36 @@ fn content_hash_finds_a_rewrite_that_the_signature_hides() {
         }
     }
 }
+
+#[test]
+fn a_watch_the_os_drops_frees_its_slot_for_a_polled_directory() {
+    let mut h = harness(Config {
+        max_watches: Some(3), // the root's parent, the root, one directory
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("a")).unwrap();
+    std::fs::create_dir(h.root.join("b")).unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.status("s").polled_dirs, 1, "one of a and b is polled");
+    let watched = ["a", "b"]
+        .into_iter()
+        .find(|n| h.fake.id_of(&h.root.join(n)).is_some())
+        .unwrap();
+    let w = h.fake.id_of(&h.root.join(watched)).unwrap();
+    // The watched directory is deleted: the OS drops its watch first, then
+    // the parent's event says it went.
+    std::fs::remove_dir(h.root.join(watched)).unwrap();
+    let dropped = h.fake.drop_watch(w);
+    h.os(vec![dropped]);
+    let root = h.root.clone();
+    h.event(&root, watched, Hint::Removed);
+    h.engine.end_pass();
+    let st = h.status("s");
+    assert_eq!(
+        st.polled_dirs, 0,
+        "the other directory took the slot: {st:?}"
+    );
+    assert_eq!(st.phase, Phase::Watching);
+    assert!(h.engine.check_invariants().is_empty());
+}

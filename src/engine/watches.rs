@@ -244,11 +244,16 @@ impl WatchTable {
         }
     }
 
-    /// The OS dropped watch `w`: the nodes that held it, now without.
+    /// The OS dropped watch `w`: the nodes that held it, now without. Its
+    /// slot is free again (directories polled for want of one may move
+    /// back).
     pub(super) fn lost(&mut self, w: WatchId) -> Vec<DirId> {
         let ids = self.take_members(w);
         for &i in &ids {
             self.clear(i);
+        }
+        if !ids.is_empty() {
+            self.freed = true;
         }
         ids
     }
