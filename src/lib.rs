@@ -140,6 +140,21 @@
 //!   native backend only; on both, the OS's own limit leads to polling.
 //! - Sync cookies are files named `.specwatch-cookie-*`; entries with that
 //!   prefix are never indexed or reported.
+//! - **inotify limits** (Linux): one watch per watched directory counts
+//!   against `fs.inotify.max_user_watches` (often 8,192 on older systems,
+//!   about a million on newer ones), one instance per manager against
+//!   `max_user_instances` (often 128), and a full queue
+//!   (`max_queued_events`, 16,384) costs a rescan. At the watch limit the
+//!   rest is polled and the status says so (`Degraded`, `polled_dirs`).
+//!   Ignore rules prune ignored directories, which is the cheapest fix;
+//!   else raise the limit as root, e.g. `sysctl fs.inotify.max_user_watches=524288`
+//!   (and in `/etc/sysctl.d/` to keep it). specwatch never changes it.
+//! - **Platforms**: Linux is the platform tested (both backends, FUSE);
+//!   macOS, Windows and the BSDs build through `notify` and are not tested
+//!   here. See the README's "Platforms" section.
+//! - **Network file systems**: see the README's section "Several replicas
+//!   over shared storage" for what is polled, its cost, and how to size
+//!   the interval.
 //! - Paths are cleaned lexically (`a/b/../c` is `a/c`) without resolving
 //!   symlinks, so that paths that do not exist yet can be accepted.
 //! - The sync barrier's cookies are created by the engine thread: a `sync`

@@ -129,6 +129,13 @@ impl ManagerBuilder {
 
     /// Starts the engine thread (and, for the native backend, the inotify
     /// instance and its reader thread).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Engine`] (with the OS error as its `source()`) when the
+    /// backend cannot start: no inotify instance to be had (the per-user
+    /// `max_user_instances` reached), `Native` asked for off Linux, or a
+    /// thread that cannot be spawned.
     pub fn build(self) -> Result<Manager> {
         let engine = engine::start(engine::Config {
             backend: self.backend,
@@ -185,7 +192,11 @@ impl std::fmt::Debug for Manager {
 }
 
 impl Manager {
-    /// A manager with the default backend.
+    /// A manager with the default options ([`Backend::Auto`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`ManagerBuilder::build`].
     pub fn new() -> Result<Manager> {
         ManagerBuilder::default().build()
     }
@@ -262,6 +273,35 @@ impl Manager {
     /// as soon as the engine has been told: use
     /// [`wait_watching`](Manager::wait_watching) to wait until the OS
     /// watches are in place.
+    ///
+    /// Applying a spec equal (once normalised) to the applied one is a
+    /// no-op that returns [`Applied::Unchanged`]; any other change starts
+    /// a new generation: its status starts afresh, and changes seen for the
+    /// old generation but not yet delivered are delivered first, in a batch
+    /// of the old generation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use specwatch::{Applied, Generation, Manager, WatchSpec};
+    /// # fn main() -> Result<(), specwatch::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let m = Manager::new()?;
+    /// let spec = WatchSpec::new([dir.path()]);
+    /// assert_eq!(m.apply("src", spec.clone())?, Applied::Created(Generation(1)));
+    /// assert_eq!(m.apply("src", spec.clone())?, Applied::Unchanged(Generation(1)));
+    /// let wider = spec.editor_ignores(false);
+    /// assert_eq!(m.apply("src", wider)?, Applied::Updated(Generation(2)));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The spec's own errors, naming it: [`Error::EmptyName`],
+    /// [`Error::NoPaths`], [`Error::RelativePath`], [`Error::InvalidPattern`],
+    /// [`Error::InertRule`], [`Error::InvalidOption`],
+    /// [`Error::BackendUnavailable`]; [`Error::Engine`] if the engine has
+    /// stopped.
     pub fn apply(&self, name: impl Into<String>, spec: WatchSpec) -> Result<Applied> {
         let name = name.into();
         let spec = spec.normalize_paths(&name)?;
@@ -292,6 +332,10 @@ impl Manager {
     /// Deletes the named watch: its OS watches are released (those no other
     /// spec needs), its pending changes dropped, its status removed, and
     /// subscribers get [`Event::Deleted`]. Returns whether it existed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Engine`] if the engine has stopped.
     pub fn delete(&self, name: &str) -> Result<bool> {
         let mut specs = self.specs.lock();
         self.check_alive()?;
@@ -308,6 +352,27 @@ impl Manager {
     /// Makes the applied set equal `desired`: creates, updates and deletes
     /// as needed, and leaves equal specs alone. Every spec is validated
     /// first; if any is invalid (or a name appears twice) nothing changes.
+    /// Level-triggered: hand it the whole desired set each time (from a
+    /// configuration file, say); it works out the difference.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use specwatch::{Manager, WatchSpec};
+    /// # fn main() -> Result<(), specwatch::Error> {
+    /// # let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    /// let m = Manager::new()?;
+    /// m.reconcile([("a", WatchSpec::new([a.path()])), ("b", WatchSpec::new([b.path()]))])?;
+    /// let summary = m.reconcile([("b", WatchSpec::new([b.path()]))])?;
+    /// assert_eq!(summary.deleted, ["a"]);
+    /// assert_eq!(summary.unchanged, ["b"]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Any spec's error as for [`apply`](Manager::apply), naming it, or
+    /// [`Error::DuplicateName`]; then nothing was changed.
     pub fn reconcile<I, N>(&self, desired: I) -> Result<ReconcileSummary>
     where
         I: IntoIterator<Item = (N, WatchSpec)>,
