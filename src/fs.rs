@@ -482,6 +482,16 @@ pub(crate) fn racy(mtime: (i64, i64), looked: SystemTime) -> bool {
     (mtime.0, mtime.1) >= (l.as_secs() as i64, i64::from(l.subsec_nanos()))
 }
 
+/// The text of a small file (an ignore file): `None` if it is missing,
+/// unreadable, not UTF-8, or larger than `max` bytes.
+pub(crate) fn read_small(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let mut text = String::new();
+    f.take(max + 1).read_to_string(&mut text).ok()?;
+    (text.len() as u64 <= max).then_some(text)
+}
+
 pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     #[cfg(unix)]

@@ -14,6 +14,7 @@ use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
+use crate::ignore_files::{IgnoreFile, IgnoreFiles};
 
 /// Gitignore-style patterns relative to a base directory.
 ///
@@ -94,6 +95,21 @@ pub(crate) struct Matcher {
     /// own patterns' or else its parent directory's, so siblings share the
     /// work above them). Pure memo of a pure function; emptied when full.
     dirs: RefCell<HashMap<PathBuf, bool>>,
+    /// Rules from ignore files under the roots (`ignore_files` option).
+    files: IgnoreFiles,
+}
+
+impl Clone for Matcher {
+    /// A copy with an empty memo.
+    fn clone(&self) -> Matcher {
+        Matcher {
+            editor: self.editor.clone(),
+            rules: self.rules.clone(),
+            roots: self.roots.clone(),
+            dirs: RefCell::new(HashMap::new()),
+            files: self.files.clone(),
+        }
+    }
 }
 
 /// Most directory verdicts a [`Matcher`] remembers.
@@ -129,7 +145,7 @@ fn strictly_below<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
     }))
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct CompiledRule {
     base: PathBuf,
     gitignore: Gitignore,
@@ -139,7 +155,7 @@ struct CompiledRule {
 }
 
 /// What a `!` pattern could match, for pruning.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Reinclude {
     /// Unanchored: a name at any depth.
     Anywhere,
@@ -147,7 +163,7 @@ enum Reinclude {
     Anchored(Vec<Segment>),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Segment {
     /// `**`: any number of segments.
     Any,
@@ -311,6 +327,7 @@ impl Matcher {
             rules: compiled,
             roots: roots.to_vec(),
             dirs: RefCell::new(HashMap::new()),
+            files: IgnoreFiles::default(),
         })
     }
 
@@ -325,6 +342,9 @@ impl Matcher {
             && editor.is_match(name)
         {
             verdict = Some(true);
+        }
+        if let Some(v) = self.files.verdict(p, is_dir) {
+            verdict = Some(v);
         }
         for rule in &self.rules {
             if rule.all {
@@ -351,6 +371,7 @@ impl Matcher {
         self.rules
             .iter()
             .any(|r| strictly_below(p, &r.base).is_some() || (r.all && p == r.base))
+            || self.files.reaches(p)
             || (self.editor.is_some() && self.roots.iter().any(|r| strictly_below(p, r).is_some()))
     }
 
@@ -358,7 +379,7 @@ impl Matcher {
     /// that some pattern matches decides; among the patterns matching it, the
     /// last wins.
     pub(crate) fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
-        if self.editor.is_none() && self.rules.is_empty() {
+        if self.editor.is_none() && self.rules.is_empty() && self.files.is_empty() {
             return false;
         }
         if !self.below_something(path) {
@@ -423,6 +444,21 @@ impl Matcher {
             }
         }
         false
+    }
+
+    /// Sets (or removes) ignore file `which` applying in `dir`, with its
+    /// `contents`; whether anything changed. Forgets remembered verdicts.
+    pub(crate) fn set_file(
+        &mut self,
+        dir: &Path,
+        which: IgnoreFile,
+        contents: Option<&str>,
+    ) -> bool {
+        let changed = self.files.set(dir, which, contents);
+        if changed {
+            self.dirs.borrow_mut().clear();
+        }
+        changed
     }
 
     /// Whether the directory `dir` needs no OS watch and no reading: it is
@@ -875,5 +911,42 @@ mod tests {
         }
         // A full memo is emptied, not grown without bound.
         assert!(cached.dirs.borrow().len() <= DIR_CACHE_MAX);
+    }
+
+    #[test]
+    fn ignore_files_join_inline_rules_and_inline_rules_win() {
+        let mut m = rules(&[IgnoreRule::new("/r", ["!keep.log"])]);
+        assert!(m.set_file(
+            Path::new("/r"),
+            IgnoreFile::Gitignore,
+            Some("*.log\ntarget/\n")
+        ));
+        assert!(ig(&m, "/r/a.log", false));
+        assert!(ig(&m, "/r/sub/b.log", false));
+        assert!(!ig(&m, "/r/keep.log", false), "the spec's own rule wins");
+        assert!(
+            ig(&m, "/r/target/debug/x", false),
+            "below an ignored directory"
+        );
+        assert!(
+            !m.prunes(Path::new("/r/target")),
+            "the spec's `!keep.log` could re-include below it"
+        );
+        let mut only_files = rules(&[]);
+        only_files.set_file(
+            Path::new("/r"),
+            IgnoreFile::Gitignore,
+            Some("target/\n!target/keep\n"),
+        );
+        assert!(
+            only_files.prunes(Path::new("/r/target")),
+            "as git: nothing below an ignored directory comes back"
+        );
+        assert!(!ig(&m, "/r/src/a.rs", false));
+        // The file goes: so does its verdict (the memo is forgotten).
+        assert!(m.set_file(Path::new("/r"), IgnoreFile::Gitignore, None));
+        assert!(!ig(&m, "/r/target/debug/x", false));
+        let copy = m.clone();
+        assert!(!ig(&copy, "/r/a.log", false));
     }
 }

@@ -237,6 +237,7 @@ mod fs;
 mod hooks;
 mod ids;
 mod ignore;
+mod ignore_files;
 mod index;
 mod journal;
 mod manager;

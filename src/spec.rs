@@ -328,6 +328,21 @@ pub struct WatchOptions {
     /// roots, the watch-limit fallback), not to the threads of a manager
     /// built with `Backend::Poll`.
     pub content_hash: bool,
+    /// Honour the ignore files under the roots: `.gitignore` and `.ignore`
+    /// in any directory, `.git/info/exclude` at a repository's top, and
+    /// the `.gitignore`/`.ignore` files of the directories above a root up
+    /// to its repository's top. Git's semantics, through the `ignore`
+    /// crate's gitignore matcher: the nearest file decides first, `.ignore`
+    /// before `.gitignore`, and nothing below an ignored directory comes
+    /// back (so it is pruned: no OS watch, no reading). The spec's own
+    /// [`ignores`](WatchSpec::ignores) are applied after, and win.
+    ///
+    /// Files under the roots are read again when they change: entries that
+    /// become ignored are reported `Removed` (and their directories' OS
+    /// watches dropped), entries that stop being ignored are reported
+    /// `Created` with what is inside them. Files above a root, and
+    /// `info/exclude`, are read when the root is attached. Off by default.
+    pub ignore_files: bool,
 }
 
 impl Default for WatchOptions {
@@ -342,6 +357,7 @@ impl Default for WatchOptions {
             initial_scan: false,
             rescan_every: None,
             content_hash: false,
+            ignore_files: false,
         }
     }
 }
@@ -443,6 +459,13 @@ impl WatchSpec {
     #[must_use]
     pub fn content_hash(mut self, on: bool) -> Self {
         self.options.content_hash = on;
+        self
+    }
+
+    /// Sets [`WatchOptions::ignore_files`].
+    #[must_use]
+    pub fn ignore_files(mut self, on: bool) -> Self {
+        self.options.ignore_files = on;
         self
     }
 

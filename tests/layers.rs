@@ -110,6 +110,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "clock",
         "journal",
         "duration",
+        "ignore_files",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {

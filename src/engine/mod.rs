@@ -17,6 +17,7 @@
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their stat signatures, when next |
 //! | `rescan.rs` | rescans (`rescan_every`): when next, signatures, what the OS missed |
+//! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
 //! | `links.rs` | followed symlinks and where they led |
@@ -52,6 +53,7 @@ use crate::stats::Stats;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
+mod ignore_files;
 mod links;
 mod modes;
 mod poll;
@@ -236,6 +238,7 @@ pub(crate) struct Engine {
     backends: Backends,
     recovery: Recovery,
     rescans: Rescans,
+    reloads: ignore_files::Reloads,
     problems: Problems,
     links: Links,
     roots: Roots,
@@ -277,6 +280,7 @@ impl Engine {
             },
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
+            reloads: ignore_files::Reloads::default(),
             problems: Problems::default(),
             links: Links::default(),
             roots: Roots::default(),
@@ -414,6 +418,7 @@ impl Engine {
     /// timers that are due, answer barriers, deliver, publish.
     fn end_pass(&mut self) {
         self.settle();
+        self.reload_ignore_files();
         self.refresh_modes();
         self.poll_due();
         self.retry_due();

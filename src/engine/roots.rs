@@ -69,6 +69,7 @@ impl Engine {
         } else {
             self.decide_root(sid, root, &anc);
         }
+        self.load_ignore_files_above(sid, root);
         let (nid, created) = self.index.ensure(&anc);
         // Registered first: how the node is watched depends on it.
         self.index.add_partial(

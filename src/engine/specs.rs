@@ -69,6 +69,16 @@ impl SpecState {
         self.modes.iter().filter(|m| m.poll.is_some()).count()
     }
 
+    /// Whether it honours ignore files.
+    pub(super) fn honours_ignore_files(&self) -> bool {
+        self.spec.options.ignore_files
+    }
+
+    /// Its compiled ignore rules.
+    pub(super) fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+
     /// Whether polls of its directories compare racy files' contents.
     pub(super) fn hashes(&self) -> bool {
         self.spec.options.content_hash
@@ -167,6 +177,33 @@ impl SpecTable {
         };
         self.polled_roots = self.polled_roots + st.polled_roots() - before;
         changed
+    }
+
+    /// Replaces the matcher of `sid` (an ignore file changed).
+    pub(super) fn set_matcher(&mut self, sid: SpecId, m: Matcher) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.matcher = m;
+        }
+    }
+
+    /// Whether spec `sid` honours ignore files.
+    pub(super) fn honours_ignore_files(&self, sid: SpecId) -> bool {
+        self.get(sid).is_some_and(SpecState::honours_ignore_files)
+    }
+
+    /// Records a raw change for `sid` alone, ignored or not (what an
+    /// ignore file's change makes appear or vanish).
+    pub(super) fn record_unfiltered(
+        &mut self,
+        sid: SpecId,
+        now: Instant,
+        path: PathBuf,
+        kind: ChangeKind,
+        ft: FileType,
+    ) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.coalescer.push(now, path, kind, ft);
+        }
     }
 
     /// Whether any root of any spec is polled by the engine.
@@ -274,7 +311,7 @@ impl SpecTable {
     }
 
     /// Records a raw change for spec `sid` alone, unless it ignores it.
-    fn record_for(
+    pub(super) fn record_for(
         &mut self,
         sid: SpecId,
         now: Instant,
@@ -496,6 +533,7 @@ impl Engine {
             return;
         };
         self.specs.route(self.now, node, name, kind, ft);
+        self.note_ignore_file(id, name);
     }
 }
 

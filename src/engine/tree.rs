@@ -85,6 +85,7 @@ impl Engine {
             {
                 continue; // gone: the parent's event removes it
             }
+            self.load_ignore_files(id, &specs);
             self.push_children(id, &path, &specs, &mut stack);
         }
     }
@@ -207,6 +208,7 @@ impl Engine {
         let Some(t) = self.index.remove_entry(id, name) else {
             return;
         };
+        self.note_ignore_file(id, name);
         let node = self.index.get(id).expect("live node");
         let child = node.path().join(name);
         trace::traced! {

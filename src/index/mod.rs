@@ -221,6 +221,25 @@ impl Index {
         true
     }
 
+    /// Spec `sid` no longer covers directory `id`; whether no spec needs
+    /// it any more (still indexed: the caller frees it).
+    pub(crate) fn uncover(&mut self, id: DirId, sid: SpecId) -> bool {
+        let Some(node) = self.node_mut(id) else {
+            return false;
+        };
+        let before = node.full.len();
+        node.full.retain(|s| *s != sid);
+        let removed = node.full.len() != before;
+        let unused = node.is_unused();
+        if removed {
+            if let Some(c) = self.covered.get_mut(&sid) {
+                *c = c.saturating_sub(1);
+            }
+            self.touch(sid);
+        }
+        unused
+    }
+
     /// Removes every registration of `sid`; returns the directories no spec
     /// needs any more (still indexed: the caller frees them).
     pub(crate) fn detach(&mut self, sid: SpecId) -> Vec<DirId> {

@@ -1,0 +1,293 @@
+//! Ignore files ([`WatchOptions::ignore_files`](crate::WatchOptions::ignore_files)):
+//! reading them as directories are indexed, and following their changes.
+//! The rules they hold live in each spec's matcher (`specs.rs` writes it);
+//! this file only holds the changes waiting to be read again.
+//!
+//! When one changes, its directory's subtree is compared under the old
+//! and the new rules, for each spec that honours it: entries that become
+//! ignored are reported `Removed` (directories with all they showed, and
+//! their nodes let go of), entries that stop being ignored are reported
+//! `Created` (directories covered and read, with all they hold).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use super::Engine;
+use crate::change::{ChangeKind, FileType};
+use crate::fs;
+use crate::ignore::Matcher;
+use crate::ignore_files::IgnoreFile;
+use crate::index::{DirId, SpecId};
+
+/// Largest ignore file read (larger ones are treated as absent).
+const MAX_IGNORE_FILE: u64 = 1 << 20;
+
+/// How far above a root ignore files are looked for (a repository's top).
+const MAX_LEVELS_ABOVE: usize = 64;
+
+/// Ignore files that changed, to read again at the end of the pass.
+#[derive(Debug, Default)]
+pub(super) struct Reloads {
+    pending: Vec<(DirId, OsString)>,
+}
+
+fn read(dir: &Path, which: IgnoreFile) -> Option<String> {
+    fs::read_small(&dir.join(which.rel_path()), MAX_IGNORE_FILE)
+}
+
+impl Engine {
+    /// Reads the ignore files of indexed directory `id` for those of
+    /// `specs` that honour them.
+    pub(super) fn load_ignore_files(&mut self, id: DirId, specs: &[SpecId]) {
+        let honour: Vec<SpecId> = specs
+            .iter()
+            .copied()
+            .filter(|s| self.specs.honours_ignore_files(*s))
+            .collect();
+        if honour.is_empty() {
+            return;
+        }
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let dir = node.path().clone();
+        let present: Vec<IgnoreFile> = IgnoreFile::ALL
+            .into_iter()
+            .filter(|w| match w {
+                IgnoreFile::Exclude => {
+                    node.entries().get(OsStr::new(".git")) == Some(FileType::Dir)
+                }
+                w => node
+                    .entries()
+                    .get(OsStr::new(w.rel_path()))
+                    .is_some_and(|t| t != FileType::Dir),
+            })
+            .collect();
+        for which in present {
+            let text = read(&dir, which);
+            for &s in &honour {
+                self.set_ignore_file(s, &dir, which, text.as_deref());
+            }
+        }
+    }
+
+    /// Reads the ignore files of the directories above `root` up to its
+    /// repository's top (the first with a `.git`), for `sid`.
+    pub(super) fn load_ignore_files_above(&mut self, sid: SpecId, root: &Path) {
+        if !self.specs.honours_ignore_files(sid) {
+            return;
+        }
+        let mut dir = root.parent();
+        let mut levels = 0;
+        while let Some(d) = dir
+            && levels < MAX_LEVELS_ABOVE
+        {
+            levels += 1;
+            for which in [IgnoreFile::Ignore, IgnoreFile::Gitignore] {
+                if let Some(text) = read(d, which) {
+                    self.set_ignore_file(sid, d, which, Some(&text));
+                }
+            }
+            if fs::is_dir_following(&d.join(".git")) {
+                if let Some(text) = read(d, IgnoreFile::Exclude) {
+                    self.set_ignore_file(sid, d, IgnoreFile::Exclude, Some(&text));
+                }
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
+    fn set_ignore_file(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, text: Option<&str>) {
+        let Some(st) = self.specs.get(sid) else {
+            return;
+        };
+        let mut m = st.matcher().clone();
+        if m.set_file(dir, which, text) {
+            self.specs.set_matcher(sid, m);
+        }
+    }
+
+    /// Entry `name` of directory `id` changed: if it is an ignore file,
+    /// read it again at the end of the pass.
+    pub(super) fn note_ignore_file(&mut self, id: DirId, name: &OsStr) {
+        if IgnoreFile::named(name).is_some()
+            && self
+                .index
+                .get(id)
+                .is_some_and(|n| n.full().iter().any(|s| self.specs.honours_ignore_files(*s)))
+        {
+            self.reloads.pending.push((id, name.to_os_string()));
+        }
+    }
+
+    /// Reads again the ignore files that changed, and reports what that
+    /// changed for each spec that honours them.
+    pub(super) fn reload_ignore_files(&mut self) {
+        if self.reloads.pending.is_empty() {
+            return;
+        }
+        let mut todo = std::mem::take(&mut self.reloads.pending);
+        todo.sort();
+        todo.dedup();
+        self.now = self.clock.now();
+        for (id, name) in todo {
+            let (Some(node), Some(which)) = (self.index.get(id), IgnoreFile::named(&name)) else {
+                continue;
+            };
+            let dir = node.path().clone();
+            let specs: Vec<SpecId> = node
+                .full()
+                .iter()
+                .copied()
+                .filter(|s| self.specs.honours_ignore_files(*s))
+                .collect();
+            let text = read(&dir, which);
+            for s in specs {
+                let Some(old) = self.specs.get(s).map(|st| st.matcher().clone()) else {
+                    continue;
+                };
+                let mut new = old.clone();
+                if !new.set_file(&dir, which, text.as_deref()) {
+                    continue;
+                }
+                self.specs.set_matcher(s, new);
+                self.apply_ignore_change(s, id, &old);
+            }
+        }
+        self.watches.reconcile_soon();
+    }
+
+    /// Reports, for `sid`, what its rules' change (from `old`) made appear
+    /// or vanish below directory `top`, and covers or lets go of
+    /// directories to match.
+    fn apply_ignore_change(&mut self, sid: SpecId, top: DirId, old: &Matcher) {
+        let mut stack = vec![top];
+        while let Some(id) = stack.pop() {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            if !node.covers(sid) {
+                continue;
+            }
+            let path = node.path().clone();
+            let entries: Vec<(OsString, FileType)> = node
+                .entries()
+                .iter()
+                .map(|(n, t)| (n.to_os_string(), t))
+                .collect();
+            for (name, t) in entries {
+                let p = path.join(&name);
+                let is_dir = t == FileType::Dir;
+                let was = old.is_ignored(&p, is_dir);
+                let now = self
+                    .specs
+                    .get(sid)
+                    .is_some_and(|st| st.matcher().is_ignored(&p, is_dir));
+                let child = self.index.lookup(&p);
+                match (was, now) {
+                    (false, true) => {
+                        self.specs.record_unfiltered(
+                            sid,
+                            self.now,
+                            p.clone(),
+                            ChangeKind::Removed,
+                            t,
+                        );
+                        if let Some(c) = child {
+                            self.hide_subtree(sid, c, old);
+                        }
+                    }
+                    (true, false) => {
+                        self.specs.record_unfiltered(
+                            sid,
+                            self.now,
+                            p.clone(),
+                            ChangeKind::Created,
+                            t,
+                        );
+                        if is_dir && self.specs.needs(sid, &p) {
+                            self.show_subtree(sid, p);
+                        }
+                    }
+                    (false, false) => {
+                        if let Some(c) = child {
+                            stack.push(c);
+                        }
+                    }
+                    (true, true) => {}
+                }
+            }
+        }
+    }
+
+    /// Directory `top` became ignored for `sid`: what `sid` saw below it
+    /// (under `old` rules) is reported removed, and `sid` lets go of it
+    /// and its subtree (their OS watches go when no spec needs them).
+    fn hide_subtree(&mut self, sid: SpecId, top: DirId, old: &Matcher) {
+        let mut stack = vec![top];
+        let mut nodes = Vec::new();
+        while let Some(id) = stack.pop() {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            if !node.covers(sid) {
+                continue;
+            }
+            nodes.push(id);
+            let path = node.path().clone();
+            let entries: Vec<(OsString, FileType)> = node
+                .entries()
+                .iter()
+                .map(|(n, t)| (n.to_os_string(), t))
+                .collect();
+            for (name, t) in entries {
+                let p = path.join(&name);
+                if !old.is_ignored(&p, t == FileType::Dir) {
+                    self.specs
+                        .record_unfiltered(sid, self.now, p.clone(), ChangeKind::Removed, t);
+                }
+                if let Some(c) = self.index.lookup(&p) {
+                    stack.push(c);
+                }
+            }
+        }
+        for id in nodes {
+            if self.index.uncover(id, sid) {
+                self.free_node(id);
+            }
+        }
+    }
+
+    /// Directory `dir` stopped being ignored for `sid`: cover it (watch,
+    /// read) and report all it holds, for `sid` alone.
+    fn show_subtree(&mut self, sid: SpecId, dir: PathBuf) {
+        self.add_full(vec![sid], dir.clone(), false);
+        let Some(top) = self.index.lookup(&dir) else {
+            return;
+        };
+        let mut stack = vec![top];
+        while let Some(id) = stack.pop() {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            if !node.covers(sid) {
+                continue;
+            }
+            let path = node.path().clone();
+            let entries: Vec<(OsString, FileType)> = node
+                .entries()
+                .iter()
+                .map(|(n, t)| (n.to_os_string(), t))
+                .collect();
+            for (name, t) in entries {
+                let p = path.join(&name);
+                if let Some(c) = self.index.lookup(&p) {
+                    stack.push(c);
+                }
+                self.specs
+                    .record_for(sid, self.now, p, ChangeKind::Created, t);
+            }
+        }
+    }
+}

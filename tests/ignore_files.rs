@@ -1,0 +1,132 @@
+//! `WatchOptions::ignore_files`: `.gitignore`, `.ignore` and
+//! `.git/info/exclude` honoured with git's semantics, pruning OS watches,
+//! and followed when they change.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+use specwatch::{Backend, ChangeKind, Manager, WatchSpec};
+
+both_backends!(
+    nested_gitignore_files_decide_nearest_first,
+    a_changed_gitignore_hides_and_shows_what_it_names,
+);
+
+fn spec_with_files(root: &Path) -> WatchSpec {
+    spec(&[root]).ignore_files(true)
+}
+
+fn nested_gitignore_files_decide_nearest_first(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::create_dir_all(root.join("build/deep")).unwrap();
+    fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
+    fs::write(root.join("sub/.gitignore"), "!keep.log\n").unwrap();
+    fs::write(root.join(".ignore"), "*.gen\n").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec_with_files(root));
+    for p in ["a.log", "sub/b.log", "build/deep/x", "c.gen"] {
+        fs::write(root.join(p), "x").unwrap();
+    }
+    let keep = root.join("sub/keep.log");
+    fs::write(&keep, "x").unwrap();
+    let marker = c.barrier("s", root);
+    let got: Vec<_> = c
+        .changes("s")
+        .into_iter()
+        .map(|x| x.path)
+        .filter(|p| *p != marker)
+        .collect();
+    assert_eq!(got, vec![keep], "only what no ignore file ignores");
+    if b == Backend::Native {
+        // The root's parent, the root and sub: build/ is pruned.
+        assert_eq!(m.stats().os_watches, 3, "{:?}", m.stats());
+    }
+}
+
+fn a_changed_gitignore_hides_and_shows_what_it_names(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir_all(root.join("gen/inner")).unwrap();
+    fs::write(root.join("gen/inner/f"), "x").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec_with_files(root));
+    let gen_dir = root.join("gen");
+    let f = root.join("gen/inner/f");
+    // Ignored from now on: reported removed, with what it held.
+    fs::write(root.join(".gitignore"), "gen/\n").unwrap();
+    c.wait("gen/ and what it holds reported removed", |c| {
+        c.has("s", &gen_dir, ChangeKind::Removed) && c.has("s", &f, ChangeKind::Removed)
+    });
+    if b == Backend::Native {
+        c.wait("gen/'s watches dropped", |_| m.stats().os_watches == 2);
+    }
+    fs::write(root.join("gen/new"), "x").unwrap();
+    c.clear();
+    let marker = c.barrier("s", root);
+    assert!(
+        c.changes("s").iter().all(|x| x.path == marker),
+        "nothing below an ignored directory: {:?}",
+        c.changes("s")
+    );
+    // Not ignored any more: reported created, with what it holds now.
+    fs::remove_file(root.join(".gitignore")).unwrap();
+    let new = root.join("gen/new");
+    c.wait("gen/ and what it holds reported created again", |c| {
+        c.has("s", &gen_dir, ChangeKind::Created)
+            && c.has("s", &f, ChangeKind::Created)
+            && c.has("s", &new, ChangeKind::Created)
+    });
+    let later = root.join("gen/inner/later");
+    fs::write(&later, "x").unwrap();
+    c.wait("a write below it, watched again", |c| {
+        c.has("s", &later, ChangeKind::Created)
+    });
+    let broken = m.check_index().unwrap();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
+#[test]
+fn files_above_the_root_and_info_exclude_apply() {
+    let d = tmp();
+    let repo = d.path();
+    fs::create_dir_all(repo.join(".git/info")).unwrap();
+    fs::write(repo.join(".git/info/exclude"), "*.excl\n").unwrap();
+    fs::write(repo.join(".gitignore"), "*.tmp\n").unwrap();
+    let src = repo.join("src");
+    fs::create_dir(&src).unwrap();
+    let m = Manager::new().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec_with_files(&src));
+    fs::write(src.join("a.tmp"), "x").unwrap();
+    fs::write(src.join("b.excl"), "x").unwrap();
+    let kept = src.join("c.rs");
+    fs::write(&kept, "x").unwrap();
+    let marker = c.barrier("s", &src);
+    let got: Vec<_> = c
+        .changes("s")
+        .into_iter()
+        .map(|x| x.path)
+        .filter(|p| *p != marker)
+        .collect();
+    assert_eq!(got, vec![kept]);
+}
+
+#[test]
+fn without_the_option_ignore_files_mean_nothing() {
+    let d = tmp();
+    let root = d.path();
+    fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    let m = Manager::new().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]));
+    let log = root.join("a.log");
+    fs::write(&log, "x").unwrap();
+    c.wait("a.log reported", |c| c.has("s", &log, ChangeKind::Created));
+}
