@@ -22,15 +22,17 @@
 //! backend it got and why (`watch: root: poll every 1s: fuse (0x65735546)
 //! at /mnt/charts`); again whenever that changes. `--initial-scan` prints
 //! every existing entry as `created` before the changes (see
-//! [`WatchOptions::initial_scan`]).
+//! [`WatchOptions::initial_scan`]). When stderr is a terminal, a line
+//! `watch: indexing: N directories, M entries` is redrawn while a large
+//! tree is first indexed; when it is not, nothing extra is printed.
 //!
 //! [`WatchOptions::follow_symlinks`]: specwatch::WatchOptions::follow_symlinks
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, select};
 use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
@@ -181,6 +183,85 @@ fn write_path(out: &mut impl Write, kind: &str, path: &std::path::Path) -> std::
     out.flush()
 }
 
+/// What has been said on stderr about the watch, so that a line is
+/// printed when something changes, not on every snapshot.
+struct Shown {
+    roots: Vec<specwatch::RootStatus>,
+    phase: specwatch::Phase,
+}
+
+impl Shown {
+    /// Prints one event: its changes on stdout, status changes on stderr.
+    fn show(&mut self, ev: Event, out: &mut impl Write) -> std::io::Result<()> {
+        match ev {
+            Event::Changes(batch) => {
+                for c in &batch.changes {
+                    let kind = match c.kind {
+                        ChangeKind::Created => "created",
+                        ChangeKind::Modified => "modified",
+                        ChangeKind::Removed => "removed",
+                    };
+                    write_path(out, kind, &c.path)?;
+                }
+            }
+            Event::Status(s) => {
+                if s.roots != self.roots && !s.roots.is_empty() {
+                    print_roots(&s.roots);
+                    self.roots = s.roots.clone();
+                }
+                if s.phase != self.phase {
+                    match &s.phase {
+                        specwatch::Phase::Degraded { reason }
+                        | specwatch::Phase::Failed { error: reason } => {
+                            eprintln!("watch: {reason}");
+                        }
+                        specwatch::Phase::Watching if self.phase != specwatch::Phase::Starting => {
+                            eprintln!("watch: watching in full again");
+                        }
+                        _ => {}
+                    }
+                    self.phase = s.phase.clone();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Draws `watch: indexing: N directories, M entries` on stderr (one line,
+/// redrawn) while the first walk reports progress, until watching starts
+/// or `deadline`; returns every event received meanwhile.
+fn show_progress(events: &Receiver<Event>, deadline: Instant) -> Vec<Event> {
+    let mut kept = Vec::new();
+    let mut drawn = false;
+    while let Ok(ev) = events.recv_deadline(deadline) {
+        let done = match &ev {
+            Event::Status(s) if s.name == "watch" => match (&s.phase, s.progress) {
+                (specwatch::Phase::Starting, Some(p)) => {
+                    eprint!(
+                        "\rwatch: indexing: {} directories, {} entries",
+                        p.dirs, p.entries
+                    );
+                    drawn = true;
+                    false
+                }
+                (specwatch::Phase::Starting, None) => false,
+                _ => true,
+            },
+            _ => false,
+        };
+        kept.push(ev);
+        if done {
+            break;
+        }
+    }
+    if drawn {
+        eprintln!();
+    }
+    kept
+}
+
 /// One stderr line per root: which backend watches it, and why.
 fn print_roots(roots: &[specwatch::RootStatus]) {
     for r in roots {
@@ -234,8 +315,15 @@ fn main() -> ExitCode {
         eprintln!("watch: {e}");
         return ExitCode::from(2);
     }
-    let mut roots: Vec<specwatch::RootStatus>;
-    let mut phase: specwatch::Phase;
+    let roots: Vec<specwatch::RootStatus>;
+    let phase: specwatch::Phase;
+    // On a terminal, a progress line while a large tree is indexed (what
+    // arrives meanwhile is kept for after READY); elsewhere nothing extra.
+    let early = if std::io::stderr().is_terminal() {
+        show_progress(&events, Instant::now() + Duration::from_secs(120))
+    } else {
+        Vec::new()
+    };
     match manager.wait_watching("watch", Duration::from_secs(120)) {
         Ok(status) => {
             print_roots(&status.roots);
@@ -255,44 +343,18 @@ fn main() -> ExitCode {
     if writeln!(out, "READY").and_then(|_| out.flush()).is_err() {
         return ExitCode::SUCCESS;
     }
+    let mut shown = Shown { roots, phase };
+    for ev in early {
+        if shown.show(ev, &mut out).is_err() {
+            return ExitCode::SUCCESS; // stdout closed
+        }
+    }
     loop {
         select! {
             recv(events) -> ev => {
                 let Ok(ev) = ev else { break };
-                match ev {
-                    Event::Changes(batch) => {
-                        for c in &batch.changes {
-                            let kind = match c.kind {
-                                ChangeKind::Created => "created",
-                                ChangeKind::Modified => "modified",
-                                ChangeKind::Removed => "removed",
-                            };
-                            if write_path(&mut out, kind, &c.path).is_err() {
-                                return ExitCode::SUCCESS; // stdout closed
-                            }
-                        }
-                    }
-                    Event::Status(s) => {
-                        if s.roots != roots && !s.roots.is_empty() {
-                            print_roots(&s.roots);
-                            roots = s.roots.clone();
-                        }
-                        // A line when the phase changes, not on every
-                        // snapshot.
-                        if s.phase != phase {
-                            match &s.phase {
-                                specwatch::Phase::Degraded { reason } | specwatch::Phase::Failed { error: reason } => {
-                                    eprintln!("watch: {reason}");
-                                }
-                                specwatch::Phase::Watching if phase != specwatch::Phase::Starting => {
-                                    eprintln!("watch: watching in full again");
-                                }
-                                _ => {}
-                            }
-                            phase = s.phase.clone();
-                        }
-                    }
-                    _ => {}
+                if shown.show(ev, &mut out).is_err() {
+                    return ExitCode::SUCCESS; // stdout closed
                 }
             }
             recv(stop) -> _ => break,

@@ -268,6 +268,6 @@ pub use spec::{
     Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, ParseBackendError, WatchOptions, WatchSpec,
 };
 pub use stats::Stats;
-pub use status::{BackendReason, Phase, RECENT_BATCHES, RootStatus, WatchStatus};
+pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
 #[cfg(feature = "stream")]
 pub use stream::{ChangeStream, EventStream, StatusStream};

@@ -48,6 +48,18 @@ impl fmt::Display for Phase {
     }
 }
 
+/// How far the first walk of a spec's tree has got: what
+/// [`WatchStatus::progress`] says while the phase is `Starting`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Progress {
+    /// Directories watched and read so far.
+    pub dirs: usize,
+    /// Entries (files, directories, links) read so far.
+    pub entries: usize,
+}
+
 /// How one root of a spec is watched, and why: one entry of
 /// [`WatchStatus::roots`].
 ///
@@ -151,6 +163,10 @@ pub struct WatchStatus {
     /// Directories of this spec that the engine reads and watches (shared
     /// directories count for every spec that covers them).
     pub watched_dirs: usize,
+    /// While the phase is `Starting` on a large tree: how far the first
+    /// walk has got. Published at most every 100 ms during the walk (none
+    /// for a walk that takes less); `None` once watching.
+    pub progress: Option<Progress>,
     /// How each root is watched and why (polled because `Auto` found a
     /// network or FUSE file system, say), in the order of the spec's
     /// normalised paths. Filled when the root is attached, and again
@@ -204,6 +220,7 @@ impl WatchStatus {
             monitor_start_time: None,
             last_event_time: None,
             recent_batches: Vec::new(),
+            progress: None,
             roots: Vec::new(),
             watched_dirs: 0,
             polled_dirs: 0,

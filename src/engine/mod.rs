@@ -16,6 +16,7 @@
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their stat signatures, when next |
+//! | `walk.rs` | start-up progress of a spec's first walk |
 //! | `rescan.rs` | rescans (`rescan_every`): when next, signatures, what the OS missed |
 //! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
@@ -68,6 +69,7 @@ mod sync;
 mod tests;
 pub(crate) mod trace;
 mod tree;
+mod walk;
 mod watches;
 
 pub(crate) use publish::Shared;
@@ -239,6 +241,7 @@ pub(crate) struct Engine {
     recovery: Recovery,
     rescans: Rescans,
     reloads: ignore_files::Reloads,
+    walk: walk::Walk,
     problems: Problems,
     links: Links,
     roots: Roots,
@@ -281,6 +284,7 @@ impl Engine {
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
             reloads: ignore_files::Reloads::default(),
+            walk: walk::Walk::default(),
             problems: Problems::default(),
             links: Links::default(),
             roots: Roots::default(),

@@ -94,6 +94,8 @@ pub(super) struct Facts {
     pub watched_dirs: usize,
     pub polled_dirs: usize,
     pub roots: Vec<RootStatus>,
+    /// `Some` while the first walk is under way (phase `Starting`).
+    pub progress: Option<crate::status::Progress>,
     pub watch_retries: u64,
     pub overflow_recoveries: u64,
     pub missed_by_os: u64,
@@ -286,6 +288,7 @@ impl Publisher {
             (Some((error, _)), _) => Phase::Failed {
                 error: error.clone(),
             },
+            (None, _) if f.progress.is_some() => Phase::Starting,
             (None, None) => Phase::Watching,
             (None, Some(reason)) => Phase::Degraded { reason },
         };
@@ -300,6 +303,7 @@ impl Publisher {
             monitor_start_time: Some(s.monitor_start),
             last_event_time: s.last_event,
             recent_batches: s.recent.iter().cloned().collect(),
+            progress: f.progress,
             roots: f.roots,
             watched_dirs: f.watched_dirs,
             polled_dirs: f.polled_dirs,
@@ -372,6 +376,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
             .zip(&b.recent_batches)
             .all(|(x, y)| Arc::ptr_eq(x, y))
         && a.roots == b.roots
+        && a.progress == b.progress
         && a.watched_dirs == b.watched_dirs
         && a.polled_dirs == b.polled_dirs
         && a.watch_retries == b.watch_retries
@@ -475,6 +480,7 @@ impl Engine {
             watched_dirs: self.index.covered_dirs(sid),
             polled_dirs: polled,
             roots: st.root_statuses(),
+            progress: self.walk.progress_of(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
             missed_by_os: self.rescans.missed(sid),
@@ -505,6 +511,7 @@ mod tests {
             watched_dirs: dirs,
             polled_dirs: 0,
             roots: Vec::new(),
+            progress: None,
             watch_retries: 0,
             overflow_recoveries: 0,
             missed_by_os: 0,

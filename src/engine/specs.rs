@@ -418,9 +418,11 @@ impl Engine {
         {
             self.rescans.add(sid, every, self.clock.now());
         }
+        self.walk_begins(sid);
         for root in &roots {
             self.attach_root(sid, root, false);
         }
+        self.walk_ends();
         if initial_scan {
             self.scan_initial(sid, &roots);
         }

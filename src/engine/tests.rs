@@ -632,3 +632,26 @@ fn a_watch_the_os_drops_frees_its_slot_for_a_polled_directory() {
     assert_eq!(st.phase, Phase::Watching);
     assert!(h.engine.check_invariants().is_empty());
 }
+
+#[test]
+fn a_long_first_walk_publishes_its_progress_as_starting() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec());
+    assert_eq!(h.status("s").phase, Phase::Watching);
+    let sid = h.engine.specs.id_of("s").unwrap();
+    // As the walk of a big tree would: directories read one after another
+    // while the clock moves on.
+    h.engine.walk_begins(sid);
+    for _ in 0..200 {
+        h.clock.advance(MS);
+        h.engine.walked(10);
+    }
+    let st = h.status("s");
+    assert_eq!(st.phase, Phase::Starting, "mid-walk: {st:?}");
+    let p = st.progress.expect("progress during a walk over 100 ms");
+    assert!(p.dirs >= 64 && p.entries == p.dirs * 10, "{p:?}");
+    h.engine.walk_ends();
+    h.engine.end_pass();
+    let st = h.status("s");
+    assert_eq!((st.phase.clone(), st.progress), (Phase::Watching, None));
+}

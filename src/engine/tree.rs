@@ -123,6 +123,7 @@ impl Engine {
         }
         match listing {
             Ok(list) => {
+                let n = list.len();
                 let added = self.index.fill(id, list);
                 if self.polls.contains(id) {
                     self.sign(id);
@@ -133,6 +134,7 @@ impl Engine {
                     }
                 }
                 self.problems.clear(specs, path);
+                self.walked(n);
                 true
             }
             Err(e) if fs::gone(&e) => false,

@@ -1,0 +1,356 @@
+//! Runs a command once at start and again after every batch of changes, as
+//! `watchexec` does: a build (or test) loop on top of one watch spec.
+//!
+//! ```text
+//! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
+//!     [--watch PATH]... -- COMMAND [ARGS...]
+//! ```
+//!
+//! `--watch` defaults to the current directory; relative paths are taken
+//! from it. A batch of changes closes after `--debounce` milliseconds
+//! without a change (default 50). What happens to a batch that arrives
+//! while the command runs is `--on-busy`'s choice:
+//!
+//! - `queue` (the default): one more run after the current one, however many
+//!   batches arrived during it;
+//! - `restart`: the running command is stopped and started again. Stopping
+//!   is SIGTERM to its whole process group, then SIGKILL to what is left of
+//!   the group once the command exits (or two seconds later if it has not).
+//!
+//! The command runs in a process group of its own (so the terminal's Ctrl-C
+//! reaches `build_loop`, which stops the group itself). Lines on stderr:
+//!
+//! ```text
+//! build_loop: run 2: created src/a.rs, modified src/b.rs, removed x.rs (+3 more)
+//! build_loop: run 2 started (pid 4242)
+//! build_loop: queued after run 2: modified src/a.rs
+//! build_loop: run 2 exited with status 0
+//! ```
+//!
+//! (`exited with signal 15` when it was killed.) `.gitignore` and
+//! `.ignore` files are honoured, nested ones too, and followed when they
+//! change ([`WatchOptions::ignore_files`]); `.git/` and the other VCS
+//! directories are ignored by the library. Ctrl-C (SIGINT) or
+//! SIGTERM stops the running command and exits with the status of the last
+//! run that ended by itself (128 + N for signal N; 0 if none did); a second
+//! one kills the command's group at once. Unix only.
+//!
+//! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
+
+#[cfg(not(unix))]
+fn main() {
+    eprintln!("build_loop: Unix only (process groups and signals)");
+    std::process::exit(2)
+}
+
+#[cfg(unix)]
+fn main() -> std::process::ExitCode {
+    unix::main()
+}
+
+#[cfg(unix)]
+mod unix {
+    use std::collections::BTreeMap;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, ExitCode, ExitStatus};
+    use std::time::{Duration, Instant};
+
+    use specwatch::crossbeam_channel::{self as channel, Receiver, Sender, select};
+    use specwatch::{Change, ChangeKind, Event, Manager, Phase, WatchSpec};
+
+    const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
+         [--watch PATH]... -- COMMAND [ARGS...]";
+    /// How long a stopped command gets between SIGTERM and SIGKILL.
+    const GRACE: Duration = Duration::from_secs(2);
+    /// Changed paths named in a run's line; the rest are counted.
+    const SHOWN: usize = 3;
+
+    struct Args {
+        restart: bool,
+        debounce: Duration,
+        paths: Vec<PathBuf>,
+        command: Vec<String>,
+    }
+
+    fn parse_args() -> Result<Args, String> {
+        let mut args = Args {
+            restart: false,
+            debounce: Duration::from_millis(50),
+            paths: Vec::new(),
+            command: Vec::new(),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--on-busy" => {
+                    args.restart = match it.next().as_deref() {
+                        Some("queue") => false,
+                        Some("restart") => true,
+                        _ => return Err("--on-busy needs queue or restart".into()),
+                    }
+                }
+                "--debounce" => {
+                    let ms = it.next().and_then(|v| v.parse().ok());
+                    let ms = ms.ok_or("--debounce needs a number of milliseconds")?;
+                    args.debounce = Duration::from_millis(ms);
+                }
+                "--watch" => args
+                    .paths
+                    .push(it.next().ok_or("--watch needs a path")?.into()),
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                "--" => break,
+                s if s.starts_with('-') => return Err(format!("unknown flag {s}\n{USAGE}")),
+                _ => {
+                    args.command.push(a);
+                    break;
+                }
+            }
+        }
+        args.command.extend(it);
+        if args.command.is_empty() {
+            return Err(format!("no command given\n{USAGE}"));
+        }
+        if args.paths.is_empty() {
+            args.paths.push(".".into());
+        }
+        Ok(args)
+    }
+
+    /// SIGINT and SIGTERM, taken synchronously by one thread (blocked here,
+    /// in the main thread, before any other thread starts: threads inherit
+    /// the mask; `Command` clears it in the child).
+    fn signals() -> Receiver<i32> {
+        let (tx, rx) = channel::unbounded();
+        // SAFETY: plain libc signal-set calls on a local sigset_t.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            std::thread::spawn(move || {
+                let mut sig = 0;
+                while libc::sigwait(&set, &mut sig) == 0 && tx.send(sig).is_ok() {}
+            });
+        }
+        rx
+    }
+
+    /// Sends `sig` to every process of the group `pgid`.
+    fn kill_group(pgid: i32, sig: i32) {
+        // SAFETY: kill(2) on a process group this program created.
+        unsafe { libc::kill(-pgid, sig) };
+    }
+
+    struct Running {
+        n: u64,
+        pgid: i32,
+        /// Stopped by us (SIGTERM sent to its group).
+        stopping: bool,
+        /// When SIGKILL follows that SIGTERM.
+        kill_at: Option<Instant>,
+    }
+
+    /// Starts run `n` in a process group of its own; a thread waits for it
+    /// and reports its end on `exits`.
+    fn start(
+        n: u64,
+        command: &[String],
+        exits: &Sender<(u64, ExitStatus)>,
+    ) -> std::io::Result<Running> {
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
+            .process_group(0)
+            .spawn()?;
+        let pgid = child.id() as i32;
+        eprintln!("build_loop: run {n} started (pid {pgid})");
+        let exits = exits.clone();
+        std::thread::spawn(move || {
+            let status = child.wait().expect("wait for our own child");
+            let _ = exits.send((n, status));
+        });
+        Ok(Running {
+            n,
+            pgid,
+            stopping: false,
+            kill_at: None,
+        })
+    }
+
+    fn stop(run: &mut Running) {
+        if !run.stopping {
+            kill_group(run.pgid, libc::SIGTERM);
+            run.stopping = true;
+            run.kill_at = Some(Instant::now() + GRACE);
+        }
+    }
+
+    /// Adds a batch's changes to `pending`, one kind per path (created, then
+    /// modified, is still created).
+    fn add(pending: &mut BTreeMap<PathBuf, ChangeKind>, changes: &[Change]) {
+        for c in changes {
+            let kind = pending.entry(c.path.clone()).or_insert(c.kind);
+            if !(*kind == ChangeKind::Created && c.kind == ChangeKind::Modified) {
+                *kind = c.kind;
+            }
+        }
+    }
+
+    /// Reports the end of `run`; returns the exit status for `build_loop`
+    /// (128 + N for signal N), unless we stopped the run ourselves: then
+    /// what is left of its group is killed, and its status says nothing
+    /// about the command.
+    fn ended(run: &Running, status: ExitStatus) -> Option<u8> {
+        let n = run.n;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => eprintln!("build_loop: run {n} exited with status {code}"),
+            (None, Some(sig)) => eprintln!("build_loop: run {n} exited with signal {sig}"),
+            _ => eprintln!("build_loop: run {n} exited with {status}"),
+        }
+        if run.stopping {
+            kill_group(run.pgid, libc::SIGKILL);
+            return None;
+        }
+        let code = status.code().or(status.signal().map(|s| 128 + s));
+        Some(code.map_or(1, |c| c.clamp(0, 255) as u8))
+    }
+
+    /// `created a.rs, modified b.rs (+3 more)`, paths relative to `cwd`.
+    fn describe(changes: &BTreeMap<PathBuf, ChangeKind>, cwd: &Path) -> String {
+        let mut shown: Vec<String> = changes
+            .iter()
+            .take(SHOWN)
+            .map(|(p, k)| format!("{k} {}", p.strip_prefix(cwd).unwrap_or(p).display()))
+            .collect();
+        if changes.len() > SHOWN {
+            let last = shown.pop().unwrap_or_default();
+            shown.push(format!("{last} (+{} more)", changes.len() - SHOWN));
+        }
+        shown.join(", ")
+    }
+
+    pub fn main() -> ExitCode {
+        let args = match parse_args() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("build_loop: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let stop_signals = signals();
+        let cwd = std::env::current_dir().expect("the current directory");
+        let roots: Vec<PathBuf> = args.paths.iter().map(|p| cwd.join(p)).collect();
+        let spec = WatchSpec::new(roots.clone())
+            .quiet_window(args.debounce)
+            .max_delay(args.debounce.max(specwatch::DEFAULT_MAX_DELAY))
+            .ignore_files(true);
+        let manager = Manager::new().expect("start the watch manager");
+        let events = manager.subscribe();
+        if let Err(e) = manager.apply("build", spec) {
+            eprintln!("build_loop: {e}");
+            return ExitCode::from(2);
+        }
+        let mut phase = match manager.wait_watching("build", Duration::from_secs(60)) {
+            Ok(status) => status.phase,
+            Err(e) => {
+                eprintln!("build_loop: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        if let Phase::Degraded { reason } = &phase {
+            eprintln!("build_loop: {reason}");
+        }
+
+        let (exit_tx, exits) = channel::unbounded();
+        let mut runs = 0;
+        let mut running: Option<Running> = None;
+        let mut pending: BTreeMap<PathBuf, ChangeKind> = BTreeMap::new();
+        let mut last_status = 0u8;
+        let mut shutting_down = false;
+        let mut first = true;
+        loop {
+            // Start a run when idle with something to run for.
+            if running.is_none() && !shutting_down && (first || !pending.is_empty()) {
+                runs += 1;
+                let why = if first {
+                    "start".into()
+                } else {
+                    describe(&pending, &cwd)
+                };
+                eprintln!("build_loop: run {runs}: {why}");
+                (first, pending) = (false, BTreeMap::new());
+                match start(runs, &args.command, &exit_tx) {
+                    Ok(r) => running = Some(r),
+                    Err(e) => {
+                        eprintln!(
+                            "build_loop: run {runs}: cannot start {}: {e}",
+                            args.command[0]
+                        );
+                        last_status = 127;
+                    }
+                }
+            }
+            if shutting_down && running.is_none() {
+                break;
+            }
+            let kill_at = running.as_ref().and_then(|r| r.kill_at);
+            let kill_timer = kill_at.map_or_else(channel::never, channel::at);
+            select! {
+                recv(events) -> ev => match ev {
+                    Ok(Event::Changes(batch)) if !shutting_down => {
+                        add(&mut pending, &batch.changes);
+                        match &mut running {
+                            Some(run) if args.restart => {
+                                eprintln!("build_loop: stopping run {} to restart", run.n);
+                                stop(run);
+                            }
+                            Some(run) => {
+                                let mut this_batch = BTreeMap::new();
+                                add(&mut this_batch, &batch.changes);
+                                let why = describe(&this_batch, &cwd);
+                                eprintln!("build_loop: queued after run {}: {why}", run.n);
+                            }
+                            None => {}
+                        }
+                    }
+                    Ok(Event::Status(s)) if s.phase != phase => {
+                        phase = s.phase.clone();
+                        if let Phase::Degraded { reason } | Phase::Failed { error: reason } = &phase {
+                            eprintln!("build_loop: {reason}");
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => break, // the manager is gone
+                },
+                recv(exits) -> ex => {
+                    let (n, status) = ex.expect("a sender is kept here");
+                    let run = running.take().expect("only a running run exits");
+                    debug_assert_eq!(run.n, n);
+                    if let Some(code) = ended(&run, status) {
+                        last_status = code;
+                    }
+                }
+                recv(stop_signals) -> _ => {
+                    if let Some(run) = &mut running {
+                        if shutting_down {
+                            kill_group(run.pgid, libc::SIGKILL); // asked twice
+                        }
+                        stop(run);
+                    }
+                    shutting_down = true;
+                }
+                recv(kill_timer) -> _ => {
+                    if let Some(run) = &mut running {
+                        kill_group(run.pgid, libc::SIGKILL);
+                        run.kill_at = None;
+                    }
+                }
+            }
+        }
+        ExitCode::from(last_status)
+    }
+}
