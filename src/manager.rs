@@ -444,7 +444,9 @@ impl Manager {
     /// list. `seq` may be any seq this manager issued, for any spec (a
     /// consumer of several specs can keep one).
     ///
-    /// Errors: [`Error::NotFound`] if no spec has that name.
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] if no spec has that name.
     pub fn changes_since(&self, name: &str, seq: crate::Seq) -> Result<crate::ChangesSince> {
         self.engine
             .shared
@@ -604,9 +606,10 @@ impl Manager {
     /// Waits until the current generation of `name` is being watched (phase
     /// `Watching` or `Degraded`), and returns that status.
     ///
-    /// Errors: [`Error::NotFound`] if the name is not applied,
-    /// [`Error::Failed`] if its watch failed, [`Error::Timeout`] if
-    /// `timeout` passed first.
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] if the name is not applied, [`Error::Failed`] if
+    /// its watch failed, [`Error::Timeout`] if `timeout` passed first.
     pub fn wait_watching(&self, name: &str, timeout: Duration) -> Result<WatchStatus> {
         let deadline = Instant::now() + timeout;
         let mut statuses = self.engine.shared.statuses.lock();
@@ -654,8 +657,10 @@ impl Manager {
     /// the call has been delivered to subscribers.
     ///
     /// How: a uniquely named cookie file (`.specwatch-cookie-*`) is created
-    /// in each root directory of the spec (for a file root, or a root that
-    /// does not exist yet, in the nearest existing directory above it). The
+    /// in each root directory of the spec (for a file root, in its
+    /// directory; a root that does not exist yet gets none: the name its
+    /// nearest existing ancestor waits for is looked at instead, so nothing
+    /// is ever written above a missing root). The
     /// OS reports events of one watcher in order, so once the engine has
     /// seen every cookie it has handled every earlier event; it then closes
     /// the spec's open batch and answers. Cookies are never indexed or
@@ -671,8 +676,10 @@ impl Manager {
     /// that is a weaker barrier (it cannot prove that the OS has handed over
     /// every event), but it loses no created or removed entry.
     ///
-    /// Errors: [`Error::NotFound`] for an unknown name, [`Error::Timeout`]
-    /// when the cookies were not all seen in time.
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] for an unknown name, [`Error::Timeout`] when the
+    /// cookies were not all seen in time.
     pub fn sync(&self, name: &str, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         if !self.specs.lock().contains_key(name) {

@@ -91,8 +91,8 @@ impl Syncs {
     }
 }
 
-/// Where a root's sync cookie goes: the root if it is a directory, else the
-/// nearest existing directory above it (which the engine watches).
+/// Where a root's sync cookie goes: the root if it is a directory, else
+/// (a file) its parent directory (which the engine watches for it).
 fn cookie_dir(root: &Path) -> PathBuf {
     if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
         return root.to_path_buf();
@@ -134,7 +134,17 @@ impl Engine {
             }
             return;
         };
-        let roots = self.specs.get(sid).expect("named spec").roots().to_vec();
+        let all = self.specs.get(sid).expect("named spec").roots().to_vec();
+        // A root that does not exist gets no cookie (it would go in an
+        // ancestor, outside the spec's paths, even `/`): the name its
+        // nearest existing ancestor waits for is looked at instead, which
+        // is exact (nothing is there to be stale).
+        let (roots, missing): (Vec<PathBuf>, Vec<PathBuf>) = all
+            .into_iter()
+            .partition(|r| std::fs::symlink_metadata(r).is_ok());
+        for root in missing {
+            self.look_for_missing_root(sid, &root);
+        }
         let id = NEXT_BARRIER.fetch_add(1, Ordering::Relaxed);
         let cookies: Vec<(PathBuf, PathBuf)> = roots
             .into_iter()
@@ -182,6 +192,23 @@ impl Engine {
         }
         // A backend that looks for changes by itself (a poller) looks now.
         self.watches.look_now();
+    }
+
+    /// Looks at the name under which root `root` of `sid` is awaited (it
+    /// may have appeared).
+    fn look_for_missing_root(&mut self, sid: SpecId, root: &Path) {
+        let Some(nid) = self.index.find_partial(sid, root) else {
+            return;
+        };
+        let name = self.index.get(nid).and_then(|n| {
+            n.partial()
+                .iter()
+                .find(|p| p.spec == sid && p.root == root)
+                .map(|p| p.name.clone())
+        });
+        if let Some(name) = name {
+            self.handle_name(nid, &name, crate::backend::Hint::Rescan);
+        }
     }
 
     /// Whether directory `dir` is indexed, polled and without an OS watch.
