@@ -95,6 +95,8 @@ pub(crate) struct Matcher {
     /// own patterns' or else its parent directory's, so siblings share the
     /// work above them). Pure memo of a pure function; emptied when full.
     dirs: RefCell<HashMap<PathBuf, bool>>,
+    /// The built-in VCS ignores are on.
+    vcs: bool,
     /// Rules from ignore files under the roots (`ignore_files` option).
     files: IgnoreFiles,
 }
@@ -107,6 +109,7 @@ impl Clone for Matcher {
             rules: self.rules.clone(),
             roots: self.roots.clone(),
             dirs: RefCell::new(HashMap::new()),
+            vcs: self.vcs,
             files: self.files.clone(),
         }
     }
@@ -327,6 +330,7 @@ impl Matcher {
             rules: compiled,
             roots: roots.to_vec(),
             dirs: RefCell::new(HashMap::new()),
+            vcs: vcs_ignores,
             files: IgnoreFiles::default(),
         })
     }
@@ -464,7 +468,23 @@ impl Matcher {
     /// Whether the directory `dir` needs no OS watch and no reading: it is
     /// ignored and nothing below it can be re-included.
     pub(crate) fn prunes(&self, dir: &Path) -> bool {
-        self.is_ignored(dir, true) && !self.could_reinclude_below(dir)
+        self.is_ignored(dir, true) && (!self.could_reinclude_below(dir) || self.vcs_pruned(dir))
+    }
+
+    /// Whether `dir` is a VCS directory the built-ins ignore and no rule
+    /// re-includes by name: pruned even if some `!` pattern could match
+    /// below it (`only(["*.tgz"])` does not mean "watch `.git/`").
+    fn vcs_pruned(&self, dir: &Path) -> bool {
+        self.vcs
+            && dir
+                .file_name()
+                .is_some_and(|n| VCS_DIRS.iter().any(|v| OsStr::new(v) == n))
+            && self.roots.iter().any(|r| strictly_below(dir, r).is_some())
+            && !self.rules.iter().any(|rule| {
+                strictly_below(dir, &rule.base).is_some_and(|rel| {
+                    matches!(rule.gitignore.matched(rel, true), Match::Whitelist(_))
+                })
+            })
     }
 }
 
@@ -948,5 +968,25 @@ mod tests {
         assert!(!ig(&m, "/r/target/debug/x", false));
         let copy = m.clone();
         assert!(!ig(&copy, "/r/a.log", false));
+    }
+
+    #[test]
+    fn only_some_files_and_never_vcs_directories() {
+        let spec = crate::WatchSpec::new(["/r"])
+            .only(["*.tgz"])
+            .normalized("c")
+            .unwrap();
+        let m = spec.matcher("c").unwrap();
+        assert!(!ig(&m, "/r/org/app-1.0.tgz", false));
+        assert!(ig(&m, "/r/org/README.md", false));
+        assert!(ig(&m, "/r/org", true), "directories are not reported");
+        assert!(
+            !m.prunes(Path::new("/r/org")),
+            "but watched: a match may appear"
+        );
+        assert!(m.prunes(Path::new("/r/.git")), "not .git/");
+        // A rule naming .git/ itself brings it back.
+        let m = rules(&[IgnoreRule::new("/r", ["*", "!*.tgz", "!.git/"])]);
+        assert!(!m.prunes(Path::new("/r/.git")));
     }
 }

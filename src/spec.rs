@@ -185,6 +185,13 @@ pub struct WatchSpec {
     /// bases are resolved against. Must be absolute when given.
     #[cfg_attr(feature = "serde", serde(default))]
     pub base_dir: Option<PathBuf>,
+    /// Patterns applied below every path of the spec (gitignore syntax, as
+    /// in an [`IgnoreRule`] based at each path), before `ignores`: see
+    /// [`ignore_patterns`](WatchSpec::ignore_patterns) and
+    /// [`only`](WatchSpec::only). Normalising folds them into `ignores`
+    /// (one rule per path) and empties this list.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub root_patterns: Vec<String>,
     /// Batching and filtering options.
     #[cfg_attr(feature = "serde", serde(default))]
     pub options: WatchOptions,
@@ -374,8 +381,62 @@ impl WatchSpec {
             paths: paths.into_iter().map(Into::into).collect(),
             ignores: Vec::new(),
             base_dir: None,
+            root_patterns: Vec::new(),
             options: WatchOptions::default(),
         }
+    }
+
+    /// Ignores `patterns` below every path of the spec, without repeating
+    /// each path as a rule's base (`spec.ignore_patterns(["target/",
+    /// "*.log"])`). Gitignore syntax; `!` re-includes.
+    ///
+    /// ```
+    /// use specwatch::WatchSpec;
+    ///
+    /// let spec = WatchSpec::new(["/srv/a", "/srv/b"])
+    ///     .ignore_patterns(["node_modules/", "*.log"])
+    ///     .normalized("web")
+    ///     .unwrap();
+    /// assert_eq!(spec.ignores.len(), 2, "one rule per path");
+    /// assert_eq!(spec.ignores[1].base, std::path::Path::new("/srv/b"));
+    /// ```
+    #[must_use]
+    pub fn ignore_patterns<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.root_patterns
+            .extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Reports only entries whose names match `patterns`, below every path
+    /// of the spec: a cache of `*.tgz` packages writes `.only(["*.tgz"])`
+    /// rather than `["*", "!*.tgz"]`. Directories themselves are not
+    /// reported, but still watched and read (a match may appear in any of
+    /// them), except the built-in ignores (VCS directories); combine with
+    /// [`ignore_patterns`](WatchSpec::ignore_patterns) or rules to prune
+    /// more.
+    ///
+    /// ```
+    /// use specwatch::WatchSpec;
+    ///
+    /// let spec = WatchSpec::new(["/charts"]).only(["*.tgz"]).normalized("c").unwrap();
+    /// assert_eq!(spec.ignores[0].patterns, ["*", "!*.tgz"]);
+    /// ```
+    #[must_use]
+    pub fn only<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.root_patterns.push("*".into());
+        for p in patterns {
+            let p: String = p.into();
+            self.root_patterns.push(format!("!{p}"));
+        }
+        self
     }
 
     /// Adds a path to watch.
@@ -544,7 +605,15 @@ impl WatchSpec {
             .collect::<Result<Vec<_>>>()?;
         paths.sort();
         paths.dedup();
-        let mut ignores = Vec::with_capacity(self.ignores.len());
+        let mut ignores = Vec::with_capacity(self.ignores.len() + paths.len());
+        if !self.root_patterns.is_empty() {
+            for p in &paths {
+                ignores.push(IgnoreRule {
+                    base: p.clone(),
+                    patterns: self.root_patterns.clone(),
+                });
+            }
+        }
         for rule in &self.ignores {
             ignores.push(IgnoreRule {
                 base: resolve(&rule.base)?,
@@ -581,6 +650,7 @@ impl WatchSpec {
             paths,
             ignores,
             base_dir: None,
+            root_patterns: Vec::new(),
             options: self.options.clone(),
         })
     }
