@@ -278,7 +278,9 @@ impl Manager {
     /// no-op that returns [`Applied::Unchanged`]; any other change starts
     /// a new generation: its status starts afresh, and changes seen for the
     /// old generation but not yet delivered are delivered first, in a batch
-    /// of the old generation.
+    /// of the old generation. The new generation's first batch then holds
+    /// the update's net effect: entries it shows that the old one did not
+    /// are `Created`, entries no longer shown are `Removed`.
     ///
     /// # Examples
     ///

@@ -30,6 +30,7 @@ both_backends!(
     root_deleted_and_recreated,
     mirror_of_mixed_operations,
     non_utf8_names_are_kept,
+    an_update_reports_what_it_shows_and_hides,
 );
 
 fn create_modify_remove(b: Backend) {
@@ -611,4 +612,46 @@ fn bad_input_is_a_typed_error() {
         m.wait_watching("nope", Duration::from_millis(10)),
         Err(specwatch::Error::NotFound { .. })
     ));
+}
+
+/// A spec update reports its net effect in the new generation's batches:
+/// what an ignore rule no longer hides is created, what a new rule hides is
+/// removed, a new path's contents are created; so a mirror built from
+/// batches stays exact across updates.
+fn an_update_reports_what_it_shows_and_hides(b: Backend) {
+    let d = tmp();
+    let (r1, r2) = (d.path().join("r1"), d.path().join("r2"));
+    fs::create_dir_all(r1.join("sub")).unwrap();
+    fs::create_dir_all(&r2).unwrap();
+    let (log, txt, other) = (r1.join("sub/a.log"), r1.join("b.txt"), r2.join("c"));
+    fs::write(&log, "x").unwrap();
+    fs::write(&txt, "x").unwrap();
+    fs::write(&other, "x").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&r1]).ignore_patterns(["*.log"]));
+    // The ignore goes, another comes, and a path is added.
+    m.apply("s", spec(&[&r1, &r2]).ignore_patterns(["*.txt"]))
+        .unwrap();
+    m.wait_watching("s", WAIT).unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    let got: Vec<(std::path::PathBuf, ChangeKind, Generation)> = c.batches["s"]
+        .iter()
+        .flat_map(|b| {
+            b.changes
+                .iter()
+                .map(|x| (x.path.clone(), x.kind, b.generation))
+        })
+        .collect();
+    let g2 = Generation(2);
+    assert_eq!(
+        got,
+        vec![
+            (txt, ChangeKind::Removed, g2),
+            (log, ChangeKind::Created, g2),
+            (other, ChangeKind::Created, g2),
+        ],
+        "the update's net effect, in generation 2"
+    );
 }

@@ -425,11 +425,51 @@ impl Engine {
         self.walk_ends();
         if initial_scan {
             self.scan_initial(sid, &roots);
+        } else if let Some(old) = old {
+            self.report_update(old, sid);
         }
         if let Some(old) = old {
             self.retire(old);
         }
         self.watches.reconcile_soon();
+    }
+
+    /// The net effect of an update from generation `old` to `new`, as
+    /// changes of `new`: entries it shows that `old` did not (an ignore
+    /// removed, a path added) are `Created`, entries `old` showed that it
+    /// does not are `Removed`, so that a consumer's mirror stays exact
+    /// across the update. (A root itself, listed in its parent, is not
+    /// among them; what is below it is.)
+    fn report_update(&mut self, old: SpecId, new: SpecId) {
+        let (Some(o), Some(n)) = (self.specs.get(old), self.specs.get(new)) else {
+            return;
+        };
+        let (old_m, new_m) = (o.matcher.clone(), n.matcher.clone());
+        let now = self.now;
+        let ids = self
+            .index
+            .ids_where(|_, node| node.covers(old) || node.covers(new));
+        let mut diffs = Vec::new();
+        for id in ids {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            let (in_old, in_new) = (node.covers(old), node.covers(new));
+            for (name, t) in node.entries().iter() {
+                let p = node.path().join(name);
+                let dir = t == FileType::Dir;
+                let was = in_old && !old_m.is_ignored(&p, dir);
+                let is = in_new && !new_m.is_ignored(&p, dir);
+                match (was, is) {
+                    (false, true) => diffs.push((p, ChangeKind::Created, t)),
+                    (true, false) => diffs.push((p, ChangeKind::Removed, t)),
+                    _ => {}
+                }
+            }
+        }
+        for (p, kind, t) in diffs {
+            self.specs.record_unfiltered(new, now, p, kind, t);
+        }
     }
 
     /// Reports every indexed entry below `roots` (and the roots themselves
