@@ -492,6 +492,16 @@ pub(crate) fn read_small(path: &Path, max: u64) -> Option<String> {
     (text.len() as u64 <= max).then_some(text)
 }
 
+/// For a path that does not exist: its nearest existing ancestor, if that
+/// is not a directory (so the path cannot come to exist while it stays).
+pub(crate) fn blocked_by(path: &Path) -> Option<PathBuf> {
+    let existing = path
+        .ancestors()
+        .skip(1)
+        .find(|a| std::fs::symlink_metadata(a).is_ok())?;
+    (!is_dir_following(existing)).then(|| existing.to_path_buf())
+}
+
 pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     #[cfg(unix)]

@@ -96,8 +96,9 @@ pub enum BackendReason {
         /// `statfs`'s `f_type`.
         magic: u64,
     },
-    /// [`Backend::Auto`] found a network, cluster or FUSE file system,
-    /// where writes made elsewhere make no event here: polled.
+    /// [`Backend::Auto`] found a file system whose changes make no event
+    /// here: network, cluster or FUSE (writes made elsewhere), or a pseudo
+    /// file system such as `/proc` or `/sys` (the kernel's own): polled.
     Shared {
         /// Its name (`nfs`, `fuse`, `cifs`, ...).
         file_system: String,

@@ -278,3 +278,21 @@ fn rescan_every_catches_what_a_fuse_mount_never_reports_and_counts_it() {
     );
     assert_eq!(st.missed_by_os, 1, "the local write was not missed: {st:?}");
 }
+
+/// A pseudo file system (`/proc`) makes no events: `Auto` polls it, and
+/// says why.
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_polls_a_pseudo_file_system_and_says_why() {
+    let m = Manager::builder()
+        .poll_interval(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let st = start(&m, "proc", WatchSpec::new(["/proc/sys/kernel"]));
+    let r = &st.roots[0];
+    assert_eq!(
+        r.to_string(),
+        "poll every 500ms: proc (0x9fa0) at /proc/sys/kernel"
+    );
+    assert_eq!(m.stats().os_watches, 0, "no inotify watch on /proc");
+}

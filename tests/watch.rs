@@ -655,3 +655,21 @@ fn an_update_reports_what_it_shows_and_hides(b: Backend) {
         "the update's net effect, in generation 2"
     );
 }
+
+/// A root below a regular file cannot come to exist: the status says so
+/// rather than only "waiting".
+#[test]
+fn a_root_below_a_regular_file_is_named_as_blocked() {
+    let d = tmp();
+    let file = d.path().join("hostname");
+    fs::write(&file, "x").unwrap();
+    let m = Manager::new().unwrap();
+    let st = start(&m, "s", spec(&[&file.join("sub/x")]));
+    match &st.phase {
+        Phase::Degraded { reason } => assert!(
+            reason.contains("is not a directory") && reason.contains(&*file.to_string_lossy()),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}

@@ -27,7 +27,8 @@ pub(crate) struct FileSystem {
     pub remote: bool,
 }
 
-/// File systems whose changes may not come as events here, by magic.
+/// File systems whose changes may not come as events here, by magic:
+/// shared ones (another host writes) and pseudo ones (the kernel writes).
 const REMOTE: &[(u64, &str)] = &[
     (0x6969, "nfs"),
     (0x517B, "smb"),
@@ -55,6 +56,13 @@ const REMOTE: &[(u64, &str)] = &[
     // VirtualBox shared folders (vboxsf) and Parallels (prl_fs).
     (0x786F_4256, "vboxsf"),
     (0x7C7C_6673, "prl_fs"),
+    // Pseudo file systems: their contents change without any event.
+    (0x9FA0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x0027_E0EB, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
 ];
 
 /// Local file systems named in status (the rest show their magic only).
@@ -125,6 +133,8 @@ mod tests {
         let nfs = FileSystem::classify(0x6969);
         assert_eq!((nfs.name, nfs.remote), (Some("nfs"), true));
         assert!(FileSystem::classify(0xFF53_4D42).remote, "cifs");
+        let proc = FileSystem::classify(0x9FA0);
+        assert_eq!((proc.name, proc.remote), (Some("proc"), true), "no events");
         let ext4 = FileSystem::classify(0xEF53);
         assert_eq!((ext4.name, ext4.remote), (Some("ext4"), false));
         let unknown = FileSystem::classify(0x1234_5678);

@@ -429,7 +429,14 @@ impl Engine {
             .roots()
             .iter()
             .filter(|r| !self.index.root_present(sid, r))
-            .map(|r| r.display().to_string())
+            .map(|r| match crate::fs::blocked_by(r) {
+                Some(f) => format!(
+                    "{} (it cannot, while {} is not a directory)",
+                    r.display(),
+                    f.display()
+                ),
+                None => r.display().to_string(),
+            })
             .collect();
         let errors = self.problems.dirs(sid).filter(|e| !e.is_empty());
         let degraded = if missing.is_empty() && errors.is_none() && polled == 0 {
