@@ -50,6 +50,16 @@ fn main() -> std::process::ExitCode {
 
 #[cfg(unix)]
 mod unix {
+    /// One whole line on stderr in one write: the command shares stderr,
+    /// and `eprintln!` may write a line in pieces that its output splits.
+    macro_rules! say {
+        ($($arg:tt)*) => {{
+            use std::io::Write as _;
+            let line = format!("{}\n", format_args!($($arg)*));
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }};
+    }
+
     use std::collections::BTreeMap;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::path::{Path, PathBuf};
@@ -167,7 +177,7 @@ mod unix {
             .process_group(0)
             .spawn()?;
         let pgid = child.id() as i32;
-        eprintln!("build_loop: run {n} started (pid {pgid})");
+        say!("build_loop: run {n} started (pid {pgid})");
         let exits = exits.clone();
         std::thread::spawn(move || {
             let status = child.wait().expect("wait for our own child");
@@ -207,9 +217,9 @@ mod unix {
     fn ended(run: &Running, status: ExitStatus) -> Option<u8> {
         let n = run.n;
         match (status.code(), status.signal()) {
-            (Some(code), _) => eprintln!("build_loop: run {n} exited with status {code}"),
-            (None, Some(sig)) => eprintln!("build_loop: run {n} exited with signal {sig}"),
-            _ => eprintln!("build_loop: run {n} exited with {status}"),
+            (Some(code), _) => say!("build_loop: run {n} exited with status {code}"),
+            (None, Some(sig)) => say!("build_loop: run {n} exited with signal {sig}"),
+            _ => say!("build_loop: run {n} exited with {status}"),
         }
         if run.stopping {
             kill_group(run.pgid, libc::SIGKILL);
@@ -237,7 +247,7 @@ mod unix {
         let args = match parse_args() {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("build_loop: {e}");
+                say!("build_loop: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -251,18 +261,18 @@ mod unix {
         let manager = Manager::new().expect("start the watch manager");
         let events = manager.subscribe();
         if let Err(e) = manager.apply("build", spec) {
-            eprintln!("build_loop: {e}");
+            say!("build_loop: {e}");
             return ExitCode::from(2);
         }
         let mut phase = match manager.wait_watching("build", Duration::from_secs(60)) {
             Ok(status) => status.phase,
             Err(e) => {
-                eprintln!("build_loop: {e}");
+                say!("build_loop: {e}");
                 return ExitCode::from(1);
             }
         };
         if let Phase::Degraded { reason } = &phase {
-            eprintln!("build_loop: {reason}");
+            say!("build_loop: {reason}");
         }
 
         let (exit_tx, exits) = channel::unbounded();
@@ -281,12 +291,12 @@ mod unix {
                 } else {
                     describe(&pending, &cwd)
                 };
-                eprintln!("build_loop: run {runs}: {why}");
+                say!("build_loop: run {runs}: {why}");
                 (first, pending) = (false, BTreeMap::new());
                 match start(runs, &args.command, &exit_tx) {
                     Ok(r) => running = Some(r),
                     Err(e) => {
-                        eprintln!(
+                        say!(
                             "build_loop: run {runs}: cannot start {}: {e}",
                             args.command[0]
                         );
@@ -305,14 +315,14 @@ mod unix {
                         add(&mut pending, &batch.changes);
                         match &mut running {
                             Some(run) if args.restart => {
-                                eprintln!("build_loop: stopping run {} to restart", run.n);
+                                say!("build_loop: stopping run {} to restart", run.n);
                                 stop(run);
                             }
                             Some(run) => {
                                 let mut this_batch = BTreeMap::new();
                                 add(&mut this_batch, &batch.changes);
                                 let why = describe(&this_batch, &cwd);
-                                eprintln!("build_loop: queued after run {}: {why}", run.n);
+                                say!("build_loop: queued after run {}: {why}", run.n);
                             }
                             None => {}
                         }
@@ -320,7 +330,7 @@ mod unix {
                     Ok(Event::Status(s)) if s.phase != phase => {
                         phase = s.phase.clone();
                         if let Phase::Degraded { reason } | Phase::Failed { error: reason } = &phase {
-                            eprintln!("build_loop: {reason}");
+                            say!("build_loop: {reason}");
                         }
                     }
                     Ok(_) => {}
