@@ -296,3 +296,44 @@ fn auto_polls_a_pseudo_file_system_and_says_why() {
     );
     assert_eq!(m.stats().os_watches, 0, "no inotify watch on /proc");
 }
+
+/// A polled file root: its first write after watching starts is seen by
+/// the next poll (its signature was taken when the root was attached).
+#[test]
+fn the_first_write_to_a_polled_file_root_is_reported() {
+    let d = tmp();
+    let f = d.path().join("cfg.yaml");
+    fs::write(&f, "a: 1\n").unwrap();
+    let m = manager(Backend::Native);
+    let mut c = Collector::new(m.subscribe());
+    start(
+        &m,
+        "s",
+        spec(&[&f]).backend(Backend::Poll {
+            interval: Duration::from_secs(3600),
+        }),
+    );
+    fs::write(&f, "a: 2, longer\n").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.drain();
+    assert_eq!(c.kinds("s", &f), vec![ChangeKind::Modified]);
+}
+
+/// The portable backend lets go of its recursive watch when the spec
+/// switches to polling.
+#[test]
+fn switching_to_poll_releases_the_portable_backends_watches() {
+    let d = tmp();
+    let root = d.path().join("r");
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    let m = manager(Backend::Portable);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&root]));
+    assert!(m.stats().os_watches > 0);
+    m.apply("s", spec(&[&root]).backend(SPEC_POLL)).unwrap();
+    m.wait_watching("s", WAIT).unwrap();
+    c.wait("the portable backend's watches released", |_| {
+        m.sync("s", WAIT).unwrap();
+        m.stats().os_watches == 0
+    });
+}

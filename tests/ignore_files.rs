@@ -130,3 +130,24 @@ fn without_the_option_ignore_files_mean_nothing() {
     fs::write(&log, "x").unwrap();
     c.wait("a.log reported", |c| c.has("s", &log, ChangeKind::Created));
 }
+
+/// The rules of a `.gitignore` go with its directory: one made again at
+/// that path without it ignores nothing.
+#[test]
+fn the_rules_of_a_removed_directorys_gitignore_go_with_it() {
+    let d = tmp();
+    let root = d.path();
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::write(root.join("sub/.gitignore"), "*.log\n").unwrap();
+    let m = Manager::new().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec_with_files(root));
+    fs::remove_dir_all(root.join("sub")).unwrap();
+    c.barrier("s", root);
+    fs::create_dir(root.join("sub")).unwrap();
+    let log = root.join("sub/a.log");
+    fs::write(&log, "x").unwrap();
+    c.wait("sub/a.log created: nothing on disk ignores it", |c| {
+        c.has("s", &log, ChangeKind::Created)
+    });
+}

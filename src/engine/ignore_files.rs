@@ -51,20 +51,24 @@ impl Engine {
             return;
         };
         let dir = node.path().clone();
-        let present: Vec<IgnoreFile> = IgnoreFile::ALL
+        let present: Vec<(IgnoreFile, bool)> = IgnoreFile::ALL
             .into_iter()
-            .filter(|w| match w {
-                IgnoreFile::Exclude => {
-                    node.entries().get(OsStr::new(".git")) == Some(FileType::Dir)
-                }
-                w => node
-                    .entries()
-                    .get(OsStr::new(w.rel_path()))
-                    .is_some_and(|t| t != FileType::Dir),
+            .map(|w| {
+                let here = match w {
+                    IgnoreFile::Exclude => {
+                        node.entries().get(OsStr::new(".git")) == Some(FileType::Dir)
+                    }
+                    w => node
+                        .entries()
+                        .get(OsStr::new(w.rel_path()))
+                        .is_some_and(|t| t != FileType::Dir),
+                };
+                (w, here)
             })
             .collect();
-        for which in present {
-            let text = read(&dir, which);
+        for (which, here) in present {
+            // An absent file clears what an earlier one there had set.
+            let text = if here { read(&dir, which) } else { None };
             for &s in &honour {
                 self.set_ignore_file(s, &dir, which, text.as_deref());
             }
@@ -99,12 +103,19 @@ impl Engine {
     }
 
     fn set_ignore_file(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, text: Option<&str>) {
-        let Some(st) = self.specs.get(sid) else {
-            return;
-        };
-        let mut m = st.matcher().clone();
-        if m.set_file(dir, which, text) {
-            self.specs.set_matcher(sid, m);
+        self.specs.set_ignore_file(sid, dir, which, text);
+    }
+
+    /// Directory `node` (at `dir`) left the index: the rules of its ignore
+    /// files go with it, for every spec that honours them (a directory
+    /// made again at that path starts without them).
+    pub(super) fn forget_ignore_files(&mut self, dir: &Path, specs: &[SpecId]) {
+        for &s in specs {
+            if self.specs.honours_ignore_files(s) {
+                for which in IgnoreFile::ALL {
+                    self.specs.set_ignore_file(s, dir, which, None);
+                }
+            }
         }
     }
 
@@ -207,7 +218,7 @@ impl Engine {
                             t,
                         );
                         if is_dir && self.specs.needs(sid, &p) {
-                            self.show_subtree(sid, p);
+                            self.show_subtree(sid, p, old);
                         }
                     }
                     (false, false) => {
@@ -260,8 +271,9 @@ impl Engine {
     }
 
     /// Directory `dir` stopped being ignored for `sid`: cover it (watch,
-    /// read) and report all it holds, for `sid` alone.
-    fn show_subtree(&mut self, sid: SpecId, dir: PathBuf) {
+    /// read) and report what it holds that the `old` rules hid, for `sid`
+    /// alone.
+    fn show_subtree(&mut self, sid: SpecId, dir: PathBuf, old: &Matcher) {
         self.add_full(vec![sid], dir.clone(), false);
         let Some(top) = self.index.lookup(&dir) else {
             return;
@@ -285,8 +297,10 @@ impl Engine {
                 if let Some(c) = self.index.lookup(&p) {
                     stack.push(c);
                 }
-                self.specs
-                    .record_for(sid, self.now, p, ChangeKind::Created, t);
+                if old.is_ignored(&p, t == FileType::Dir) {
+                    self.specs
+                        .record_for(sid, self.now, p, ChangeKind::Created, t);
+                }
             }
         }
     }

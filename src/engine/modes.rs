@@ -200,26 +200,40 @@ impl Engine {
             let full = !n.full().is_empty();
             let mut specs = n.full().to_vec();
             specs.extend(n.partial().iter().map(|p| p.spec));
-            let was_chosen = self.polls.chosen(id);
+            let was_polled = self.polls.contains(id);
             let (os, poll) = self.wanted(id);
             if let Some(every) = poll {
                 self.choose_poll(id, every);
             }
-            if os
-                && self.lacks_watch(id)
-                && !self.recovery.retrying(id)
-                && self.watch_node(id, !full, &specs)
-                && was_chosen
-                && poll.is_none()
-            {
-                // Watched now: a last poll catches what came before.
+            if os && self.lacks_watch(id) && !self.recovery.retrying(id) {
+                self.watch_node(id, !full, &specs);
+            }
+            let watched = os && !self.lacks_watch(id);
+            if watched && was_polled && poll.is_none() {
+                // Watched now, whoever added the watch: a last poll (against
+                // the signatures it had) catches what came since the
+                // previous one, then it is polled no more.
                 self.poll_node(id);
+                self.polls.watched(id);
             }
             if poll.is_none() {
                 self.polls.unchoose(id);
             }
-            if !os && self.watches.per_directory() && self.watches.watch_of(id).is_some() {
-                self.drop_watch(id, &path);
+            if !os {
+                // Not polled for want of a watch: it wants none.
+                self.polls.watched(id);
+                if self.watches.per_directory() && self.watches.watch_of(id).is_some() {
+                    // Events still queued for the watch are about to be
+                    // ignored: what they would have told is found by a
+                    // re-read (ctime within the overflow margin), then the
+                    // signatures start from there.
+                    let since = self.recovery.overflow_since();
+                    self.rescan_node(id, Some(since));
+                    self.drop_watch(id, &path);
+                    if self.polls.contains(id) {
+                        self.sign(id);
+                    }
+                }
             }
         }
         self.watches.reconcile_soon();

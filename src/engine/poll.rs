@@ -4,7 +4,7 @@
 //! when watches free up, are here too.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant};
 
 use super::Engine;
@@ -155,13 +155,9 @@ impl PollSet {
         }
     }
 
-    /// Whether `id` is polled because a covering spec polls it.
-    pub(super) fn chosen(&self, id: DirId) -> bool {
-        self.dirs.get(&id).is_some_and(|p| p.chosen.is_some())
-    }
-
-    /// `id` got its OS watch: it is no longer polled in place of one.
-    fn watched(&mut self, id: DirId) {
+    /// `id` got its OS watch (or needs none): it is no longer polled in
+    /// place of one.
+    pub(super) fn watched(&mut self, id: DirId) {
         if let Some(p) = self.dirs.get_mut(&id)
             && p.instead.take().is_some()
         {
@@ -371,6 +367,21 @@ impl Engine {
         self.polls.set_hashes(id, hashes);
     }
 
+    /// Takes the signature of entry `name` of polled directory `id` if it
+    /// has none yet (a name a partial node starts to wait for).
+    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path().join(name);
+        if let Some(p) = self.polls.dirs.get_mut(&id)
+            && !p.sigs.contains_key(name)
+            && let Some(sig) = fs::sig_of(&path)
+        {
+            p.sigs.insert(name.to_os_string(), sig);
+        }
+    }
+
     /// Polls directory `id` every `every` because a covering spec polls it
     /// (its signatures are taken now if it is read already).
     pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
@@ -530,6 +541,11 @@ impl Engine {
                 continue;
             };
             let specs: Vec<SpecId> = node.full().to_vec();
+            if !self.wanted(id).0 {
+                // No covering spec wants an OS watch for it any more.
+                self.polls.watched(id);
+                continue;
+            }
             if !self.watch_node(id, false, &specs) {
                 break; // still no room: it stays polled
             }
@@ -633,7 +649,10 @@ mod tests {
         p.add(1, Why::Limit, t0);
         assert_eq!(p.count(|_| true), (1, 0));
         p.watched(1);
-        assert!(p.contains(1) && p.chosen(1), "still polled by choice");
+        assert!(
+            p.contains(1) && p.dirs[&1].chosen.is_some(),
+            "still polled by choice"
+        );
         assert_eq!(p.count(|_| true), (0, 0));
         p.unchoose(1);
         assert!(!p.contains(1), "nothing keeps it polled");

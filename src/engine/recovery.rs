@@ -323,6 +323,9 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
+        // What this re-read reports, a `rescan_every` must not report again:
+        // its next look at this directory starts afresh.
+        self.rescans.forget_dir(id);
         let path = node.path().clone();
         if !node.complete() {
             let names: Vec<OsString> = node.partial().iter().map(|p| p.name.clone()).collect();

@@ -130,6 +130,9 @@ impl Engine {
 
     /// The rescan of spec `sid`, its barrier (begun at `began`) passed.
     pub(super) fn rescan_spec(&mut self, sid: SpecId, began: SystemTime) {
+        if !self.watches.holds_os_watches() {
+            return; // a manager that polls everything: polling is this
+        }
         let ids = self
             .index
             .ids_where(|id, n| n.covers(sid) && n.complete() && !self.polls.contains(id));

@@ -105,6 +105,9 @@ impl Engine {
                     self.index.remove_entry(nid, &next);
                 }
             }
+            // A polled ancestor compares this name's signature at its next
+            // poll: take it now, or a first write would go unseen.
+            self.sign_name(nid, &next);
         }
         if !self.specs.contains(sid) {
             return;

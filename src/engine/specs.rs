@@ -106,6 +106,8 @@ pub(super) struct SpecTable {
     polled_roots: usize,
     /// What directories need may have changed (a spec's roots' modes).
     modes_changed: bool,
+    /// Specs that honour ignore files.
+    ignore_files_specs: usize,
     /// Raw changes handed to open batches so far (for the events that
     /// say what a recovery found).
     #[cfg(feature = "tracing")]
@@ -133,6 +135,7 @@ impl SpecTable {
             modes: Vec::new(),
         };
         let old = self.by_name.insert(name, sid);
+        self.ignore_files_specs += usize::from(state.honours_ignore_files());
         self.states.insert(sid, state);
         (sid, old)
     }
@@ -145,6 +148,7 @@ impl SpecTable {
         if self.by_name.get(&st.name) == Some(&sid) {
             self.by_name.remove(&st.name);
         }
+        self.ignore_files_specs -= usize::from(st.honours_ignore_files());
         if self.polled_roots > 0 {
             // Directories it shared may need other watching now.
             self.modes_changed = true;
@@ -179,11 +183,30 @@ impl SpecTable {
         changed
     }
 
+    /// Sets (or removes) ignore file `which` applying in `dir` in the
+    /// matcher of `sid`; whether that changed it.
+    pub(super) fn set_ignore_file(
+        &mut self,
+        sid: SpecId,
+        dir: &Path,
+        which: crate::ignore_files::IgnoreFile,
+        text: Option<&str>,
+    ) -> bool {
+        self.states
+            .get_mut(&sid)
+            .is_some_and(|st| st.matcher.set_file(dir, which, text))
+    }
+
     /// Replaces the matcher of `sid` (an ignore file changed).
     pub(super) fn set_matcher(&mut self, sid: SpecId, m: Matcher) {
         if let Some(st) = self.states.get_mut(&sid) {
             st.matcher = m;
         }
+    }
+
+    /// Whether some spec honours ignore files.
+    pub(super) fn any_ignore_files(&self) -> bool {
+        self.ignore_files_specs > 0
     }
 
     /// Whether spec `sid` honours ignore files.

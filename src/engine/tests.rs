@@ -655,3 +655,90 @@ fn a_long_first_walk_publishes_its_progress_as_starting() {
     let st = h.status("s");
     assert_eq!((st.phase.clone(), st.progress), (Phase::Watching, None));
 }
+
+#[test]
+fn an_update_from_poll_to_events_loses_nothing_since_the_last_poll() {
+    let mut h = harness(Config {
+        poll_interval: Some(1000 * MS),
+        ..Config::default()
+    });
+    let polled = h
+        .spec()
+        .backend(Backend::Poll { interval: 100 * MS })
+        .quiet_window(10 * MS);
+    h.apply("s", polled);
+    assert_eq!(h.fake.live(), 0);
+    // Written 50 ms after the last poll, before the next one.
+    h.after(100 * MS);
+    h.after(50 * MS);
+    let f = h.root.join("written-while-polled");
+    std::fs::write(&f, "x").unwrap();
+    // The spec switches to the event backend.
+    let spec = h.spec().quiet_window(10 * MS).normalized("s").unwrap();
+    let matcher = spec.matcher("s").unwrap();
+    h.engine.handle(Msg::Upsert {
+        name: "s".into(),
+        generation: Generation(2),
+        spec,
+        matcher: Box::new(matcher),
+    });
+    h.engine.end_pass();
+    for _ in 0..50 {
+        h.after(100 * MS);
+    }
+    let seen: Vec<_> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.clone())
+        .map(|c| c.path)
+        .collect();
+    assert!(h.engine.polls.is_empty());
+    assert!(seen.contains(&f), "lost: {seen:?}");
+}
+
+#[test]
+fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
+    let mut h = harness(Config {
+        max_watches: Some(3),
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    for d in ["p", "p/q1", "p/q2", "n", "n/x"] {
+        std::fs::create_dir(h.root.join(d)).unwrap();
+    }
+    let p = h.root.join("p");
+    let n = h.root.join("n");
+    h.apply("p", WatchSpec::new([&p]).quiet_window(10 * MS));
+    assert_eq!(h.status("p").polled_dirs, 1, "{:?}", h.status("p"));
+    h.apply("n", WatchSpec::new([&n]).quiet_window(10 * MS));
+    assert_eq!(h.status("n").polled_dirs, 2, "{:?}", h.status("n"));
+    // "p" switches to polling by choice: its two watches are released.
+    let spec = WatchSpec::new([&p])
+        .quiet_window(10 * MS)
+        .backend(Backend::Poll { interval: 100 * MS })
+        .normalized("p")
+        .unwrap();
+    let matcher = spec.matcher("p").unwrap();
+    h.engine.handle(Msg::Upsert {
+        name: "p".into(),
+        generation: Generation(2),
+        spec,
+        matcher: Box::new(matcher),
+    });
+    h.engine.end_pass();
+    for _ in 0..20 {
+        h.after(100 * MS);
+    }
+    assert_eq!(
+        h.status("p").polled_dirs,
+        0,
+        "p polls by choice only: {:?}",
+        h.status("p")
+    );
+    assert_eq!(
+        h.status("n").polled_dirs,
+        0,
+        "n got its watches back: {:?}",
+        h.status("n")
+    );
+}

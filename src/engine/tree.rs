@@ -297,6 +297,9 @@ impl Engine {
         self.links.remove(id);
         self.polls.remove(id);
         self.rescans.forget_dir(id);
+        if self.specs.any_ignore_files() {
+            self.forget_ignore_files(node.path(), node.full());
+        }
         self.drop_watch(id, node.path());
     }
 

@@ -83,6 +83,15 @@ impl WatchTable {
         }
     }
 
+    /// Whether the backend holds OS watches (else it looks by itself: a
+    /// poller, whose reads are the truth already).
+    pub(super) fn holds_os_watches(&self) -> bool {
+        match &self.os {
+            Os::Dirs(d) => d.holds_os_watches(),
+            Os::Paths(_) => true,
+        }
+    }
+
     /// A sync barrier begins (before its `cookies` are created).
     pub(super) fn barrier(&mut self, cookies: &[PathBuf]) {
         if let Os::Dirs(d) = &mut self.os {
@@ -547,8 +556,8 @@ impl Engine {
             let Some(n) = self.index.get(id) else {
                 continue;
             };
-            if n.is_unused() {
-                continue;
+            if n.is_unused() || !self.wanted(id).0 {
+                continue; // (polled by every spec covering it: no watch)
             }
             node_paths.insert(n.path().to_path_buf());
             if n.full().is_empty() {
