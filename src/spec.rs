@@ -496,6 +496,19 @@ impl WatchSpec {
     }
 
     /// Sets [`WatchOptions::backend`].
+    ///
+    /// ```
+    /// use specwatch::{Backend, WatchSpec};
+    /// use std::time::Duration;
+    ///
+    /// // A shared storage directory, polled every 2 s whatever it is on.
+    /// let spec = WatchSpec::new(["/mnt/charts"])
+    ///     .backend(Backend::Poll { interval: Duration::from_secs(2) });
+    /// // Or let `Auto` decide per root (the default): NFS, SMB, FUSE are
+    /// // polled, local disks get inotify.
+    /// let auto = WatchSpec::new(["/mnt/charts"]).backend("auto".parse().unwrap());
+    /// # let _ = (spec, auto);
+    /// ```
     #[must_use]
     pub fn backend(mut self, backend: Backend) -> Self {
         self.options.backend = Some(backend);
@@ -503,6 +516,26 @@ impl WatchSpec {
     }
 
     /// Sets [`WatchOptions::initial_scan`].
+    ///
+    /// ```no_run
+    /// use specwatch::{Event, Manager, WatchSpec};
+    /// use std::collections::BTreeSet;
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A cache built from events alone: the first batches list what exists.
+    /// let m = Manager::new()?;
+    /// let events = m.subscribe();
+    /// m.apply("cache", WatchSpec::new(["/srv/data"]).initial_scan(true))?;
+    /// m.sync("cache", Duration::from_secs(60))?; // the scan is delivered
+    /// let mut files = BTreeSet::new();
+    /// for ev in events.try_iter() {
+    ///     if let Event::Changes(b) = ev {
+    ///         files.extend(b.changes.iter().map(|c| c.path.clone()));
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn initial_scan(mut self, on: bool) -> Self {
         self.options.initial_scan = on;
@@ -510,6 +543,21 @@ impl WatchSpec {
     }
 
     /// Sets [`WatchOptions::rescan_every`].
+    ///
+    /// ```no_run
+    /// use specwatch::{Manager, WatchSpec};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), specwatch::Error> {
+    /// let m = Manager::new()?;
+    /// m.apply("data", WatchSpec::new(["/srv/data"]).rescan_every(Duration::from_secs(300)))?;
+    /// // Later: did the storage deliver every change as an event?
+    /// let missed = m.status("data").map_or(0, |s| s.missed_by_os);
+    /// if missed > 0 {
+    ///     eprintln!("{missed} changes came without an event: poll this storage");
+    /// }
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn rescan_every(mut self, every: Duration) -> Self {
         self.options.rescan_every = Some(every);
@@ -524,6 +572,17 @@ impl WatchSpec {
     }
 
     /// Sets [`WatchOptions::ignore_files`].
+    ///
+    /// ```
+    /// use specwatch::WatchSpec;
+    ///
+    /// // A build tool: the repository's own .gitignore files decide, and
+    /// // a rule of the spec's own comes last (and wins).
+    /// let spec = WatchSpec::new(["/src/repo"])
+    ///     .ignore_files(true)
+    ///     .ignore_patterns(["*.tmp"]);
+    /// # let _ = spec;
+    /// ```
     #[must_use]
     pub fn ignore_files(mut self, on: bool) -> Self {
         self.options.ignore_files = on;

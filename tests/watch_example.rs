@@ -235,3 +235,65 @@ fn stderr_says_which_backend_each_root_got() {
         let _ = child.wait();
     }
 }
+
+/// On a terminal (a pty from `script`), indexing a large tree draws a
+/// progress line on stderr before `READY`; the other tests run without a
+/// terminal and see no such line.
+#[test]
+fn a_terminal_gets_a_progress_line_while_indexing() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("\n*** SKIPPED: no `script` (util-linux) to give the example a terminal\n");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    // Large enough that the first walk takes well over the 100 ms between
+    // progress lines (about a second in a debug build).
+    for i in 0..200 {
+        for j in 0..100 {
+            let sub = dir.join(format!("d{i}/e{j}"));
+            std::fs::create_dir_all(&sub).unwrap();
+        }
+    }
+    let cmd = format!("{} {}", example().display(), dir.display());
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        loop {
+            match std::io::Read::read(&mut out, &mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("READY") {
+        match rx.recv_deadline(deadline) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&seen);
+    let ready = text
+        .find("READY")
+        .unwrap_or_else(|| panic!("no READY within {WAIT:?}; saw {text:?}"));
+    let progress = text
+        .find("watch: indexing: ")
+        .unwrap_or_else(|| panic!("no progress line on the terminal; saw {text:?}"));
+    assert!(progress < ready, "progress comes before READY: {text:?}");
+}
