@@ -6,6 +6,7 @@
 //! cargo run --release --example bench            # all scenarios
 //! cargo run --release --example bench -- quick   # smaller trees
 //! cargo run --release --example bench -- poll    # the poll backend's rows only
+//! cargo run --release --example bench -- scale   # 2,000 x 20 and 50,000 x 20
 //! # profile native start-up (10 runs on 10,000 x 10):
 //! perf record -g target/release/examples/bench profile-startup
 //! ```
@@ -15,6 +16,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+mod scale;
 
 use crossbeam_channel::unbounded;
 use notify::{RecursiveMode, Watcher};
@@ -149,6 +152,30 @@ struct Row {
     notify: String,
     native: String,
     portable: String,
+}
+
+/// Prints `rows` as one table, the first column as wide as its longest
+/// label.
+fn print_table(rows: &[Row]) {
+    let w = rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(62);
+    println!(
+        "| {:<w$} | {:>16} | {:>20} | {:>22} |",
+        "measure", "raw notify", "specwatch native (x)", "specwatch portable (x)"
+    );
+    println!(
+        "|{:-<w2$}|{:->18}|{:->22}|{:->24}|",
+        "",
+        "",
+        "",
+        "",
+        w2 = w + 2
+    );
+    for r in rows {
+        println!(
+            "| {:<w$} | {:>16} | {:>20} | {:>22} |",
+            r.what, r.notify, r.native, r.portable
+        );
+    }
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -764,6 +791,9 @@ fn main() {
         }
         return;
     }
+    if args.first().map(String::as_str) == Some("scale") {
+        return scale::scale();
+    }
     if args.first().map(String::as_str) == Some("profile-startup") {
         // For `perf record`: native start-ups only, on one tree.
         let tmp = tempfile::tempdir().unwrap();
@@ -908,17 +938,7 @@ fn main() {
         native: format!("{i_s:.1}"),
         portable: "-".into(),
     });
-    println!(
-        "| {:<62} | {:>16} | {:>20} | {:>20} |",
-        "measure", "raw notify", "specwatch native (x)", "specwatch portable (x)"
-    );
-    println!("|{:-<64}|{:->18}|{:->22}|{:->22}|", "", "", "", "");
-    for r in rows {
-        println!(
-            "| {:<62} | {:>16} | {:>20} | {:>20} |",
-            r.what, r.notify, r.native, r.portable
-        );
-    }
+    print_table(&rows);
     println!();
     println!("| {:<78} | {:>22} |", "poll backend", "specwatch poll (x)");
     println!("|{:-<80}|{:->24}|", "", "");
