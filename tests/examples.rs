@@ -421,10 +421,32 @@ fn reconcile_from_config_reads_toml_with_paths_relative_to_it() {
 #[cfg(not(feature = "serde"))]
 #[test]
 fn reconcile_from_config_without_serde_says_how_to_build_it() {
-    let out = Command::new(example("reconcile_from_config"))
+    // Never waits without a deadline: a binary built with `serde` (by a
+    // build with other features into the same target) would run on.
+    let child = Command::new(example("reconcile_from_config"))
         .arg("x.json")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let (tx, rx) = channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill on our own child's pid.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+            panic!(
+                "reconcile_from_config did not exit within 20 s: was it built with \
+                 --features serde? (build the examples with the test's features)"
+            );
+        }
+    };
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("build with --features serde"));
 }
