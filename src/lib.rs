@@ -227,6 +227,7 @@ mod backend;
 #[cfg(feature = "bench")]
 pub mod bench_api;
 mod change;
+mod choice;
 mod clock;
 mod coalesce;
 mod duration;
@@ -252,6 +253,7 @@ mod status;
 mod stream;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
+pub use choice::ParseBackendError;
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
 /// [`Manager::subscribe`] returns, re-exported so that its type can be
 /// named without depending on a matching version.
@@ -265,9 +267,7 @@ pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder,
 pub use reconcile::ReconcileSummary;
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
-pub use spec::{
-    Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, ParseBackendError, WatchOptions, WatchSpec,
-};
+pub use spec::{Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
 pub use stats::Stats;
 pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
 #[cfg(feature = "stream")]

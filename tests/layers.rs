@@ -111,6 +111,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "journal",
         "duration",
         "ignore_files",
+        "choice",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {

@@ -39,6 +39,9 @@ impl Engine {
     /// Reads the ignore files of indexed directory `id` for those of
     /// `specs` that honour them.
     pub(super) fn load_ignore_files(&mut self, id: DirId, specs: &[SpecId]) {
+        if !self.specs.any_ignore_files() {
+            return; // the walk's hot path: nothing to look up
+        }
         let honour: Vec<SpecId> = specs
             .iter()
             .copied()
@@ -169,26 +172,29 @@ impl Engine {
         self.watches.reconcile_soon();
     }
 
+    /// The entries of directory `id` (full paths and types), if `sid`
+    /// covers it: what the walks below compare, taken out of the index so
+    /// that they can change it.
+    fn covered_entries(&self, id: DirId, sid: SpecId) -> Option<Vec<(PathBuf, FileType)>> {
+        let node = self.index.get(id).filter(|n| n.covers(sid))?;
+        Some(
+            node.entries()
+                .iter()
+                .map(|(n, t)| (node.path().join(n), t))
+                .collect(),
+        )
+    }
+
     /// Reports, for `sid`, what its rules' change (from `old`) made appear
     /// or vanish below directory `top`, and covers or lets go of
     /// directories to match.
     fn apply_ignore_change(&mut self, sid: SpecId, top: DirId, old: &Matcher) {
         let mut stack = vec![top];
         while let Some(id) = stack.pop() {
-            let Some(node) = self.index.get(id) else {
+            let Some(entries) = self.covered_entries(id, sid) else {
                 continue;
             };
-            if !node.covers(sid) {
-                continue;
-            }
-            let path = node.path().clone();
-            let entries: Vec<(OsString, FileType)> = node
-                .entries()
-                .iter()
-                .map(|(n, t)| (n.to_os_string(), t))
-                .collect();
-            for (name, t) in entries {
-                let p = path.join(&name);
+            for (p, t) in entries {
                 let is_dir = t == FileType::Dir;
                 let was = old.is_ignored(&p, is_dir);
                 let now = self
@@ -239,21 +245,11 @@ impl Engine {
         let mut stack = vec![top];
         let mut nodes = Vec::new();
         while let Some(id) = stack.pop() {
-            let Some(node) = self.index.get(id) else {
+            let Some(entries) = self.covered_entries(id, sid) else {
                 continue;
             };
-            if !node.covers(sid) {
-                continue;
-            }
             nodes.push(id);
-            let path = node.path().clone();
-            let entries: Vec<(OsString, FileType)> = node
-                .entries()
-                .iter()
-                .map(|(n, t)| (n.to_os_string(), t))
-                .collect();
-            for (name, t) in entries {
-                let p = path.join(&name);
+            for (p, t) in entries {
                 if !old.is_ignored(&p, t == FileType::Dir) {
                     self.specs
                         .record_unfiltered(sid, self.now, p.clone(), ChangeKind::Removed, t);
@@ -280,20 +276,10 @@ impl Engine {
         };
         let mut stack = vec![top];
         while let Some(id) = stack.pop() {
-            let Some(node) = self.index.get(id) else {
+            let Some(entries) = self.covered_entries(id, sid) else {
                 continue;
             };
-            if !node.covers(sid) {
-                continue;
-            }
-            let path = node.path().clone();
-            let entries: Vec<(OsString, FileType)> = node
-                .entries()
-                .iter()
-                .map(|(n, t)| (n.to_os_string(), t))
-                .collect();
-            for (name, t) in entries {
-                let p = path.join(&name);
+            for (p, t) in entries {
                 if let Some(c) = self.index.lookup(&p) {
                     stack.push(c);
                 }
