@@ -282,6 +282,15 @@ impl Manager {
     /// the update's net effect: entries it shows that the old one did not
     /// are `Created`, entries no longer shown are `Removed`.
     ///
+    /// Writes made before the engine took the apply are not reported for
+    /// the paths it adds: a modification the OS queued before then, to a
+    /// path the previous generation did not show (to any path, for a new
+    /// spec), is left out, since the apply's own `Created` already says
+    /// the path is there (event backends; the engine tells the queue's old
+    /// hints from new ones with a cookie barrier, and after an overflow
+    /// or 5 s it stops telling). Every change made after
+    /// [`wait_watching`](Manager::wait_watching) returns is reported.
+    ///
     /// # Examples
     ///
     /// ```

@@ -673,3 +673,44 @@ fn a_root_below_a_regular_file_is_named_as_blocked() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An update does not report, for paths the previous generation did not
+/// show, what was written before it: the update's own `Created` already
+/// says those paths are there. Writes the OS queued before the update to
+/// paths the old generation showed, and writes after it, are reported.
+/// (Native: the test holds the OS queue back with the reader's pause.)
+#[test]
+fn an_update_does_not_report_older_writes_to_paths_it_adds() {
+    let d = tmp();
+    let root = d.path();
+    let (log, txt) = (root.join("a.log"), root.join("b.txt"));
+    fs::write(&log, "1").unwrap();
+    fs::write(&txt, "1").unwrap();
+    let m = manager(Backend::Native);
+    let mut c = Collector::new(m.subscribe());
+    let quiet = |s: WatchSpec| s.quiet_window(Duration::ZERO);
+    start(&m, "s", quiet(spec(&[root]).ignore_patterns(["*.log"])));
+    c.barrier("s", root);
+    m.pause_os_reader(true);
+    fs::write(&log, "2").unwrap();
+    fs::write(&txt, "2").unwrap();
+    m.apply("s", quiet(spec(&[root]))).unwrap();
+    // The engine has taken the update before it reads the queue again.
+    m.wait_watching("s", WAIT).unwrap();
+    m.pause_os_reader(false);
+    m.sync("s", WAIT).unwrap();
+    c.wait(
+        "b.txt modified (its write was queued before the update)",
+        |c| c.has("s", &txt, ChangeKind::Modified),
+    );
+    c.drain();
+    assert_eq!(
+        c.kinds("s", &log),
+        vec![ChangeKind::Created],
+        "a.log: the update's Created only, not the write queued before it"
+    );
+    fs::write(&log, "3").unwrap();
+    c.wait("a.log modified after the update", |c| {
+        c.has("s", &log, ChangeKind::Modified)
+    });
+}

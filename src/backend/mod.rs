@@ -288,6 +288,12 @@ impl ReaderPause {
         self.resumed.notify_all();
     }
 
+    /// Whether the reader is asked to stop reading.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn is_paused(&self) -> bool {
+        *self.paused.lock()
+    }
+
     /// Waits while paused, checking `stop` every 50 ms.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn wait_while_paused(&self, stop: impl Fn() -> bool) {

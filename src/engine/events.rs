@@ -82,7 +82,9 @@ impl Engine {
         };
         if fs::is_cookie(name) {
             if hint != Hint::Removed {
-                self.syncs.found().push(node.path().join(name));
+                let cookie = node.path().join(name);
+                self.specs.cookie_seen(&cookie);
+                self.syncs.found().push(cookie);
             }
             return;
         }
@@ -135,7 +137,8 @@ impl Engine {
             }
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
-                    self.route(id, name, crate::change::ChangeKind::Modified, t);
+                    let kind = crate::change::ChangeKind::Modified;
+                    self.route_hinted(id, name, kind, t, true);
                 }
                 if t == FileType::Symlink {
                     // Replaced by a link elsewhere, perhaps.

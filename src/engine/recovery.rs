@@ -269,6 +269,7 @@ impl Engine {
     pub(super) fn overflow(&mut self, complete_read: SystemTime) {
         let since = self.recovery.since(complete_read);
         self.recovery.count_overflow(&self.specs.ids());
+        self.specs.end_guards();
         trace::event!(
             WARN,
             specs = %self.specs.names_of(&self.specs.ids()),

@@ -28,6 +28,39 @@ pub(super) struct SpecState {
     coalescer: Coalescer,
     /// How each root is watched, once attached (see `modes.rs`).
     modes: Vec<RootMode>,
+    /// Set by an apply until its cookies come back (see [`Guard`]).
+    guard: Option<Guard>,
+}
+
+/// What an apply holds back: the OS hints queued before it describe writes
+/// made before it, and a `Modified` among them for a path the previous
+/// generation did not show (or any path, for a new spec) is not reported.
+/// The apply's own batch says what is there (`Created` for what it adds),
+/// and the consumer reads the contents after it. `Created` and `Removed`
+/// are not held back: they come from the index diff, which is exact.
+///
+/// It lasts until the cookies the engine created after the apply's reads,
+/// and before its report, have all come back as events (the OS queues
+/// events in order), or until an overflow or [`GUARD_DEADLINE`].
+pub(super) struct Guard {
+    /// The previous generation's roots and rules.
+    before: Option<(Vec<PathBuf>, Matcher)>,
+    cookies: Vec<PathBuf>,
+    until: Instant,
+}
+
+/// The longest a [`Guard`] holds (its cookies' events should take
+/// milliseconds).
+pub(super) const GUARD_DEADLINE: Duration = Duration::from_secs(5);
+
+impl Guard {
+    /// Whether a `Modified` of `path` goes through.
+    fn passes(&self, now: Instant, path: &Path, dir: bool) -> bool {
+        now >= self.until
+            || self.before.as_ref().is_some_and(|(roots, m)| {
+                roots.iter().any(|r| path.starts_with(r)) && !m.is_ignored(path, dir)
+            })
+    }
 }
 
 impl SpecState {
@@ -133,6 +166,7 @@ impl SpecTable {
             spec,
             matcher,
             modes: Vec::new(),
+            guard: None,
         };
         let old = self.by_name.insert(name, sid);
         self.ignore_files_specs += usize::from(state.honours_ignore_files());
@@ -354,6 +388,8 @@ impl SpecTable {
 
     /// Hands a raw change at `node/name` to every spec it concerns that
     /// does not ignore it.
+    /// `hinted`: a `Modified` the OS hinted at (not one a read found),
+    /// which an apply's [`Guard`] may hold back.
     pub(super) fn route(
         &mut self,
         now: Instant,
@@ -361,21 +397,61 @@ impl SpecTable {
         name: &OsStr,
         kind: ChangeKind,
         ft: FileType,
+        hinted: bool,
     ) {
         let mut targets = node.concerned(name).peekable();
         if targets.peek().is_none() {
             return;
         }
         let path = node.path().join(name);
+        let dir = ft == FileType::Dir;
         for s in targets {
             if let Some(st) = self.states.get_mut(&s)
-                && !st.matcher.is_ignored(&path, ft == FileType::Dir)
+                && !st.matcher.is_ignored(&path, dir)
+                && (!hinted || st.guard.as_ref().is_none_or(|g| g.passes(now, &path, dir)))
             {
                 st.coalescer.push(now, path.clone(), kind, ft);
                 trace::traced! {
                     self.recorded += 1;
                 }
             }
+        }
+    }
+
+    /// Holds back, for `sid`, what the OS queued before `cookies` (see
+    /// [`Guard`]); `before` is the generation it replaces.
+    fn guard(&mut self, sid: SpecId, before: Option<SpecId>, cookies: Vec<PathBuf>, now: Instant) {
+        if cookies.is_empty() {
+            return;
+        }
+        let before = before
+            .and_then(|b| self.states.get(&b))
+            .map(|b| (b.roots().to_vec(), b.matcher.clone()));
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.guard = Some(Guard {
+                before,
+                cookies,
+                until: now + GUARD_DEADLINE,
+            });
+        }
+    }
+
+    /// The OS reported cookie `path`: guards waiting only for it end.
+    pub(super) fn cookie_seen(&mut self, path: &Path) {
+        for st in self.states.values_mut() {
+            if let Some(g) = &mut st.guard {
+                g.cookies.retain(|c| c != path);
+                if g.cookies.is_empty() {
+                    st.guard = None;
+                }
+            }
+        }
+    }
+
+    /// Events were lost: no guard can tell old hints from new any more.
+    pub(super) fn end_guards(&mut self) {
+        for st in self.states.values_mut() {
+            st.guard = None;
         }
     }
 
@@ -446,6 +522,8 @@ impl Engine {
             self.attach_root(sid, root, false);
         }
         self.walk_ends();
+        let cookies = self.guard_cookies(sid);
+        self.specs.guard(sid, old, cookies, self.now);
         if initial_scan {
             self.scan_initial(sid, &roots);
         } else if let Some(old) = old {
@@ -594,10 +672,23 @@ impl Engine {
         kind: ChangeKind,
         ft: FileType,
     ) {
+        self.route_hinted(id, name, kind, ft, false);
+    }
+
+    /// [`route`](Self::route), saying whether the change is a `Modified`
+    /// the OS hinted at.
+    pub(super) fn route_hinted(
+        &mut self,
+        id: crate::index::DirId,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+        hinted: bool,
+    ) {
         let Some(node) = self.index.get(id) else {
             return;
         };
-        self.specs.route(self.now, node, name, kind, ft);
+        self.specs.route(self.now, node, name, kind, ft, hinted);
         self.note_ignore_file(id, name);
     }
 }

@@ -34,6 +34,9 @@ struct Wait {
     /// A rescan's barrier, begun at this time: the spec is rescanned once
     /// it passes.
     rescan: Option<SystemTime>,
+    /// An apply's guard (see `specs::Guard`): nothing to do when it
+    /// passes but remove its cookies.
+    guard: bool,
 }
 
 /// A barrier whose cookies have all been seen.
@@ -107,6 +110,20 @@ fn cookie_dir(root: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// A cookie path for each root, unique in the process, with its root.
+fn cookies_for(roots: Vec<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
+    let id = NEXT_BARRIER.fetch_add(1, Ordering::Relaxed);
+    roots
+        .into_iter()
+        .enumerate()
+        .map(|(i, root)| {
+            let c =
+                cookie_dir(&root).join(format!("{COOKIE_PREFIX}{}-{id}-{i}", std::process::id()));
+            (c, root)
+        })
+        .collect()
+}
+
 fn remove_cookies(w: &Wait) {
     for c in &w.created {
         let _ = std::fs::remove_file(c);
@@ -145,16 +162,7 @@ impl Engine {
         for root in missing {
             self.look_for_missing_root(sid, &root);
         }
-        let id = NEXT_BARRIER.fetch_add(1, Ordering::Relaxed);
-        let cookies: Vec<(PathBuf, PathBuf)> = roots
-            .into_iter()
-            .enumerate()
-            .map(|(i, root)| {
-                let c = cookie_dir(&root)
-                    .join(format!("{COOKIE_PREFIX}{}-{id}-{i}", std::process::id()));
-                (c, root)
-            })
-            .collect();
+        let cookies = cookies_for(roots);
         self.syncs.waits.push(Wait {
             name,
             remaining: cookies.iter().map(|(c, _)| c.clone()).collect(),
@@ -162,6 +170,7 @@ impl Engine {
             deadline,
             reply,
             rescan,
+            guard: false,
         });
         let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
         self.watches.barrier(&paths);
@@ -192,6 +201,74 @@ impl Engine {
         }
         // A backend that looks for changes by itself (a poller) looks now.
         self.watches.look_now();
+    }
+
+    /// Creates (and at once removes) the cookies of an apply's guard for
+    /// `sid`, after its reads and before its report: one in each existing
+    /// root (or a file root's
+    /// directory) that has an OS watch, so that its event comes back in
+    /// queue order. Returns the cookies to wait for (none: no guard, as
+    /// for a manager that polls).
+    pub(super) fn guard_cookies(&mut self, sid: SpecId) -> Vec<PathBuf> {
+        let Some(st) = self.specs.get(sid) else {
+            return Vec::new();
+        };
+        if !self.watches.holds_os_watches() {
+            return Vec::new();
+        }
+        let name = st.name().to_owned();
+        let roots: Vec<PathBuf> = st
+            .roots()
+            .iter()
+            .filter(|r| std::fs::symlink_metadata(r).is_ok())
+            .cloned()
+            .collect();
+        let mut created = Vec::new();
+        for (cookie, _) in cookies_for(roots) {
+            let heard = cookie.parent().is_some_and(|d| {
+                self.index.lookup(d).is_some_and(|id| {
+                    self.index
+                        .get(id)
+                        .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
+                })
+            });
+            // Removed at once: its creation's event is the marker, and no
+            // one sees the file after the apply (nor reads it as theirs).
+            if heard
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&cookie)
+                    .is_ok()
+            {
+                let _ = std::fs::remove_file(&cookie);
+                created.push(cookie);
+            }
+        }
+        if !created.is_empty() {
+            self.syncs.waits.push(Wait {
+                name,
+                remaining: created.iter().cloned().collect(),
+                created: Vec::new(),
+                deadline: self.clock.now() + super::specs::GUARD_DEADLINE,
+                reply: None,
+                rescan: None,
+                guard: true,
+            });
+        }
+        created
+    }
+
+    /// The cookies apply guards still wait for (the test harness plays
+    /// the OS).
+    #[cfg(test)]
+    pub(super) fn guard_cookies_waiting(&self) -> Vec<PathBuf> {
+        self.syncs
+            .waits
+            .iter()
+            .filter(|w| w.guard)
+            .flat_map(|w| w.remaining.iter().cloned())
+            .collect()
     }
 
     /// Looks at the name under which root `root` of `sid` is awaited (it
@@ -227,7 +304,11 @@ impl Engine {
     /// wait for) and its links looked at again (a link's target can change
     /// without an event). Their batches are closed by the caller.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
-        let ready = self.syncs.take_ready();
+        let (guards, ready): (Vec<Wait>, Vec<Wait>) =
+            self.syncs.take_ready().into_iter().partition(|w| w.guard);
+        for g in guards {
+            remove_cookies(&g);
+        }
         let mut out = Vec::with_capacity(ready.len());
         for wait in ready {
             let sid = self.specs.id_of(&wait.name);
@@ -285,6 +366,7 @@ mod tests {
                 deadline,
                 reply: Some(tx),
                 rescan: None,
+                guard: false,
             },
             rx,
         )

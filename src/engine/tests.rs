@@ -63,15 +63,27 @@ fn harness(config: Config) -> Harness {
 }
 
 impl Harness {
-    fn apply(&mut self, name: &str, spec: WatchSpec) {
+    /// Hands the engine generation `generation` of spec `name`.
+    fn upsert(&mut self, name: &str, generation: Generation, spec: WatchSpec) {
         let spec = spec.normalized(name).unwrap();
         let matcher = spec.matcher(name).unwrap();
         self.engine.handle(Msg::Upsert {
             name: name.into(),
-            generation: Generation(1),
+            generation,
             spec,
             matcher: Box::new(matcher),
         });
+    }
+
+    /// Applies spec `name` (generation 1) as the OS would see it through:
+    /// its guard's cookies come back.
+    fn apply(&mut self, name: &str, spec: WatchSpec) {
+        self.upsert(name, Generation(1), spec);
+        // The OS reports the cookies of the apply's guard, as it would.
+        for c in self.engine.guard_cookies_waiting() {
+            let (dir, name) = (c.parent().unwrap(), c.file_name().unwrap());
+            self.event(dir, name.to_str().unwrap(), Hint::Created);
+        }
         self.engine.end_pass();
     }
 
@@ -674,14 +686,7 @@ fn an_update_from_poll_to_events_loses_nothing_since_the_last_poll() {
     let f = h.root.join("written-while-polled");
     std::fs::write(&f, "x").unwrap();
     // The spec switches to the event backend.
-    let spec = h.spec().quiet_window(10 * MS).normalized("s").unwrap();
-    let matcher = spec.matcher("s").unwrap();
-    h.engine.handle(Msg::Upsert {
-        name: "s".into(),
-        generation: Generation(2),
-        spec,
-        matcher: Box::new(matcher),
-    });
+    h.upsert("s", Generation(2), h.spec().quiet_window(10 * MS));
     h.engine.end_pass();
     for _ in 0..50 {
         h.after(100 * MS);
@@ -741,4 +746,45 @@ fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
         "n got its watches back: {:?}",
         h.status("n")
     );
+}
+
+/// An update holds back `Modified` hints queued before it for paths the
+/// old generation did not show, until its cookie comes back; hints for
+/// paths it showed, and everything after the cookie, go through.
+#[test]
+fn an_update_holds_back_older_hints_for_paths_it_adds() {
+    let mut h = harness(Config::default());
+    let (log, txt) = (h.root.join("a.log"), h.root.join("b.txt"));
+    std::fs::write(&log, "1").unwrap();
+    std::fs::write(&txt, "1").unwrap();
+    let quiet = |s: WatchSpec| s.quiet_window(Duration::ZERO);
+    h.apply("s", quiet(h.spec().ignore_patterns(["*.log"])));
+    let _ = h.batches();
+    h.upsert("s", Generation(2), quiet(h.spec()));
+    h.engine.end_pass();
+    let kinds = |b: &[Arc<ChangeBatch>], p: &Path| -> Vec<ChangeKind> {
+        b.iter()
+            .flat_map(|b| b.changes.iter())
+            .filter(|c| c.path == p)
+            .map(|c| c.kind)
+            .collect()
+    };
+    let b = h.batches();
+    assert_eq!(kinds(&b, &log), [ChangeKind::Created], "the update's own");
+    let cookies = h.engine.guard_cookies_waiting();
+    assert_eq!(cookies.len(), 1, "one cookie, in the root");
+    let root = h.root.clone();
+    h.event(&root, "a.log", Hint::Modified);
+    h.event(&root, "b.txt", Hint::Modified);
+    h.engine.end_pass();
+    let b = h.batches();
+    assert_eq!(kinds(&b, &log), [], "written before the update");
+    assert_eq!(kinds(&b, &txt), [ChangeKind::Modified], "shown before");
+    let name = cookies[0].file_name().unwrap().to_str().unwrap().to_owned();
+    h.event(&root, &name, Hint::Created);
+    h.event(&root, "a.log", Hint::Modified);
+    h.engine.end_pass();
+    let b = h.batches();
+    assert_eq!(kinds(&b, &log), [ChangeKind::Modified], "after the cookie");
+    assert!(h.engine.guard_cookies_waiting().is_empty());
 }

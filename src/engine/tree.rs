@@ -227,7 +227,7 @@ impl Engine {
         }
         if report {
             self.specs
-                .route(self.now, node, name, ChangeKind::Removed, t);
+                .route(self.now, node, name, ChangeKind::Removed, t, false);
         }
         if matches!(t, FileType::Dir | FileType::Symlink)
             && let Some(cid) = self.index.lookup(&child)
@@ -248,7 +248,7 @@ impl Engine {
             for (name, t) in node.entries().iter() {
                 if report {
                     self.specs
-                        .route(self.now, &node, name, ChangeKind::Removed, t);
+                        .route(self.now, &node, name, ChangeKind::Removed, t, false);
                 }
                 if matches!(t, FileType::Dir | FileType::Symlink)
                     && let Some(cid) = self.index.lookup(&node.path().join(name))
