@@ -211,8 +211,12 @@ pub struct WatchOptions {
     /// Files under the roots are read again when they change: entries that
     /// become ignored are reported `Removed` (and their directories' OS
     /// watches dropped), entries that stop being ignored are reported
-    /// `Created` with what is inside them. Files above a root, and
-    /// `info/exclude`, are read when the root is attached. Off by default.
+    /// `Created` with what is inside them. Files no OS watch covers (those
+    /// above a root, and `info/exclude` in the pruned `.git`) are compared
+    /// by their stat signature once a second and at each
+    /// [`Manager::sync`](crate::Manager::sync), so their changes take up to
+    /// a second (a few `stat` calls a second while such a spec exists).
+    /// Off by default.
     pub ignore_files: bool,
 }
 

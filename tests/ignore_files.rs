@@ -118,6 +118,67 @@ fn files_above_the_root_and_info_exclude_apply() {
     assert_eq!(got, vec![kept]);
 }
 
+/// Ignore files no OS watch covers (above a root; `.git/info/exclude`,
+/// in the pruned `.git`) are followed too: looked at every second and at
+/// each `sync`, which this test uses as its barrier.
+#[test]
+fn files_outside_the_watched_tree_are_followed() {
+    let d = tmp();
+    let repo = d.path();
+    fs::create_dir_all(repo.join(".git/info")).unwrap();
+    let exclude = repo.join(".git/info/exclude");
+    fs::write(&exclude, "*.excl\n").unwrap();
+    fs::write(repo.join(".gitignore"), "*.tmp\n").unwrap();
+    let src = repo.join("src");
+    fs::create_dir(&src).unwrap();
+    let (tmp_file, excl, rs) = (src.join("a.tmp"), src.join("b.excl"), src.join("c.rs"));
+    for f in [&tmp_file, &excl, &rs] {
+        fs::write(f, "x").unwrap();
+    }
+    let m = Manager::new().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "below", spec_with_files(&src));
+    start(&m, "top", spec_with_files(repo));
+    let synced = |c: &mut Collector| {
+        for s in ["below", "top"] {
+            m.sync(s, WAIT).unwrap();
+        }
+        c.drain();
+    };
+    synced(&mut c);
+    c.clear();
+    // Above `below`'s root, at `top`'s root.
+    fs::write(repo.join(".gitignore"), "").unwrap();
+    synced(&mut c);
+    assert_eq!(
+        c.kinds("below", &tmp_file),
+        [ChangeKind::Created],
+        ".gitignore above the root"
+    );
+    assert_eq!(
+        c.kinds("top", &tmp_file),
+        [ChangeKind::Created],
+        ".gitignore at the root"
+    );
+    c.clear();
+    fs::write(&exclude, "*.rs\n").unwrap();
+    synced(&mut c);
+    for s in ["below", "top"] {
+        assert_eq!(
+            c.kinds(s, &excl),
+            [ChangeKind::Created],
+            "{s}: no longer excluded"
+        );
+        assert_eq!(c.kinds(s, &rs), [ChangeKind::Removed], "{s}: excluded now");
+    }
+    // Without a sync: the once-a-second look finds it.
+    c.clear();
+    fs::remove_file(&exclude).unwrap();
+    c.wait("c.rs shown again once exclude is gone", |c| {
+        c.has("below", &rs, ChangeKind::Created) && c.has("top", &rs, ChangeKind::Created)
+    });
+}
+
 #[test]
 fn without_the_option_ignore_files_mean_nothing() {
     let d = tmp();

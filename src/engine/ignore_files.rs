@@ -11,6 +11,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::Engine;
 use crate::change::{ChangeKind, FileType};
@@ -25,10 +26,63 @@ const MAX_IGNORE_FILE: u64 = 1 << 20;
 /// How far above a root ignore files are looked for (a repository's top).
 const MAX_LEVELS_ABOVE: usize = 64;
 
-/// Ignore files that changed, to read again at the end of the pass.
+/// How often ignore files outside the watched tree are looked at.
+const OUTSIDE_EVERY: Duration = Duration::from_secs(1);
+
+/// Ignore files that changed, to read again at the end of the pass, and
+/// those outside the watched tree (above a root, and `.git/info/exclude`
+/// in the pruned `.git`), which no watch covers: their stat signatures are
+/// compared every [`OUTSIDE_EVERY`] and at each sync.
 #[derive(Debug, Default)]
 pub(super) struct Reloads {
     pending: Vec<(DirId, OsString)>,
+    outside: Vec<Outside>,
+    next_look: Option<Instant>,
+}
+
+/// An ignore file no OS watch covers, as last seen.
+#[derive(Debug)]
+struct Outside {
+    sid: SpecId,
+    /// The directory it applies in.
+    dir: PathBuf,
+    which: IgnoreFile,
+    sig: Option<fs::Sig>,
+}
+
+impl Reloads {
+    /// Follows `which` of `dir` for `sid` from now on.
+    fn follow(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, now: Instant) {
+        if self
+            .outside
+            .iter()
+            .any(|o| o.sid == sid && o.dir == dir && o.which == which)
+        {
+            return;
+        }
+        let sig = fs::sig_of(&dir.join(which.rel_path()));
+        self.outside.push(Outside {
+            sid,
+            dir: dir.to_path_buf(),
+            which,
+            sig,
+        });
+        self.next_look.get_or_insert(now + OUTSIDE_EVERY);
+    }
+
+    /// Stops following what `sid` followed in `dir` (`None`: anywhere).
+    pub(super) fn unfollow(&mut self, sid: SpecId, dir: Option<&Path>) {
+        self.outside
+            .retain(|o| o.sid != sid || dir.is_some_and(|d| o.dir != d));
+        if self.outside.is_empty() {
+            self.next_look = None;
+        }
+    }
+
+    /// When the files outside the tree are looked at next.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.next_look
+    }
 }
 
 fn read(dir: &Path, which: IgnoreFile) -> Option<String> {
@@ -74,6 +128,10 @@ impl Engine {
             let text = if here { read(&dir, which) } else { None };
             for &s in &honour {
                 self.set_ignore_file(s, &dir, which, text.as_deref());
+                if which == IgnoreFile::Exclude && here {
+                    // In `.git`, which is pruned: no watch sees it change.
+                    self.reloads.follow(s, &dir, which, self.now);
+                }
             }
         }
     }
@@ -90,15 +148,18 @@ impl Engine {
             && levels < MAX_LEVELS_ABOVE
         {
             levels += 1;
+            // Followed whether present or not: one may be written later.
             for which in [IgnoreFile::Ignore, IgnoreFile::Gitignore] {
                 if let Some(text) = read(d, which) {
                     self.set_ignore_file(sid, d, which, Some(&text));
                 }
+                self.reloads.follow(sid, d, which, self.now);
             }
             if fs::is_dir_following(&d.join(".git")) {
                 if let Some(text) = read(d, IgnoreFile::Exclude) {
                     self.set_ignore_file(sid, d, IgnoreFile::Exclude, Some(&text));
                 }
+                self.reloads.follow(sid, d, IgnoreFile::Exclude, self.now);
                 break;
             }
             dir = d.parent();
@@ -118,8 +179,59 @@ impl Engine {
                 for which in IgnoreFile::ALL {
                     self.specs.set_ignore_file(s, dir, which, None);
                 }
+                self.reloads.unfollow(s, Some(dir));
             }
         }
+    }
+
+    /// Looks at the ignore files outside the watched tree (when due, or
+    /// `now` for a sync) and applies those that changed.
+    pub(super) fn look_outside(&mut self, now: bool) {
+        let due = self
+            .reloads
+            .next_look
+            .is_some_and(|t| now || t <= self.clock.now());
+        if !due {
+            return;
+        }
+        self.reloads.next_look = Some(self.clock.now() + OUTSIDE_EVERY);
+        let mut changed = Vec::new();
+        for o in &mut self.reloads.outside {
+            let sig = fs::sig_of(&o.dir.join(o.which.rel_path()));
+            if sig != o.sig {
+                o.sig = sig;
+                changed.push((o.sid, o.dir.clone(), o.which));
+            }
+        }
+        if changed.is_empty() {
+            return;
+        }
+        self.now = self.clock.now();
+        for (sid, dir, which) in changed {
+            let Some(old) = self.specs.get(sid).map(|st| st.matcher().clone()) else {
+                continue;
+            };
+            let mut new = old.clone();
+            if !new.set_file(&dir, which, read(&dir, which).as_deref()) {
+                continue;
+            }
+            self.specs.set_matcher(sid, new);
+            // Below `dir`: the spec's roots there, or `dir` itself.
+            let roots = self.specs.get(sid).map(|st| st.roots().to_vec());
+            let tops: Vec<DirId> = match self.index.lookup(&dir) {
+                Some(id) if self.index.get(id).is_some_and(|n| n.covers(sid)) => vec![id],
+                _ => roots
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|r| r.starts_with(&dir))
+                    .filter_map(|r| self.index.lookup(r))
+                    .collect(),
+            };
+            for top in tops {
+                self.apply_ignore_change(sid, top, &old);
+            }
+        }
+        self.watches.reconcile_soon();
     }
 
     /// Entry `name` of directory `id` changed: if it is an ignore file,

@@ -361,6 +361,7 @@ impl Engine {
             self.recovery.next_deadline(),
             self.syncs.next_deadline(),
             self.rescans.next_deadline(),
+            self.reloads.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -423,6 +424,7 @@ impl Engine {
     fn end_pass(&mut self) {
         self.settle();
         self.reload_ignore_files();
+        self.look_outside(false);
         self.refresh_modes();
         self.poll_due();
         self.retry_due();

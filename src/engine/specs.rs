@@ -637,6 +637,7 @@ impl Engine {
         self.specs.remove(sid);
         self.problems.forget(sid);
         self.recovery.forget(sid);
+        self.reloads.unfollow(sid, None);
         self.rescans.forget(sid);
         self.out.forget(sid);
     }

@@ -314,6 +314,7 @@ impl Engine {
             let sid = self.specs.id_of(&wait.name);
             if let Some(sid) = sid {
                 self.poll_spec(sid);
+                self.look_outside(true);
                 if let Some(began) = wait.rescan {
                     self.rescan_spec(sid, began);
                 }
