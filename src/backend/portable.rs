@@ -85,6 +85,16 @@ impl Portable {
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
             move |res: notify::Result<notify::Event>| {
+                // notify always asks for `IN_OPEN`: one per directory its
+                // own walk opens, two per directory the engine reads. They
+                // decode to nothing; dropped here, they never queue (on a
+                // 1,000,000-entry tree, 216,000 of them held 68 MB).
+                if let Ok(e) = &res
+                    && matches!(e.kind, EventKind::Access(_))
+                    && !e.need_rescan()
+                {
+                    return;
+                }
                 sink.send(OsMsg(Inner::Portable(Undecoded {
                     res,
                     read_at: SystemTime::now(),

@@ -67,6 +67,17 @@ fn byte_type(b: u8) -> Option<FileType> {
     }
 }
 
+/// Bytes of the record of a name `n` bytes long: type, LEB128 length, name.
+fn record_len(n: usize) -> usize {
+    let mut len_bytes = 1;
+    let mut rest = n >> 7;
+    while rest > 0 {
+        len_bytes += 1;
+        rest >>= 7;
+    }
+    1 + len_bytes + n
+}
+
 /// Decodes the record at `off` in `buf`: its name and its length in bytes.
 fn record_in(buf: &[u8], off: u32) -> (&[u8], usize) {
     let o = off as usize;
@@ -191,6 +202,20 @@ impl Listing {
         self.merge_tail();
         fresh.sort_by(|a, b| name_bytes(&a.0).cmp(name_bytes(&b.0)));
         fresh.dedup_by(|a, b| a.0 == b.0);
+        if self.offs.is_empty() && self.buf.is_empty() {
+            // A first read: sized exactly, no growth (whose freed
+            // remainders would stay in the heap), already sorted.
+            let bytes: usize = fresh.iter().map(|(n, _)| record_len(n.len())).sum();
+            self.buf.reserve_exact(bytes);
+            self.offs.reserve_exact(fresh.len());
+            for (name, t) in &fresh {
+                let off = self.push_record(name_bytes(name), *t);
+                self.offs.push(off);
+            }
+            self.live = fresh.len() as u32;
+            self.sorted = self.live;
+            return fresh;
+        }
         let mut added = Vec::new();
         for (name, t) in fresh {
             let bytes = name_bytes(&name);
@@ -556,6 +581,28 @@ mod tests {
         assert!(l.buf.len() < full / 100, "buffer {} of {full}", l.buf.len());
         assert_eq!(l.remove(&names[0]), None);
         assert_eq!(l.get(&names[9_995]), Some(File));
+    }
+
+    /// A first read is stored at its exact size (no growth slack), sorted,
+    /// long names (two length bytes) included.
+    #[test]
+    fn a_first_fill_is_exactly_sized() {
+        let mut l = Listing::default();
+        let mut fresh: Vec<(OsString, FileType)> =
+            (0..100).rev().map(|i| (name(i, 9), File)).collect();
+        fresh.push((OsString::from("x".repeat(300)), Dir));
+        fresh.push((name(7, 9), Dir)); // a duplicate: the first type wins
+        let added = l.extend_new(fresh);
+        assert_eq!(added.len(), 101);
+        assert_eq!(l.buf.capacity(), l.buf.len());
+        assert_eq!(l.offs.capacity(), l.offs.len());
+        assert_eq!(l.buf.len(), 100 * (2 + 9) + (3 + 300));
+        assert_eq!(l.sorted as usize, l.offs.len());
+        assert_eq!(l.get(&name(7, 9)), Some(File));
+        assert_eq!(l.get(OsStr::new(&"x".repeat(300))), Some(Dir));
+        assert_eq!(l.extend_new(vec![(name(3, 9), Dir)]), []);
+        assert_eq!(l.insert(&name(500, 9), File), None);
+        assert_eq!(l.len(), 102);
     }
 
     /// A bulk extend keeps the table sorted, so lookups stay binary.

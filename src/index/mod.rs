@@ -41,6 +41,43 @@ pub(crate) struct Partial {
 /// The specs covering a directory: one or two inline, no allocation.
 pub(crate) type SpecList = smallvec::SmallVec<[SpecId; 2]>;
 
+/// The partial registrations of a directory: none for almost every one,
+/// so a null pointer (8 bytes) where an empty `Vec` takes 24.
+#[derive(Debug, Default)]
+#[allow(clippy::box_collection)] // the point: 8 bytes where a Vec takes 24
+struct Partials(Option<Box<Vec<Partial>>>);
+
+impl Partials {
+    fn push(&mut self, p: Partial) {
+        self.0.get_or_insert_with(Default::default).push(p);
+    }
+
+    fn retain(&mut self, f: impl FnMut(&Partial) -> bool) {
+        if let Some(v) = &mut self.0 {
+            v.retain(f);
+            if v.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn iter_mut(&mut self) -> std::slice::IterMut<'_, Partial> {
+        match &mut self.0 {
+            Some(v) => v.iter_mut(),
+            None => [].iter_mut(),
+        }
+    }
+}
+
+impl std::ops::Deref for Partials {
+    type Target = [Partial];
+
+    fn deref(&self) -> &[Partial] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
 /// One indexed directory. Read-only outside this module.
 #[derive(Debug)]
 pub(crate) struct DirNode {
@@ -53,7 +90,7 @@ pub(crate) struct DirNode {
     /// not ignore.
     full: SpecList,
     /// Specs that watch this directory for one name.
-    partial: Vec<Partial>,
+    partial: Partials,
     /// Whether the directory has been read in full.
     complete: bool,
 }
@@ -64,7 +101,7 @@ impl DirNode {
             path,
             entries: Listing::default(),
             full: SpecList::new(),
-            partial: Vec::new(),
+            partial: Partials::default(),
             complete: false,
         }
     }
@@ -201,7 +238,7 @@ impl Index {
             }
             self.touch(s);
         }
-        for p in &node.partial {
+        for p in node.partial.iter() {
             self.touch(p.spec);
         }
         Some(node)
@@ -395,7 +432,7 @@ impl Index {
     /// Test helper: renames the waited-for name of a registration.
     fn partial_mut_name(&mut self, id: DirId, sid: SpecId, root: &Path, name: &str) {
         let node = self.node_mut(id).unwrap();
-        for p in &mut node.partial {
+        for p in node.partial.iter_mut() {
             if p.spec == sid && p.root == root {
                 p.name = name.into();
             }
