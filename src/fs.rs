@@ -261,11 +261,59 @@ pub(crate) fn changed_since(path: &Path, since: SystemTime) -> bool {
     }
 }
 
+/// Those of `names` (entries of directory `dir`) whose inode changed at or
+/// after `since`, as [`changed_since`] says. On Linux one descriptor of
+/// `dir` serves every `fstatat`: no walk of `dir`'s path and no allocation
+/// per name (an overflow's rescan asks this of every file in the tree).
+pub(crate) fn changed_among(dir: &Path, names: Vec<OsString>, since: SystemTime) -> Vec<OsString> {
+    #[cfg(target_os = "linux")]
+    if let Ok(d) = std::fs::File::open(dir) {
+        use std::os::fd::AsRawFd;
+        let mut c_name = Vec::with_capacity(256);
+        return names
+            .into_iter()
+            .filter(|n| {
+                let bytes = n.as_encoded_bytes();
+                if bytes.contains(&0) {
+                    return false;
+                }
+                c_name.clear();
+                c_name.extend_from_slice(bytes);
+                c_name.push(0);
+                let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+                // SAFETY: `c_name` is NUL-terminated; `st` is written in
+                // full when the call succeeds, and read only then.
+                let st = unsafe {
+                    if libc::fstatat(
+                        d.as_raw_fd(),
+                        c_name.as_ptr().cast(),
+                        st.as_mut_ptr(),
+                        libc::AT_SYMLINK_NOFOLLOW,
+                    ) != 0
+                    {
+                        return false;
+                    }
+                    st.assume_init()
+                };
+                ctime_from(st.st_ctime, st.st_ctime_nsec) >= since
+            })
+            .collect();
+    }
+    names
+        .into_iter()
+        .filter(|n| changed_since(&dir.join(n), since))
+        .collect()
+}
+
 #[cfg(unix)]
 fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
     use std::os::unix::fs::MetadataExt;
-    let secs = m.ctime();
-    let nanos = m.ctime_nsec().clamp(0, 999_999_999) as u32;
+    ctime_from(m.ctime(), m.ctime_nsec())
+}
+
+#[cfg(unix)]
+fn ctime_from(secs: i64, nanos: i64) -> SystemTime {
+    let nanos = nanos.clamp(0, 999_999_999) as u32;
     if secs >= 0 {
         SystemTime::UNIX_EPOCH + Duration::new(secs as u64, nanos)
     } else {
@@ -540,6 +588,43 @@ pub(crate) fn is_dir_following(path: &Path) -> bool {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// `changed_among` answers as `changed_since` does, name by name:
+    /// newer inodes only, missing names and impossible names not.
+    #[test]
+    fn changed_among_finds_the_newer_inodes() {
+        let d = tempfile::tempdir().unwrap();
+        let ctime = |p: &Path| ctime_of(&std::fs::symlink_metadata(p).unwrap());
+        std::fs::write(d.path().join("old"), "o").unwrap();
+        let old = ctime(&d.path().join("old"));
+        // Wait (bounded) for the file system's clock to move on.
+        let marker = d.path().join("marker");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let since = loop {
+            std::fs::write(&marker, "m").unwrap();
+            let t = ctime(&marker);
+            if t > old {
+                break t;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "ctime never moved past {old:?}"
+            );
+        };
+        std::fs::write(d.path().join("new"), "n").unwrap();
+        let names: Vec<OsString> = ["old", "new", "missing", "nul\0name", "marker"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        let got = changed_among(d.path(), names.clone(), since);
+        assert_eq!(got, [OsString::from("new"), OsString::from("marker")]);
+        let one_by_one: Vec<OsString> = names
+            .into_iter()
+            .filter(|n| changed_since(&d.path().join(n), since))
+            .collect();
+        assert_eq!(got, one_by_one);
+        assert!(changed_among(&d.path().join("gone"), vec!["x".into()], since).is_empty());
+    }
     use std::os::unix::ffi::OsStrExt;
 
     /// The raw `getdents64` reader sees exactly what `std::fs::read_dir`

@@ -347,7 +347,7 @@ impl Engine {
                 let node = self.index.get(id).expect("live node");
                 node.entries()
                     .iter()
-                    .filter(|(n, _)| !touched.contains(n))
+                    .filter(|(n, t)| *t != FileType::Dir && !touched.contains(n))
                     .map(|(n, _)| n.to_os_string())
                     .collect()
             }
@@ -355,8 +355,11 @@ impl Engine {
         };
         self.apply_diffs(id, diffs);
         if let Some(since) = since {
-            for n in changed {
-                self.report_if_changed(id, &n, since);
+            for n in fs::changed_among(&path, changed, since) {
+                let t = self.index.get(id).and_then(|x| x.entries().get(&n));
+                if let Some(t) = t.filter(|t| *t != FileType::Dir) {
+                    self.route(id, &n, ChangeKind::Modified, t);
+                }
             }
         }
         self.revalidate_links_in(id);
