@@ -277,8 +277,15 @@ impl Engine {
             "OS events lost (queue overflow): rescanning every directory"
         );
         trace::bind!(found_before = self.specs.recorded());
+        // What was lost was lost before the read that brought the marker
+        // began: a directory first read after that shows it all (notify's
+        // own walk overflows the queue while the engine's first reads are
+        // still to come, so a start-up need not read the tree twice).
+        let lost_by = self.recovery.last_read;
         for id in self.index.ids() {
-            self.rescan_node(id, Some(since));
+            if !self.index.first_read_after(id, lost_by) {
+                self.rescan_node(id, Some(since));
+            }
         }
         trace::event!(
             INFO,

@@ -788,3 +788,36 @@ fn an_update_holds_back_older_hints_for_paths_it_adds() {
     assert_eq!(kinds(&b, &log), [ChangeKind::Modified], "after the cookie");
     assert!(h.engine.guard_cookies_waiting().is_empty());
 }
+
+/// What an overflow lost was lost before the read that brought its marker:
+/// a directory whose first full read began after that shows it all and is
+/// not read again (a start-up on the portable backend overflows while
+/// notify walks, before the engine's first reads).
+#[test]
+fn an_overflow_before_a_first_read_leaves_the_directory_alone() {
+    let mut h = harness(Config::default());
+    std::fs::write(h.root.join("keep"), "k").unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let before = h.clock.wall() - Duration::from_secs(60);
+    // Marked a minute before the first read: the rescan would report the
+    // recent `keep` as modified; it is skipped.
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, before)));
+    h.engine
+        .handle(Msg::Os(OsMsg::events(vec![OsEvent::Overflow], 1, before)));
+    h.after(10 * MS);
+    assert!(h.batches().is_empty(), "nothing read again");
+    assert_eq!(h.status("s").overflow_recoveries, 1, "still counted");
+    // Marked after it: read again.
+    h.after(Duration::from_secs(1));
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, before)));
+    h.os(vec![OsEvent::Overflow]);
+    h.after(10 * MS);
+    let got: Vec<ChangeKind> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.iter())
+        .filter(|c| c.path.ends_with("keep"))
+        .map(|c| c.kind)
+        .collect();
+    assert_eq!(got, [ChangeKind::Modified]);
+}

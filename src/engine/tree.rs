@@ -101,6 +101,7 @@ impl Engine {
         mut watched: bool,
         report: bool,
     ) -> bool {
+        let mut read_at = self.clock.wall();
         let mut listing = fs::read_listing(path, self.syncs.found());
         // The watch was refused because no directory was at the path
         // (gone: no retry is scheduled), yet one was read there just
@@ -112,6 +113,7 @@ impl Engine {
             tries += 1;
             watched = self.watch_node(id, false, specs);
             if watched {
+                read_at = self.clock.wall();
                 listing = fs::read_listing(path, self.syncs.found());
             }
         }
@@ -124,7 +126,7 @@ impl Engine {
         match listing {
             Ok(list) => {
                 let n = list.len();
-                let added = self.index.fill(id, list);
+                let added = self.index.fill(id, list, read_at);
                 if self.polls.contains(id) {
                     self.sign(id);
                 }

@@ -11,12 +11,15 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use crate::change::FileType;
 
 mod listing;
+mod sets;
 
 pub(crate) use listing::{EntryDiff, Listing, diff};
+use sets::{SpecSet, SpecSets};
 
 /// Internal identifier of an applied spec (one per generation; never
 /// reused).
@@ -88,11 +91,14 @@ pub(crate) struct DirNode {
     entries: Listing,
     /// Specs that cover this directory and everything below it that they do
     /// not ignore.
-    full: SpecList,
+    full: SpecSet,
     /// Specs that watch this directory for one name.
     partial: Partials,
     /// Whether the directory has been read in full.
     complete: bool,
+    /// When its first full read began, in ms after the index's epoch
+    /// (0: not read yet); fits beside `complete`, in what was padding.
+    first_read: u32,
 }
 
 impl DirNode {
@@ -100,9 +106,10 @@ impl DirNode {
         DirNode {
             path,
             entries: Listing::default(),
-            full: SpecList::new(),
+            full: None,
             partial: Partials::default(),
             complete: false,
+            first_read: 0,
         }
     }
 
@@ -116,7 +123,7 @@ impl DirNode {
 
     /// Specs covering the directory.
     pub(crate) fn full(&self) -> &[SpecId] {
-        &self.full
+        sets::slice(&self.full)
     }
 
     /// Specs watching the directory for one name.
@@ -131,12 +138,12 @@ impl DirNode {
 
     /// Whether spec `sid` covers it.
     pub(crate) fn covers(&self, sid: SpecId) -> bool {
-        self.full.contains(&sid)
+        self.full().binary_search(&sid).is_ok()
     }
 
     /// No spec needs this directory any more.
     pub(crate) fn is_unused(&self) -> bool {
-        self.full.is_empty() && self.partial.is_empty()
+        self.full.is_none() && self.partial.is_empty()
     }
 
     /// Whether an event for `name` in this directory matters.
@@ -148,10 +155,10 @@ impl DirNode {
     /// directory, and those whose root is exactly `name` (each once, no
     /// allocation).
     pub(crate) fn concerned<'a>(&'a self, name: &'a OsStr) -> impl Iterator<Item = SpecId> + 'a {
-        self.full.iter().copied().chain(
+        self.full().iter().copied().chain(
             self.partial
                 .iter()
-                .filter(move |p| p.is_root && p.name == name && !self.full.contains(&p.spec))
+                .filter(move |p| p.is_root && p.name == name && !self.covers(p.spec))
                 .map(|p| p.spec),
         )
     }
@@ -176,6 +183,10 @@ pub(crate) struct Index {
     /// Specs whose coverage or root presence changed since the last
     /// [`take_touched`](Index::take_touched).
     touched: Vec<SpecId>,
+    /// What [`DirNode::first_read`] counts from (set at the first fill).
+    epoch: Option<SystemTime>,
+    /// The covering sets the nodes share.
+    sets: SpecSets,
 }
 
 impl Index {
@@ -232,7 +243,7 @@ impl Index {
         let node = self.nodes.get_mut(id)?.take()?;
         self.by_path.remove(&node.path);
         self.free.push(id);
-        for &s in &node.full {
+        for &s in node.full() {
             if let Some(n) = self.covered.get_mut(&s) {
                 *n = n.saturating_sub(1);
             }
@@ -246,13 +257,13 @@ impl Index {
 
     /// Spec `sid` covers directory `id` from now on; false if it did.
     pub(crate) fn cover(&mut self, id: DirId, sid: SpecId) -> bool {
-        let Some(node) = self.node_mut(id) else {
+        let Some(node) = self.nodes.get_mut(id).and_then(Option::as_mut) else {
             return false;
         };
-        if node.full.contains(&sid) {
+        if node.covers(sid) {
             return false;
         }
-        node.full.push(sid);
+        node.full = self.sets.with(&node.full, sid);
         *self.covered.entry(sid).or_default() += 1;
         self.touch(sid);
         true
@@ -261,12 +272,13 @@ impl Index {
     /// Spec `sid` no longer covers directory `id`; whether no spec needs
     /// it any more (still indexed: the caller frees it).
     pub(crate) fn uncover(&mut self, id: DirId, sid: SpecId) -> bool {
-        let Some(node) = self.node_mut(id) else {
+        let Some(node) = self.nodes.get_mut(id).and_then(Option::as_mut) else {
             return false;
         };
-        let before = node.full.len();
-        node.full.retain(|s| *s != sid);
-        let removed = node.full.len() != before;
+        let removed = node.covers(sid);
+        if removed {
+            node.full = self.sets.without(&node.full, sid);
+        }
         let unused = node.is_unused();
         if removed {
             if let Some(c) = self.covered.get_mut(&sid) {
@@ -283,7 +295,9 @@ impl Index {
         let mut unused = Vec::new();
         for (id, slot) in self.nodes.iter_mut().enumerate() {
             if let Some(node) = slot {
-                node.full.retain(|s| *s != sid);
+                if node.covers(sid) {
+                    node.full = self.sets.without(&node.full, sid);
+                }
                 node.partial.retain(|p| p.spec != sid);
                 if node.is_unused() {
                     unused.push(id);
@@ -375,16 +389,32 @@ impl Index {
         }
     }
 
-    /// Directory `id` was read in full: adds what is new of `list` and
-    /// returns it (in name order), marks the node complete.
+    /// `t` in ms after the epoch, rounded down, at least 1 (the epoch is
+    /// set to just before the first `t` asked for).
+    fn ms_of(&mut self, t: SystemTime) -> u32 {
+        let epoch = *self
+            .epoch
+            .get_or_insert_with(|| t.checked_sub(Duration::from_millis(1)).unwrap_or(t));
+        let ms = t.duration_since(epoch).unwrap_or_default().as_millis();
+        u32::try_from(ms).unwrap_or(u32::MAX).max(1)
+    }
+
+    /// Directory `id` was read in full, in a read that began at `read_at`:
+    /// adds what is new of `list` and returns it (in name order), marks
+    /// the node complete.
     pub(crate) fn fill(
         &mut self,
         id: DirId,
         list: Vec<(OsString, FileType)>,
+        read_at: SystemTime,
     ) -> Vec<(OsString, FileType)> {
+        let ms = self.ms_of(read_at);
         let Some(node) = self.node_mut(id) else {
             return Vec::new();
         };
+        if !node.complete {
+            node.first_read = ms;
+        }
         node.complete = true;
         let added = node.entries.extend_new(list);
         node.entries.shrink_to_fit();
@@ -402,6 +432,20 @@ impl Index {
 
     pub(crate) fn len(&self) -> usize {
         self.by_path.len()
+    }
+
+    /// Whether directory `id`'s first full read began after `t` (so it
+    /// shows every change made before `t`). Judged in whole ms, erring
+    /// towards `false`.
+    pub(crate) fn first_read_after(&self, id: DirId, t: SystemTime) -> bool {
+        let (Some(node), Some(epoch)) = (self.get(id), self.epoch) else {
+            return false;
+        };
+        let Ok(since) = t.duration_since(epoch) else {
+            return node.first_read > 0;
+        };
+        let t_ms = u32::try_from(since.as_millis()).unwrap_or(u32::MAX);
+        node.first_read > t_ms && node.first_read < u32::MAX
     }
 
     pub(crate) fn ids(&self) -> Vec<DirId> {
@@ -475,8 +519,32 @@ mod tests {
         assert!(n.tracks(OsStr::new("x")));
         assert!(!n.tracks(OsStr::new("y")));
         assert!(!n.is_unused());
-        ix.fill(p, vec![]);
+        ix.fill(p, vec![], SystemTime::now());
         assert!(ix.get(p).unwrap().tracks(OsStr::new("y")));
+    }
+
+    /// The layout the memory figures rest on (issue 12): a directory's
+    /// node is 112 bytes, its entries and covering set outside it.
+    #[test]
+    fn a_directory_node_stays_small() {
+        assert!(std::mem::size_of::<Option<DirNode>>() <= 112);
+    }
+
+    #[test]
+    fn first_reads_are_dated_to_the_millisecond() {
+        let mut ix = Index::default();
+        let (a, _) = ix.ensure(Path::new("/a"));
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let ms = Duration::from_millis(1);
+        assert!(!ix.first_read_after(a, t0), "not read yet");
+        ix.fill(a, vec![], t0 + 10 * ms);
+        assert!(ix.first_read_after(a, t0));
+        assert!(ix.first_read_after(a, t0 + 9 * ms));
+        assert!(!ix.first_read_after(a, t0 + 10 * ms), "same ms: not after");
+        assert!(!ix.first_read_after(a, t0 + 20 * ms));
+        // Later reads do not move it.
+        ix.fill(a, vec![], t0 + 50 * ms);
+        assert!(!ix.first_read_after(a, t0 + 20 * ms));
     }
 
     fn partial(spec: SpecId, root: &str, is_root: bool) -> Partial {
