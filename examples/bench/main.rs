@@ -7,6 +7,7 @@
 //! cargo run --release --example bench -- quick   # smaller trees
 //! cargo run --release --example bench -- poll    # the poll backend's rows only
 //! cargo run --release --example bench -- scale   # 2,000 x 20 and 50,000 x 20
+//! cargo run --release --example bench -- many    # 1,000 specs on those trees (many.rs)
 //! # profile native start-up (10 runs on 10,000 x 10):
 //! perf record -g target/release/examples/bench profile-startup
 //! ```
@@ -17,6 +18,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod many;
 mod scale;
 
 use crossbeam_channel::unbounded;
@@ -793,6 +795,12 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("scale") {
         return scale::scale();
+    }
+    if args.first().map(String::as_str) == Some("many") {
+        return many::many(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("many-child") {
+        return many::child(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("profile-startup") {
         // For `perf record`: native start-ups only, on one tree.

@@ -1,7 +1,8 @@
 //! `bench scale`: the scale mode of the end-to-end bench (issue 12's
 //! measurements): start-up beside the `find` floor and raw notify, OS
 //! watches, memory, latency, idle CPU and overflow recovery on the
-//! 2,000 x 20 tree and on 50,000 x 20 (1,000,000 files).
+//! 2,000 x 20 tree and on 50,000 x 20 (1,000,000 files), then 1,000
+//! specs on each (`many.rs`).
 
 use super::*;
 
@@ -13,7 +14,7 @@ const SCALE_TREES: [(usize, usize, usize); 2] = [(2_000, 20, RUNS), (50_000, 20,
 const HIDDEN_CHANGES: usize = 1_000;
 
 /// The machine's inotify watch limit per user (read, never changed).
-fn max_user_watches() -> Option<usize> {
+pub(super) fn max_user_watches() -> Option<usize> {
     std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
         .ok()?
         .trim()
@@ -280,6 +281,7 @@ fn scale_rows(
         native: format!("{missing} / {extra}"),
         portable: "-".into(),
     });
+    many::many_rows(&root, (dirs, files), rows, notes);
     eprintln!("scale: {size}: deleting");
     let t = Instant::now();
     drop(tmp);
