@@ -243,6 +243,7 @@ mod ignore_files;
 mod index;
 mod journal;
 mod manager;
+mod reads;
 mod reconcile;
 #[cfg(feature = "serde")]
 mod serde_impl;

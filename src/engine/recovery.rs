@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Engine;
@@ -15,11 +16,15 @@ use crate::change::{ChangeKind, FileType};
 use crate::clock::wall_before;
 use crate::fs;
 use crate::index::{DirId, EntryDiff, SpecId, diff};
+use crate::reads;
 
 /// First delay before a failed watch is tried again; it doubles per attempt.
 pub(super) const RETRY_FIRST: Duration = Duration::from_millis(50);
 /// Longest delay between two attempts.
 pub(super) const RETRY_MAX: Duration = Duration::from_secs(30);
+/// Directories an overflow's rescan reads ahead on worker threads at once.
+const LOOK_CHUNK: usize = 1024;
+
 /// Default of how far before the last complete read an overflow may have
 /// hidden changes: file systems' timestamps are coarser than the wall clock.
 pub(crate) const OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
@@ -282,9 +287,37 @@ impl Engine {
         // own walk overflows the queue while the engine's first reads are
         // still to come, so a start-up need not read the tree twice).
         let lost_by = self.recovery.last_read;
-        for id in self.index.ids() {
-            if !self.index.first_read_after(id, lost_by) {
-                self.rescan_node(id, Some(since));
+        let ids: Vec<DirId> = self
+            .index
+            .ids()
+            .into_iter()
+            .filter(|id| !self.index.first_read_after(*id, lost_by))
+            .collect();
+        // The reads and stats (a whole tree's) on worker threads, a chunk
+        // at a time; the index is changed here alone, in order.
+        let threads = reads::threads();
+        for chunk in ids.chunks(LOOK_CHUNK) {
+            let dirs: Vec<(DirId, Arc<Path>)> = chunk
+                .iter()
+                .filter_map(|&id| {
+                    let n = self.index.get(id)?;
+                    n.complete().then(|| (id, n.path().clone()))
+                })
+                .collect();
+            let paths: Vec<Arc<Path>> = dirs.iter().map(|(_, p)| p.clone()).collect();
+            let mut looks: HashMap<DirId, (Arc<Path>, reads::Look)> = dirs
+                .into_iter()
+                .zip(reads::look_all(&paths, Some(since), threads))
+                .map(|((id, p), l)| (id, (p, l)))
+                .collect();
+            for &id in chunk {
+                // Looked at as this node, unless an earlier directory's
+                // diff freed it and its slot went to another.
+                let look = looks
+                    .remove(&id)
+                    .filter(|(p, _)| self.index.get(id).is_some_and(|n| n.path() == p))
+                    .map(|(_, l)| l);
+                self.rescan_node_with(id, Some(since), look);
             }
         }
         trace::event!(
@@ -328,6 +361,17 @@ impl Engine {
     /// present before and after whose inode changed since then are reported
     /// modified.
     pub(super) fn rescan_node(&mut self, id: DirId, since: Option<SystemTime>) {
+        self.rescan_node_with(id, since, None);
+    }
+
+    /// [`rescan_node`](Self::rescan_node), with what a worker already read
+    /// of the directory and found changed since `since` (`look`).
+    fn rescan_node_with(
+        &mut self,
+        id: DirId,
+        since: Option<SystemTime>,
+        look: Option<reads::Look>,
+    ) {
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -345,7 +389,14 @@ impl Engine {
             }
             return;
         }
-        let Some(diffs) = self.reread(id, &path) else {
+        let (listing, on_disk) = match look {
+            Some(l) => {
+                self.syncs.found().extend(l.cookies);
+                (l.listing, Some(l.changed))
+            }
+            None => (fs::read_listing(&path, self.syncs.found()), None),
+        };
+        let Some(diffs) = self.diff_read(id, listing) else {
             return;
         };
         let changed: Vec<OsString> = match since {
@@ -362,7 +413,14 @@ impl Engine {
         };
         self.apply_diffs(id, diffs);
         if let Some(since) = since {
-            for n in fs::changed_among(&path, changed, since) {
+            let hits = match on_disk {
+                Some(found) => {
+                    let asked: BTreeSet<&OsString> = changed.iter().collect();
+                    found.into_iter().filter(|n| asked.contains(n)).collect()
+                }
+                None => fs::changed_among(&path, changed, since),
+            };
+            for n in hits {
                 let t = self.index.get(id).and_then(|x| x.entries().get(&n));
                 if let Some(t) = t.filter(|t| *t != FileType::Dir) {
                     self.route(id, &n, ChangeKind::Modified, t);
@@ -372,10 +430,14 @@ impl Engine {
         self.revalidate_links_in(id);
     }
 
-    /// Reads directory `id` again and diffs it against the index; `None`
-    /// when it cannot be read (gone: dropped if nothing above tracks it).
-    pub(super) fn reread(&mut self, id: DirId, path: &Path) -> Option<Vec<EntryDiff>> {
-        match fs::read_listing(path, self.syncs.found()) {
+    /// Diffs what a read of directory `id` found against the index; `None`
+    /// when it could not be read (gone: dropped if nothing above tracks it).
+    fn diff_read(
+        &mut self,
+        id: DirId,
+        read: std::io::Result<Vec<(OsString, FileType)>>,
+    ) -> Option<Vec<EntryDiff>> {
+        match read {
             Ok(list) => Some(diff(self.index.get(id)?.entries(), list)),
             Err(e) if fs::gone(&e) => {
                 self.check_top(id, false);

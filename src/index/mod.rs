@@ -6,6 +6,32 @@
 //! found. The index is the only writer of its nodes; everything else reads
 //! them through accessors. It derives, as it goes, how many directories
 //! each spec covers, and notes which specs' facts it changed (for status).
+//!
+//! # Memory layout
+//!
+//! What a watched tree costs, per directory and per entry (64-bit Linux;
+//! measured with massif on 50,000 directories x 20 files):
+//!
+//! ```text
+//! per directory                                   bytes
+//!   DirNode, in the node table (see its test)       112
+//!     path: Arc<Path> (pointer; the path itself    16   -> heap: 16 + path
+//!       is shared with the path map below)
+//!     entries: Listing (two Vecs, counts)           64   -> heap: see below
+//!     full: Option<Arc<[SpecId]>> (interned: all    16   -> one allocation
+//!       directories with the same specs share it)          per distinct set
+//!     partial: Option<Box<Vec<Partial>>>             8   (roots' parents only)
+//!     complete, first_read                           8
+//!   path map: HashMap<Arc<Path>, DirId>             ~33
+//!   watch table: wd -> DirId, DirId -> wd           ~27
+//! per entry (in its directory's Listing)
+//!   record: type byte, LEB128 name length, name   2 + name
+//!   offset in the sorted table: u32                  4
+//! ```
+//!
+//! A directory's first read is stored at its exact size; later entries go
+//! to an unsorted tail merged in by 64s. No entry has an allocation of its
+//! own, and no path is stored for a file.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
