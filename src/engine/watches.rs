@@ -17,13 +17,51 @@ use super::Engine;
 use crate::backend::{Os, PathWatcher, WatchError, WatchId};
 use crate::index::{DirId, SpecId};
 
+/// Which node holds each watch, as `u32` node ids: 8 bytes an entry where
+/// a `usize` makes 16 (one entry per watched directory).
+#[derive(Default)]
+struct Holders(HashMap<WatchId, u32>);
+
+impl Holders {
+    fn get(&self, w: &WatchId) -> Option<DirId> {
+        self.0.get(w).map(|&id| id as DirId)
+    }
+
+    fn insert(&mut self, w: WatchId, id: DirId) {
+        let id = u32::try_from(id).expect("fewer than 2^32 directories");
+        self.0.insert(w, id);
+    }
+
+    fn remove(&mut self, w: &WatchId) -> Option<DirId> {
+        self.0.remove(w).map(|id| id as DirId)
+    }
+
+    fn contains_key(&self, w: &WatchId) -> bool {
+        self.0.contains_key(w)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn iter(&self) -> impl Iterator<Item = (WatchId, DirId)> + '_ {
+        self.0.iter().map(|(w, id)| (*w, *id as DirId))
+    }
+}
+
 /// "No watch" in [`WatchTable::of_dir`].
 const NONE: i32 = -1;
 
 pub(super) struct WatchTable {
     os: Os,
     /// Per-directory backends: the node holding each watch.
-    holder: HashMap<WatchId, DirId>,
+    holder: Holders,
     /// Other nodes for the same directory (other paths to it).
     aliases: HashMap<WatchId, Vec<DirId>>,
     /// The watch of each node, by id (dense: 4 bytes a directory).
@@ -41,7 +79,7 @@ impl WatchTable {
     pub(super) fn new(os: Os, cap: Option<usize>) -> WatchTable {
         WatchTable {
             os,
-            holder: HashMap::new(),
+            holder: Holders::default(),
             aliases: HashMap::new(),
             of_dir: Vec::new(),
             cap,
@@ -66,7 +104,7 @@ impl WatchTable {
 
     /// The node holding watch `w`.
     pub(super) fn holder(&self, w: WatchId) -> Option<DirId> {
-        self.holder.get(&w).copied()
+        self.holder.get(&w)
     }
 
     /// The other nodes of watch `w`'s directory.
@@ -135,7 +173,7 @@ impl WatchTable {
     /// Records that node `id` holds (or shares) watch `w`.
     fn record(&mut self, id: DirId, w: WatchId) {
         match self.holder.get(&w) {
-            Some(&h) if h != id => {
+            Some(h) if h != id => {
                 let a = self.aliases.entry(w).or_default();
                 if !a.contains(&id) {
                     a.push(id);
@@ -216,7 +254,7 @@ impl WatchTable {
                 let w = self.of_dir.get(id).copied().filter(|w| *w != NONE)?;
                 self.of_dir[id] = NONE;
                 let w = WatchId(w);
-                if self.holder.get(&w) == Some(&id) {
+                if self.holder.get(&w) == Some(id) {
                     match self.aliases.get_mut(&w).and_then(Vec::pop) {
                         Some(next) => {
                             self.holder.insert(w, next);
@@ -334,8 +372,8 @@ impl WatchTable {
     #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fn check(&self, live: impl Fn(DirId) -> bool) -> Vec<String> {
         let mut out = Vec::new();
-        for (w, id) in &self.holder {
-            if !live(*id) || self.watch_of(*id) != Some(*w) {
+        for (w, id) in self.holder.iter() {
+            if !live(id) || self.watch_of(id) != Some(w) {
                 out.push(format!("watch {} maps to a node without it", w.0));
             }
         }
