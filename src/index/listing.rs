@@ -12,30 +12,52 @@ use crate::change::FileType;
 /// directory's size) happens once per this many insertions.
 const TAIL: usize = 64;
 
-/// Record type byte of a removed entry whose bytes are not reclaimed yet.
-const DEAD: u8 = 0xff;
+/// Names shorter than this keep their length in the record's header byte;
+/// this value there says a LEB128 length follows.
+const LONG: u8 = 50;
+/// A header byte is `state * STRIDE + length field` (at most 254).
+const STRIDE: u8 = LONG + 1;
+/// Record state of a removed entry whose bytes are not reclaimed yet (the
+/// four [`FileType`]s are states 0 to 3).
+const DEAD: u8 = 4;
 
-/// One directory's entries, compact: each name is stored once, back to back
-/// in one byte buffer, next to its type; a table of `u32` offsets, sorted
-/// by name, finds them. About 6 bytes plus the name per entry, and two
-/// allocations per directory, where a `BTreeMap<OsString, _>` costs an
-/// allocation per name and some 40 bytes of tree per entry.
+/// Header fields, each one table word wide, in this order.
+const N_OFFS: usize = 0;
+const REC_BYTES: usize = 1;
+const SORTED: usize = 2;
+const LIVE: usize = 3;
+const DEAD_BYTES: usize = 4;
+const FIELDS: usize = 5;
+
+/// One directory's entries, compact: one allocation holding every name once,
+/// back to back, each beside its type, and a table of offsets sorted by
+/// name to find them. 3 bytes plus the name per entry in a directory of
+/// under 64 KiB (2 under 256 bytes, 5 beyond; names of 50 bytes or more
+/// add their length's LEB128), 16 bytes inline, and nothing allocated while
+/// empty; a `BTreeMap<OsString, _>` costs an allocation per name and some
+/// 40 bytes of tree per entry.
 ///
-/// A record is a type byte, the name's length as LEB128, then the name's
-/// bytes. A removed entry is marked dead in place; its name keeps sorting
-/// the table until the buffer is compacted (when dead bytes outweigh live
-/// ones), and re-adding it revives the record. New names go to an unsorted
-/// tail of at most [`TAIL`] offsets that is merged into the sorted part
-/// when full. Iteration follows the buffer: insertion order, sorted after a
-/// compaction. The buffer is limited to 4 GiB of names per directory.
+/// The allocation is a header (the counts), the records, free space, and
+/// the offset table, which ends the allocation and grows down towards the
+/// records: entry `k` of the table is the `k`-th word from the end. Header
+/// fields and offsets are words of one width, chosen by the allocation's
+/// size: 1 byte up to 255 bytes, 2 up to 64 KiB - 1, else 4. Offsets count
+/// from the first record, so they survive a change of width.
+///
+/// A record is a header byte, `state * STRIDE + n` (state: the type, or
+/// [`DEAD`]; `n`: the name's length if under [`LONG`], else [`LONG`] and
+/// the length follows as LEB128), then the name's bytes. A removed entry is
+/// marked dead in place; its name keeps sorting the table until the records
+/// are compacted (when dead bytes outweigh live ones), and re-adding it
+/// revives the record. New names go to an unsorted tail of at most [`TAIL`]
+/// offsets that is merged into the sorted part when full. Iteration follows
+/// the records: insertion order, sorted after a compaction. A directory
+/// holds at most 4 GiB of records.
 #[derive(Clone, Default)]
 pub(crate) struct Listing {
-    buf: Vec<u8>,
-    /// `offs[..sorted]` sorted by name, the rest in insertion order.
-    offs: Vec<u32>,
-    sorted: u32,
-    live: u32,
-    dead_bytes: u32,
+    /// Header, records, free space, offset table (`table[..sorted]` sorted
+    /// by name, the rest in insertion order). Empty: no entries.
+    data: Box<[u8]>,
 }
 
 fn name_bytes(name: &OsStr) -> &[u8] {
@@ -48,7 +70,7 @@ fn os_str(bytes: &[u8]) -> &OsStr {
     unsafe { OsStr::from_encoded_bytes_unchecked(bytes) }
 }
 
-fn type_byte(t: FileType) -> u8 {
+fn type_state(t: FileType) -> u8 {
     match t {
         FileType::File => 0,
         FileType::Dir => 1,
@@ -57,8 +79,9 @@ fn type_byte(t: FileType) -> u8 {
     }
 }
 
+/// The type a record header byte says, `None` for a dead record.
 fn byte_type(b: u8) -> Option<FileType> {
-    match b {
+    match b / STRIDE {
         0 => Some(FileType::File),
         1 => Some(FileType::Dir),
         2 => Some(FileType::Symlink),
@@ -67,25 +90,38 @@ fn byte_type(b: u8) -> Option<FileType> {
     }
 }
 
-/// Bytes of the record of a name `n` bytes long: type, LEB128 length, name.
-fn record_len(n: usize) -> usize {
-    let mut len_bytes = 1;
-    let mut rest = n >> 7;
-    while rest > 0 {
-        len_bytes += 1;
-        rest >>= 7;
-    }
-    1 + len_bytes + n
+/// Header byte `b` with its state set to `state`, its length kept.
+fn with_state(b: u8, state: u8) -> u8 {
+    state * STRIDE + b % STRIDE
 }
 
-/// Decodes the record at `off` in `buf`: its name and its length in bytes.
-fn record_in(buf: &[u8], off: u32) -> (&[u8], usize) {
-    let o = off as usize;
+/// Bytes of LEB128 for `n`.
+fn leb_len(mut n: usize) -> usize {
+    let mut len = 1;
+    while n >= 0x80 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+/// Bytes of the record of a name `n` bytes long.
+fn record_len(n: usize) -> usize {
+    1 + if n < LONG as usize { 0 } else { leb_len(n) } + n
+}
+
+/// Decodes the record at `off` in `recs`: its name and its length in bytes.
+fn record_in(recs: &[u8], off: usize) -> (&[u8], usize) {
+    let short = recs[off] % STRIDE;
+    if short < LONG {
+        let n = short as usize;
+        return (&recs[off + 1..off + 1 + n], 1 + n);
+    }
     let mut len = 0usize;
     let mut shift = 0;
-    let mut i = o + 1;
+    let mut i = off + 1;
     loop {
-        let b = buf[i];
+        let b = recs[i];
         i += 1;
         len |= ((b & 0x7f) as usize) << shift;
         if b & 0x80 == 0 {
@@ -93,86 +129,275 @@ fn record_in(buf: &[u8], off: u32) -> (&[u8], usize) {
         }
         shift += 7;
     }
-    (&buf[i..i + len], i + len - o)
+    (&recs[i..i + len], i + len - off)
 }
 
-impl Listing {
-    fn record(&self, off: u32) -> (&[u8], usize) {
-        record_in(&self.buf, off)
-    }
-
-    fn name_at(&self, off: u32) -> &[u8] {
-        self.record(off).0
-    }
-
-    /// The position in the sorted part of `offs` of the record named
-    /// `name`, dead or alive.
-    fn find_sorted(&self, name: &[u8]) -> Option<usize> {
-        self.offs[..self.sorted as usize]
-            .binary_search_by(|o| self.name_at(*o).cmp(name))
-            .ok()
-    }
-
-    /// The position in `offs` of the record named `name`, dead or alive.
-    fn find(&self, name: &[u8]) -> Option<usize> {
-        if let Some(i) = self.find_sorted(name) {
-            return Some(i);
-        }
-        self.offs[self.sorted as usize..]
-            .iter()
-            .position(|o| self.name_at(*o) == name)
-            .map(|i| i + self.sorted as usize)
-    }
-
-    /// The type of the entry `name`, if present.
-    pub(crate) fn get(&self, name: &OsStr) -> Option<FileType> {
-        let i = self.find(name_bytes(name))?;
-        byte_type(self.buf[self.offs[i] as usize])
-    }
-
-    /// Number of entries.
-    pub(crate) fn len(&self) -> usize {
-        self.live as usize
-    }
-
-    /// Appends a record; returns its offset.
-    fn push_record(&mut self, name: &[u8], t: FileType) -> u32 {
-        let off = u32::try_from(self.buf.len())
-            .ok()
-            .filter(|o| o.checked_add(name.len() as u32 + 6).is_some())
-            .expect("a directory listing holds at most 4 GiB of names");
-        self.buf.push(type_byte(t));
-        let mut len = name.len();
+/// Writes the record of `name` in state `state` at `d[at..]`; returns its
+/// length.
+fn write_record(d: &mut [u8], at: usize, name: &[u8], state: u8) -> usize {
+    let n = name.len();
+    let mut i = at + 1;
+    if n < LONG as usize {
+        d[at] = state * STRIDE + n as u8;
+    } else {
+        d[at] = state * STRIDE + LONG;
+        let mut len = n;
         loop {
             let b = (len & 0x7f) as u8;
             len >>= 7;
             if len == 0 {
-                self.buf.push(b);
+                d[i] = b;
+                i += 1;
                 break;
             }
-            self.buf.push(b | 0x80);
+            d[i] = b | 0x80;
+            i += 1;
         }
-        self.buf.extend_from_slice(name);
-        off
+    }
+    d[i..i + n].copy_from_slice(name);
+    i + n - at
+}
+
+/// Record bytes `used + add`, within the limit.
+fn checked_room(used: usize, add: usize) -> usize {
+    used.checked_add(add)
+        .filter(|e| u32::try_from(*e).is_ok())
+        .expect("a directory listing holds at most 4 GiB of names")
+}
+
+/// Largest allocation whose words are `w` bytes wide.
+fn width_max(w: usize) -> usize {
+    match w {
+        1 => 0xff,
+        2 => 0xffff,
+        _ => usize::MAX,
+    }
+}
+
+/// Word width of an allocation of `len` bytes.
+fn width(len: usize) -> usize {
+    if len <= width_max(1) {
+        1
+    } else if len <= width_max(2) {
+        2
+    } else {
+        4
+    }
+}
+
+/// Size of an allocation holding `recs` record bytes and `n` offsets, no
+/// free space, in the narrowest width that fits.
+fn exact_len(recs: usize, n: usize) -> usize {
+    // A width is skipped only when the size it gives is too big for it,
+    // so the size found is too big for narrower words too: its own width.
+    [1, 2, 4]
+        .into_iter()
+        .map(|w| FIELDS * w + recs + n * w)
+        .zip([1, 2, 4])
+        .find(|&(len, w)| len <= width_max(w))
+        .map(|(len, _)| len)
+        .expect("4-byte words fit any size")
+}
+
+fn get_word(d: &[u8], at: usize, w: usize) -> usize {
+    match w {
+        1 => d[at] as usize,
+        2 => u16::from_le_bytes([d[at], d[at + 1]]) as usize,
+        _ => u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]) as usize,
+    }
+}
+
+fn put_word(d: &mut [u8], at: usize, w: usize, v: usize) {
+    debug_assert!(v <= width_max(w).min(u32::MAX as usize), "{v} in {w} bytes");
+    d[at..at + w].copy_from_slice(&(v as u32).to_le_bytes()[..w]);
+}
+
+/// Offset `k` of the table that ends `d`.
+fn off_at(d: &[u8], k: usize, w: usize) -> usize {
+    get_word(d, d.len() - (k + 1) * w, w)
+}
+
+fn set_off_at(d: &mut [u8], k: usize, w: usize, v: usize) {
+    let at = d.len() - (k + 1) * w;
+    put_word(d, at, w, v);
+}
+
+/// A new allocation holding the records of `entries` (names in order, each
+/// with its state) and their offsets, sorted as given: `n` of them, `recs`
+/// bytes of records.
+fn build<'a>(entries: impl Iterator<Item = (&'a [u8], u8)>, n: usize, recs: usize) -> Box<[u8]> {
+    if n == 0 {
+        return Box::default();
+    }
+    let len = exact_len(recs, n);
+    let w = width(len);
+    // Sized exactly: `into_boxed_slice` keeps the allocation.
+    let mut d = vec![0u8; len];
+    let start = FIELDS * w;
+    let mut at = 0;
+    let mut k = 0;
+    for (name, state) in entries {
+        set_off_at(&mut d, k, w, at);
+        at += write_record(&mut d, start + at, name, state);
+        k += 1;
+    }
+    assert_eq!((k, at), (n, recs), "entries as counted");
+    for (f, v) in [(N_OFFS, n), (REC_BYTES, recs), (SORTED, n), (LIVE, n)] {
+        put_word(&mut d, f * w, w, v);
+    }
+    d.into_boxed_slice()
+}
+
+impl Listing {
+    fn w(&self) -> usize {
+        width(self.data.len())
+    }
+
+    fn field(&self, f: usize) -> usize {
+        if self.data.is_empty() {
+            return 0;
+        }
+        let w = self.w();
+        get_word(&self.data, f * w, w)
+    }
+
+    fn set_field(&mut self, f: usize, v: usize) {
+        let w = self.w();
+        put_word(&mut self.data, f * w, w, v);
+    }
+
+    /// The records.
+    fn recs(&self) -> &[u8] {
+        let start = FIELDS * self.w();
+        &self.data[start.min(self.data.len())..][..self.field(REC_BYTES)]
+    }
+
+    fn off(&self, k: usize) -> usize {
+        off_at(&self.data, k, self.w())
+    }
+
+    #[cfg(test)]
+    fn name_at(&self, off: usize) -> &[u8] {
+        record_in(self.recs(), off).0
+    }
+
+    /// The header byte of the record at `off`.
+    fn head(&self, off: usize) -> u8 {
+        self.recs()[off]
+    }
+
+    fn set_head(&mut self, off: usize, b: u8) {
+        let at = FIELDS * self.w() + off;
+        self.data[at] = b;
+    }
+
+    /// The position in the sorted part of the table of the record named
+    /// `name`, dead or alive.
+    fn find_sorted(&self, name: &[u8]) -> Option<usize> {
+        let (recs, w) = (self.recs(), self.w());
+        let (mut lo, mut hi) = (0, self.field(SORTED));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match record_in(recs, off_at(&self.data, mid, w)).0.cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The offset of the record named `name`, dead or alive.
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        if let Some(i) = self.find_sorted(name) {
+            return Some(self.off(i));
+        }
+        let (recs, w) = (self.recs(), self.w());
+        (self.field(SORTED)..self.field(N_OFFS))
+            .map(|k| off_at(&self.data, k, w))
+            .find(|&o| record_in(recs, o).0 == name)
+    }
+
+    /// The type of the entry `name`, if present.
+    pub(crate) fn get(&self, name: &OsStr) -> Option<FileType> {
+        let off = self.find(name_bytes(name))?;
+        byte_type(self.head(off))
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.field(LIVE)
+    }
+
+    /// Moves everything to a new allocation of `len` bytes (words as wide
+    /// as that size needs).
+    fn relayout(&mut self, len: usize) {
+        let (n, recs) = (self.field(N_OFFS), self.recs());
+        let w = width(len);
+        assert!(FIELDS * w + recs.len() + n * w <= len, "room for all");
+        let mut d = vec![0u8; len];
+        d[FIELDS * w..][..recs.len()].copy_from_slice(recs);
+        for k in 0..n {
+            set_off_at(&mut d, k, w, self.off(k));
+        }
+        for f in 0..FIELDS {
+            put_word(&mut d, f * w, w, self.field(f));
+        }
+        self.data = d.into_boxed_slice();
+    }
+
+    /// Makes room for one more record of `rec` bytes and its offset:
+    /// doubles the allocation, or more if needed, kept within the narrowest
+    /// width that fits.
+    fn reserve_one(&mut self, rec: usize) {
+        let (n, recs, len) = (self.field(N_OFFS), self.field(REC_BYTES), self.data.len());
+        let need = |w: usize| FIELDS * w + recs + rec + (n + 1) * w;
+        if !self.data.is_empty() && need(self.w()) <= len {
+            return;
+        }
+        let new_len = [1, 2, 4]
+            .into_iter()
+            .find(|&w| need(w) <= width_max(w))
+            .map(|w| (len * 2).max(need(w)).min(width_max(w)))
+            .expect("4-byte words fit any size");
+        self.relayout(new_len);
+    }
+
+    /// Appends a live record and its offset to the tail of the table.
+    fn push(&mut self, name: &[u8], t: FileType) {
+        let (n, recs) = (self.field(N_OFFS), self.field(REC_BYTES));
+        let rec = record_len(name.len());
+        let end = checked_room(recs, rec);
+        self.reserve_one(rec);
+        let w = self.w();
+        write_record(&mut self.data, FIELDS * w + recs, name, type_state(t));
+        set_off_at(&mut self.data, n, w, recs);
+        self.set_field(N_OFFS, n + 1);
+        self.set_field(REC_BYTES, end);
+        self.set_field(LIVE, self.len() + 1);
+    }
+
+    /// Sets the type of the record at `off`; returns its old type.
+    fn set_type(&mut self, off: usize, t: FileType) -> Option<FileType> {
+        let b = self.head(off);
+        let old = byte_type(b);
+        if old.is_none() {
+            self.set_field(LIVE, self.len() + 1);
+            let dead = self.field(DEAD_BYTES) - record_in(self.recs(), off).1;
+            self.set_field(DEAD_BYTES, dead);
+        }
+        self.set_head(off, with_state(b, type_state(t)));
+        old
     }
 
     /// Sets `name`'s type; returns the type it had, if it was present.
     pub(crate) fn insert(&mut self, name: &OsStr, t: FileType) -> Option<FileType> {
         let bytes = name_bytes(name);
-        if let Some(i) = self.find(bytes) {
-            let off = self.offs[i];
-            let old = byte_type(self.buf[off as usize]);
-            if old.is_none() {
-                self.live += 1;
-                self.dead_bytes -= self.record(off).1 as u32;
-            }
-            self.buf[off as usize] = type_byte(t);
-            return old;
+        if let Some(off) = self.find(bytes) {
+            return self.set_type(off, t);
         }
-        let off = self.push_record(bytes, t);
-        self.offs.push(off);
-        self.live += 1;
-        if self.offs.len() - self.sorted as usize > TAIL {
+        self.push(bytes, t);
+        if self.field(N_OFFS) - self.field(SORTED) > TAIL {
             self.merge_tail();
         }
         None
@@ -180,13 +405,15 @@ impl Listing {
 
     /// Removes `name`; returns its type if it was present.
     pub(crate) fn remove(&mut self, name: &OsStr) -> Option<FileType> {
-        let i = self.find(name_bytes(name))?;
-        let off = self.offs[i] as usize;
-        let old = byte_type(self.buf[off])?;
-        self.buf[off] = DEAD;
-        self.live -= 1;
-        self.dead_bytes += self.record(off as u32).1 as u32;
-        if self.dead_bytes as usize > self.buf.len() / 2 && self.buf.len() > 256 {
+        let off = self.find(name_bytes(name))?;
+        let b = self.head(off);
+        let old = byte_type(b)?;
+        self.set_head(off, with_state(b, DEAD));
+        self.set_field(LIVE, self.len() - 1);
+        let dead = self.field(DEAD_BYTES) + record_in(self.recs(), off).1;
+        self.set_field(DEAD_BYTES, dead);
+        let recs = self.field(REC_BYTES);
+        if dead > recs / 2 && recs > 256 {
             self.compact();
         }
         Some(old)
@@ -202,18 +429,17 @@ impl Listing {
         self.merge_tail();
         fresh.sort_by(|a, b| name_bytes(&a.0).cmp(name_bytes(&b.0)));
         fresh.dedup_by(|a, b| a.0 == b.0);
-        if self.offs.is_empty() && self.buf.is_empty() {
+        if self.field(N_OFFS) == 0 {
             // A first read: sized exactly, no growth (whose freed
             // remainders would stay in the heap), already sorted.
-            let bytes: usize = fresh.iter().map(|(n, _)| record_len(n.len())).sum();
-            self.buf.reserve_exact(bytes);
-            self.offs.reserve_exact(fresh.len());
-            for (name, t) in &fresh {
-                let off = self.push_record(name_bytes(name), *t);
-                self.offs.push(off);
-            }
-            self.live = fresh.len() as u32;
-            self.sorted = self.live;
+            let recs = fresh
+                .iter()
+                .fold(0, |r, (n, _)| checked_room(r, record_len(n.len())));
+            self.data = build(
+                fresh.iter().map(|(n, t)| (name_bytes(n), type_state(*t))),
+                fresh.len(),
+                recs,
+            );
             return fresh;
         }
         let mut added = Vec::new();
@@ -221,18 +447,14 @@ impl Listing {
             let bytes = name_bytes(&name);
             match self.find_sorted(bytes) {
                 Some(i) => {
-                    let off = self.offs[i] as usize;
-                    if self.buf[off] == DEAD {
-                        self.buf[off] = type_byte(t);
-                        self.live += 1;
-                        self.dead_bytes -= self.record(off as u32).1 as u32;
+                    let off = self.off(i);
+                    if byte_type(self.head(off)).is_none() {
+                        self.set_type(off, t);
                         added.push((name, t));
                     }
                 }
                 None => {
-                    let off = self.push_record(bytes, t);
-                    self.offs.push(off);
-                    self.live += 1;
+                    self.push(bytes, t);
                     added.push((name, t));
                 }
             }
@@ -243,69 +465,83 @@ impl Listing {
 
     /// Sorts the tail and merges it into the sorted part (linear).
     fn merge_tail(&mut self) {
-        let n = self.sorted as usize;
-        if self.offs.len() == n {
+        let (n, s) = (self.field(N_OFFS), self.field(SORTED));
+        if n == s {
             return;
         }
-        let mut tail = self.offs.split_off(n);
-        let buf = &self.buf;
-        let name = |o: &u32| record_in(buf, *o).0;
-        tail.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        let (w, len, start) = (self.w(), self.data.len(), FIELDS * self.w());
+        let recs_end = start + self.field(REC_BYTES);
+        let (head, table) = self.data.split_at_mut(len - n * w);
+        let recs = &head[start..recs_end];
+        let name = |o: usize| record_in(recs, o).0;
+        let mut tail: Vec<usize> = (s..n).map(|k| off_at(table, k, w)).collect();
+        tail.sort_unstable_by(|a, b| name(*a).cmp(name(*b)));
         // Merge from the back, in place.
-        let mut out = self.offs.len() + tail.len();
-        self.offs.resize(out, 0);
-        let (mut i, mut j) = (n, tail.len());
+        let mut out = n;
+        let (mut i, mut j) = (s, tail.len());
         while j > 0 {
             out -= 1;
-            if i > 0 && name(&self.offs[i - 1]) > name(&tail[j - 1]) {
-                self.offs[out] = self.offs[i - 1];
-                i -= 1;
-            } else {
-                self.offs[out] = tail[j - 1];
-                j -= 1;
+            let prev = (i > 0).then(|| off_at(table, i - 1, w));
+            match prev {
+                Some(p) if name(p) > name(tail[j - 1]) => {
+                    set_off_at(table, out, w, p);
+                    i -= 1;
+                }
+                _ => {
+                    set_off_at(table, out, w, tail[j - 1]);
+                    j -= 1;
+                }
             }
         }
-        self.sorted = self.offs.len() as u32;
+        self.set_field(SORTED, n);
     }
 
-    /// Rewrites the buffer with live records only, in name order.
+    /// Rewrites the allocation with live records only, in name order, at
+    /// its exact size.
     fn compact(&mut self) {
         self.merge_tail();
-        let mut next = Listing {
-            buf: Vec::with_capacity(self.buf.len() - self.dead_bytes as usize),
-            offs: Vec::with_capacity(self.live as usize),
-            ..Listing::default()
-        };
-        for &off in &self.offs {
-            let t = self.buf[off as usize];
-            if let Some(t) = byte_type(t) {
-                let o = next.push_record(self.name_at(off), t);
-                next.offs.push(o);
-            }
-        }
-        next.sorted = next.offs.len() as u32;
-        next.live = next.offs.len() as u32;
-        *self = next;
+        let recs = self.recs();
+        let live = (0..self.field(N_OFFS))
+            .map(|k| self.off(k))
+            .filter_map(|o| byte_type(recs[o]).map(|t| (record_in(recs, o).0, type_state(t))));
+        self.data = build(
+            live,
+            self.len(),
+            self.field(REC_BYTES) - self.field(DEAD_BYTES),
+        );
     }
 
-    /// Gives back spare capacity (after a directory's first read).
+    /// Gives back spare room (after a directory's first read); leaves the
+    /// table all sorted.
     pub(crate) fn shrink_to_fit(&mut self) {
-        if self.dead_bytes > 0 {
+        self.merge_tail();
+        if self.field(DEAD_BYTES) > 0 {
             self.compact();
+            return;
         }
-        self.buf.shrink_to_fit();
-        self.offs.shrink_to_fit();
+        let n = self.field(N_OFFS);
+        if n == 0 {
+            self.data = Box::default();
+            return;
+        }
+        let exact = exact_len(self.field(REC_BYTES), n);
+        if self.data.len() != exact {
+            self.relayout(exact);
+        }
     }
 
-    /// Every entry, in buffer order.
+    /// Every entry, in record order.
     pub(crate) fn iter(&self) -> ListingIter<'_> {
-        ListingIter { l: self, at: 0 }
+        ListingIter {
+            recs: self.recs(),
+            at: 0,
+        }
     }
 }
 
 /// Iterator over a [`Listing`]'s entries.
 pub(crate) struct ListingIter<'a> {
-    l: &'a Listing,
+    recs: &'a [u8],
     at: usize,
 }
 
@@ -313,10 +549,9 @@ impl<'a> Iterator for ListingIter<'a> {
     type Item = (&'a OsStr, FileType);
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.at < self.l.buf.len() {
-            let off = self.at as u32;
-            let (name, len) = self.l.record(off);
-            let t = self.l.buf[self.at];
+        while self.at < self.recs.len() {
+            let t = self.recs[self.at];
+            let (name, len) = record_in(self.recs, self.at);
             self.at += len;
             if let Some(t) = byte_type(t) {
                 return Some((os_str(name), t));
@@ -386,242 +621,5 @@ pub(crate) fn diff(indexed: &Listing, mut fresh: Vec<(OsString, FileType)>) -> V
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use FileType::*;
-    use std::collections::BTreeMap;
-
-    fn listing(items: &[(&str, FileType)]) -> Listing {
-        let mut l = Listing::default();
-        for (n, t) in items {
-            l.insert(OsStr::new(n), *t);
-        }
-        l
-    }
-
-    fn model(l: &Listing) -> BTreeMap<OsString, FileType> {
-        l.iter().map(|(n, t)| (n.to_os_string(), t)).collect()
-    }
-    fn fresh(items: &[(&str, FileType)]) -> Vec<(OsString, FileType)> {
-        items.iter().map(|(n, t)| (OsString::from(n), *t)).collect()
-    }
-
-    #[test]
-    fn diff_basic() {
-        let old = listing(&[("a", File), ("b", Dir), ("c", File), ("e", Symlink)]);
-        let new = fresh(&[("e", Symlink), ("d", File), ("b", File), ("a", File)]);
-        assert_eq!(
-            diff(&old, new),
-            vec![
-                EntryDiff::Retyped("b".into(), Dir, File),
-                EntryDiff::Removed("c".into(), File),
-                EntryDiff::Added("d".into(), File),
-            ]
-        );
-    }
-
-    #[test]
-    fn diff_empty_sides() {
-        assert_eq!(diff(&listing(&[]), vec![]), vec![]);
-        assert_eq!(
-            diff(&listing(&[]), fresh(&[("x", Dir)])),
-            vec![EntryDiff::Added("x".into(), Dir)]
-        );
-        assert_eq!(
-            diff(&listing(&[("x", Dir)]), vec![]),
-            vec![EntryDiff::Removed("x".into(), Dir)]
-        );
-    }
-
-    #[test]
-    fn diff_duplicates_in_fresh_listing_count_once() {
-        let out = diff(&listing(&[]), fresh(&[("x", File), ("x", File)]));
-        assert_eq!(out, vec![EntryDiff::Added("x".into(), File)]);
-    }
-
-    const TYPES: [FileType; 4] = [File, Dir, Symlink, Other];
-
-    /// A seeded xorshift generator.
-    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-        move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        }
-    }
-
-    /// Random listings: applying the diff to the old listing gives the new.
-    #[test]
-    fn diff_applied_gives_fresh_listing() {
-        let mut rnd = xorshift(0x9e3779b97f4a7c15u64);
-        for _ in 0..500 {
-            let mut old = BTreeMap::new();
-            let mut new = Vec::new();
-            for i in 0..(rnd() % 20) {
-                if !rnd().is_multiple_of(3) {
-                    old.insert(OsString::from(format!("n{i}")), TYPES[(rnd() % 4) as usize]);
-                }
-                if !rnd().is_multiple_of(3) {
-                    new.push((OsString::from(format!("n{i}")), TYPES[(rnd() % 4) as usize]));
-                }
-            }
-            let mut applied = old.clone();
-            let indexed = Listing::default().tap_extend(old.clone());
-            for d in diff(&indexed, new.clone()) {
-                match d {
-                    EntryDiff::Added(n, t) => assert!(applied.insert(n, t).is_none()),
-                    EntryDiff::Removed(n, _) => assert!(applied.remove(&n).is_some()),
-                    EntryDiff::Retyped(n, o, t) => {
-                        assert_ne!(o, t);
-                        assert_eq!(applied.insert(n, t), Some(o));
-                    }
-                }
-            }
-            let want: BTreeMap<_, _> = new.into_iter().collect();
-            assert_eq!(applied, want);
-        }
-    }
-
-    impl Listing {
-        fn tap_extend(mut self, m: BTreeMap<OsString, FileType>) -> Listing {
-            self.extend_new(m.into_iter().collect());
-            self
-        }
-    }
-
-    /// A name of `len` bytes from a number; some are not UTF-8 (on Unix).
-    fn name(i: u64, len: usize) -> OsString {
-        let mut b = format!("n{i}").into_bytes();
-        #[cfg(unix)]
-        if i.is_multiple_of(7) {
-            b.push(0xff);
-        }
-        while b.len() < len {
-            b.push(b'a' + (i % 26) as u8);
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStringExt;
-            OsString::from_vec(b)
-        }
-        #[cfg(not(unix))]
-        OsString::from(String::from_utf8(b).unwrap())
-    }
-
-    /// Random inserts, retypes and removes, with bulk extends between,
-    /// against a `BTreeMap` model: every answer and the final contents
-    /// agree, through tail merges, revivals and compactions.
-    #[test]
-    fn listing_matches_a_map_model() {
-        let mut rnd = xorshift(0x2545f4914f6cdd1du64);
-        for round in 0..24 {
-            let mut l = Listing::default();
-            let mut m: BTreeMap<OsString, FileType> = BTreeMap::new();
-            // Small key spaces revive dead records; big ones merge tails.
-            let space = [8u64, 100, 3000][round % 3];
-            let ops = 3000;
-            for _ in 0..ops {
-                let n = name(rnd() % space, [1usize, 12, 130, 255][(rnd() % 4) as usize]);
-                let t = TYPES[(rnd() % 4) as usize];
-                match rnd() % 10 {
-                    0..=4 => assert_eq!(l.insert(&n, t), m.insert(n.clone(), t)),
-                    5..=7 => assert_eq!(l.remove(&n), m.remove(&n)),
-                    8 => assert_eq!(l.get(&n), m.get(&n).copied()),
-                    _ => {
-                        let fresh: Vec<(OsString, FileType)> = (0..(rnd() % 200))
-                            .map(|_| (name(rnd() % space, 12), TYPES[(rnd() % 4) as usize]))
-                            .collect();
-                        let mut want = Vec::new();
-                        for (n, t) in &fresh {
-                            if !m.contains_key(n) {
-                                m.insert(n.clone(), *t);
-                                want.push((n.clone(), *t));
-                            }
-                        }
-                        let mut got = l.extend_new(fresh);
-                        got.sort();
-                        want.sort();
-                        assert_eq!(got, want);
-                    }
-                }
-                assert_eq!(l.len(), m.len());
-            }
-            assert_eq!(model(&l), m, "round {round}");
-            for (n, t) in &m {
-                assert_eq!(l.get(n), Some(*t));
-            }
-            l.shrink_to_fit();
-            assert_eq!(model(&l), m, "after shrinking, round {round}");
-            assert_eq!(l.dead_bytes, 0);
-            assert_eq!(l.sorted as usize, l.offs.len());
-        }
-    }
-
-    /// Removing everything from a big listing compacts it: dead bytes never
-    /// outweigh live ones by more than the small-buffer allowance.
-    #[test]
-    fn listing_reclaims_removed_names() {
-        let mut l = Listing::default();
-        let names: Vec<OsString> = (0..10_000).map(|i| name(i, 20)).collect();
-        for n in &names {
-            l.insert(n, File);
-        }
-        let full = l.buf.len();
-        for n in &names[..9_990] {
-            assert_eq!(l.remove(n), Some(File));
-            assert!(
-                l.dead_bytes as usize <= l.buf.len() / 2 + 256,
-                "dead {} of {}",
-                l.dead_bytes,
-                l.buf.len()
-            );
-        }
-        assert_eq!(l.len(), 10);
-        assert!(l.buf.len() < full / 100, "buffer {} of {full}", l.buf.len());
-        assert_eq!(l.remove(&names[0]), None);
-        assert_eq!(l.get(&names[9_995]), Some(File));
-    }
-
-    /// A first read is stored at its exact size (no growth slack), sorted,
-    /// long names (two length bytes) included.
-    #[test]
-    fn a_first_fill_is_exactly_sized() {
-        let mut l = Listing::default();
-        let mut fresh: Vec<(OsString, FileType)> =
-            (0..100).rev().map(|i| (name(i, 9), File)).collect();
-        fresh.push((OsString::from("x".repeat(300)), Dir));
-        fresh.push((name(7, 9), Dir)); // a duplicate: the first type wins
-        let added = l.extend_new(fresh);
-        assert_eq!(added.len(), 101);
-        assert_eq!(l.buf.capacity(), l.buf.len());
-        assert_eq!(l.offs.capacity(), l.offs.len());
-        assert_eq!(l.buf.len(), 100 * (2 + 9) + (3 + 300));
-        assert_eq!(l.sorted as usize, l.offs.len());
-        assert_eq!(l.get(&name(7, 9)), Some(File));
-        assert_eq!(l.get(OsStr::new(&"x".repeat(300))), Some(Dir));
-        assert_eq!(l.extend_new(vec![(name(3, 9), Dir)]), []);
-        assert_eq!(l.insert(&name(500, 9), File), None);
-        assert_eq!(l.len(), 102);
-    }
-
-    /// A bulk extend keeps the table sorted, so lookups stay binary.
-    #[test]
-    fn listing_extend_sorts_once() {
-        let mut l = Listing::default();
-        let fresh: Vec<(OsString, FileType)> =
-            (0..5_000).rev().map(|i| (name(i, 9), File)).collect();
-        let added = l.extend_new(fresh.clone());
-        assert_eq!(added.len(), 5_000);
-        assert_eq!(l.sorted as usize, l.offs.len());
-        assert!(
-            l.extend_new(fresh).is_empty(),
-            "nothing new the second time"
-        );
-        assert_eq!(l.len(), 5_000);
-        assert!(
-            l.offs.windows(2).all(|w| l.name_at(w[0]) < l.name_at(w[1])),
-            "sorted table"
-        );
-    }
-}
+#[path = "listing_tests.rs"]
+mod tests;
