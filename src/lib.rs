@@ -82,7 +82,10 @@
 //! - A kernel queue overflow makes the engine re-read every indexed
 //!   directory and diff it: created and removed entries are exact, and files
 //!   whose ctime is newer than the last complete read (minus
-//!   [`ManagerBuilder::overflow_margin`]) are reported modified.
+//!   [`ManagerBuilder::overflow_margin`]) are reported modified. Directories
+//!   first read after the loss are not read again; the others are read (and
+//!   their files `stat`ed) on worker threads, applied by the engine in
+//!   order.
 //! - When the OS refuses more watches (`ENOSPC`, `EMFILE`, or
 //!   [`ManagerBuilder::max_os_watches`]) the directories left over are
 //!   polled; [`WatchStatus::polled_dirs`] counts them and the phase is

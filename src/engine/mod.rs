@@ -433,6 +433,8 @@ impl Engine {
         self.out.flush_backlogs();
         self.flush_batches(&sync::specs_of(&synced));
         self.publish();
+        // Before the answers: a caller of `sync` finds the engine settled.
+        self.trim_if_idle();
         self.answer_syncs(synced);
         self.answer_stats();
     }

@@ -24,6 +24,8 @@ pub(super) struct Walk {
     current: Option<(SpecId, Progress, Instant)>,
     /// Whether a progress status was published during this walk.
     published: bool,
+    /// A big walk ended: trim the heap once the engine is idle.
+    trim_due: bool,
 }
 
 impl Walk {
@@ -60,10 +62,13 @@ impl Walk {
         Some(*sid)
     }
 
-    /// The walk is over; the spec it was for, if it published progress.
-    fn end(&mut self) -> Option<SpecId> {
-        let (sid, _, _) = self.current.take()?;
-        std::mem::take(&mut self.published).then_some(sid)
+    /// The walk is over: the spec it was for if it published progress, and
+    /// how many directories it read.
+    fn end(&mut self) -> (Option<SpecId>, usize) {
+        let Some((sid, p, _)) = self.current.take() else {
+            return (None, 0);
+        };
+        (std::mem::take(&mut self.published).then_some(sid), p.dirs)
     }
 }
 
@@ -86,9 +91,39 @@ impl Engine {
     /// The first walk is over: its next status (at the end of the pass)
     /// says where it stands.
     pub(super) fn walk_ends(&mut self) {
-        if let Some(sid) = self.walk.end() {
+        let (published, dirs) = self.walk.end();
+        if let Some(sid) = published {
             self.out.touch(sid);
         }
+        if dirs >= TRIM_AFTER {
+            self.walk.trim_due = true;
+        }
+    }
+
+    /// At the end of a pass: once nothing waits in the inbox after a big
+    /// walk (whose events, on the portable backend, come after it), the
+    /// memory freed meanwhile goes back to the OS.
+    pub(super) fn trim_if_idle(&mut self) {
+        if self.walk.trim_due && self.inbox.is_empty() {
+            self.walk.trim_due = false;
+            trim_heap();
+        }
+    }
+}
+
+/// Directories a walk reads before the heap is trimmed after it.
+const TRIM_AFTER: usize = 10_000;
+
+/// Gives the heap memory freed during a big walk back to the OS: glibc
+/// keeps it otherwise, and a start-up's transient allocations (notify's
+/// events on the portable backend: 10 bytes per entry) would stay resident
+/// for the life of the process. A few milliseconds, once per big walk.
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory; any thread may call
+    // it at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -120,8 +155,8 @@ mod tests {
             (LOOK_EVERY * 3, LOOK_EVERY * 3 + LOOK_EVERY * 2)
         );
         assert_eq!(w.progress_of(8), None, "another spec");
-        assert_eq!(w.end(), Some(7));
+        assert_eq!(w.end(), (Some(7), LOOK_EVERY * 3));
         assert_eq!(w.progress_of(7), None, "over");
-        assert_eq!(w.end(), None);
+        assert_eq!(w.end(), (None, 0));
     }
 }
