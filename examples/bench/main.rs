@@ -256,14 +256,17 @@ fn memory_child(args: &[String]) {
 }
 
 /// Resident memory growth from watching `root`, over a watch of an empty
-/// directory by the same watcher, per file and directory in the tree.
+/// directory by the same watcher, per file and directory in the tree; once
+/// a `sync` has returned (the engine has handled what start-up queued).
 fn memory_specwatch(backend: Backend, empty: &Path, root: &Path, entries: usize) -> f64 {
     let m = Manager::builder().backend(backend).build().unwrap();
     m.apply("e", WatchSpec::new([empty])).unwrap();
     m.wait_watching("e", Duration::from_secs(30)).unwrap();
+    m.sync("e", Duration::from_secs(30)).unwrap();
     let rss0 = rss_kib();
     m.apply("b", WatchSpec::new([root])).unwrap();
     m.wait_watching("b", Duration::from_secs(120)).unwrap();
+    m.sync("b", Duration::from_secs(120)).unwrap();
     let grown = rss_kib().saturating_sub(rss0);
     let indexed = m.stats().indexed_entries;
     assert!(indexed >= entries, "indexed {indexed} of {entries}");

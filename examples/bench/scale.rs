@@ -13,6 +13,57 @@ const SCALE_TREES: [(usize, usize, usize); 2] = [(2_000, 20, RUNS), (50_000, 20,
 /// Changes made while the OS reader is paused, before the overflow.
 const HIDDEN_CHANGES: usize = 1_000;
 
+/// Latency p50/p99 (ms) of `inotifywait -m -r` on `dir`: the kernel's own
+/// floor through a pipe (write to `lat.txt` until its line is read), the
+/// same 200 writes as [`latency_notify`]. `None` when inotifywait is not
+/// installed (Debian: `inotify-tools`).
+fn latency_inotifywait(dir: &Path) -> Option<(f64, f64)> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("inotifywait")
+        .args([
+            "-m",
+            "-r",
+            "-e",
+            "modify,close_write,create",
+            "--format",
+            "%w%f",
+        ])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    // It says on stderr when its watches are in place.
+    let mut err = std::io::BufReader::new(child.stderr.take()?);
+    let mut line = String::new();
+    while err.read_line(&mut line).ok()? > 0 && !line.contains("Watches established") {
+        line.clear();
+    }
+    let (tx, rx) = unbounded();
+    let out = std::io::BufReader::new(child.stdout.take()?);
+    std::thread::spawn(move || {
+        for l in out.lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let f = dir.join("lat.txt");
+    let want = f.to_string_lossy().into_owned();
+    let mut v = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        std::fs::write(&f, i.to_string()).unwrap();
+        while rx.recv_timeout(Duration::from_secs(5)).ok()? != want {}
+        v.push(t.elapsed().as_secs_f64() * 1000.0);
+        while rx.recv_timeout(Duration::from_millis(2)).is_ok() {}
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Some((pct(&mut v.clone(), 0.5), pct(&mut v, 0.99)))
+}
+
 /// The machine's inotify watch limit per user (read, never changed).
 pub(super) fn max_user_watches() -> Option<usize> {
     std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
@@ -238,12 +289,19 @@ fn scale_rows(
         portable: mem_cell(mem[2]),
     });
     eprintln!("scale: {size}: latency");
+    let floor = latency_inotifywait(&root);
     let (n50, n99) = latency_notify(&root);
     let (s50, s99) = latency_specwatch(Backend::Native, &root);
     let (p50, p99) = latency_specwatch(Backend::Portable, &root);
     // Back to the tree as generated.
     std::fs::remove_file(root.join("lat.txt")).unwrap();
     let last_write = Instant::now();
+    rows.push(Row {
+        what: format!("  inotifywait -m -r: the floor through a pipe, {size}"),
+        notify: floor.map_or("not installed".into(), |(a, b)| format!("{a:.3} / {b:.3}")),
+        native: floor.map_or("-".into(), |(a, _)| format!("{:+.3} ms p50", s50 - a)),
+        portable: floor.map_or("-".into(), |(a, _)| format!("{:+.3} ms p50", p50 - a)),
+    });
     rows.push(Row {
         what: format!("latency ms p50 / p99 (quiet window 0), {size} watched"),
         notify: format!("{n50:.3} / {n99:.3}"),
