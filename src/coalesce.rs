@@ -3,7 +3,9 @@
 //!
 //! Pure: the caller passes the time in.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use crate::fasthash::FastMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -20,7 +22,7 @@ struct Net {
 /// Collects raw changes of one spec and nets them per path.
 #[derive(Debug)]
 pub(crate) struct Coalescer {
-    pending: HashMap<PathBuf, Net>,
+    pending: FastMap<PathBuf, Net>,
     first: Option<Instant>,
     last: Option<Instant>,
     quiet: Duration,
@@ -30,7 +32,7 @@ pub(crate) struct Coalescer {
 impl Coalescer {
     pub(crate) fn new(quiet: Duration, max_delay: Duration) -> Coalescer {
         Coalescer {
-            pending: HashMap::new(),
+            pending: FastMap::default(),
             first: None,
             last: None,
             quiet,
@@ -42,15 +44,26 @@ impl Coalescer {
     ///
     /// `Created` means "exists now, did not a moment ago", `Removed` the
     /// reverse, `Modified` "exists, was written or replaced".
-    pub(crate) fn push(&mut self, now: Instant, path: PathBuf, kind: ChangeKind, ft: FileType) {
+    /// Returns whether it opened the batch.
+    pub(crate) fn push(
+        &mut self,
+        now: Instant,
+        path: PathBuf,
+        kind: ChangeKind,
+        ft: FileType,
+    ) -> bool {
+        let opened = self.first.is_none();
         self.first.get_or_insert(now);
         self.last = Some(now);
-        match self.pending.get_mut(&path) {
-            Some(net) => match kind {
-                ChangeKind::Created | ChangeKind::Modified => net.now = Some(ft),
-                ChangeKind::Removed => net.now = None,
-            },
-            None => {
+        match self.pending.entry(path) {
+            Entry::Occupied(mut e) => {
+                let net = e.get_mut();
+                match kind {
+                    ChangeKind::Created | ChangeKind::Modified => net.now = Some(ft),
+                    ChangeKind::Removed => net.now = None,
+                }
+            }
+            Entry::Vacant(e) => {
                 let net = match kind {
                     ChangeKind::Created => Net {
                         before: None,
@@ -65,9 +78,10 @@ impl Coalescer {
                         now: None,
                     },
                 };
-                self.pending.insert(path, net);
+                e.insert(net);
             }
         }
+        opened
     }
 
     /// When the open batch is due, if one is open.

@@ -4,8 +4,8 @@
 //!
 //! Pure: no I/O. The caller says whether a path is a directory.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -15,6 +15,7 @@ use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
+use crate::fasthash::FastMap;
 use crate::ignore_files::{IgnoreFile, IgnoreFiles};
 
 /// Gitignore-style patterns relative to a base directory.
@@ -127,7 +128,7 @@ pub(crate) struct Matcher {
     /// Verdicts of directories already asked about (a path's verdict is its
     /// own patterns' or else its parent directory's, so siblings share the
     /// work above them). Pure memo of a pure function; emptied when full.
-    dirs: RefCell<HashMap<PathBuf, bool>>,
+    dirs: RefCell<FastMap<PathBuf, bool>>,
     /// The built-in VCS ignores are on.
     vcs: bool,
     /// Rules from ignore files under the roots (`ignore_files` option).
@@ -141,10 +142,49 @@ impl Clone for Matcher {
             editor: self.editor.clone(),
             rules: self.rules.clone(),
             roots: self.roots.clone(),
-            dirs: RefCell::new(HashMap::new()),
+            dirs: RefCell::new(FastMap::default()),
             vcs: self.vcs,
             files: self.files.clone(),
         }
+    }
+}
+
+/// One entry `name` of directory `parent` (at `path`), asked about by
+/// many matchers in a row: its name and parent are split off once, and
+/// the verdict of each shared built-in pattern set on its name is
+/// computed once.
+pub(crate) struct Entry<'a> {
+    path: &'a Path,
+    parent: &'a Path,
+    name: &'a OsStr,
+    /// (set address, verdict) of the built-in sets asked so far.
+    builtin: [Cell<(usize, bool)>; 3],
+}
+
+impl<'a> Entry<'a> {
+    pub(crate) fn new(path: &'a Path, parent: &'a Path, name: &'a OsStr) -> Entry<'a> {
+        Entry {
+            path,
+            parent,
+            name,
+            builtin: [const { Cell::new((0, false)) }; 3],
+        }
+    }
+
+    fn builtin(&self, set: &Arc<GlobSet>) -> bool {
+        let key = Arc::as_ptr(set) as usize;
+        for slot in &self.builtin {
+            let (k, v) = slot.get();
+            if k == key {
+                return v;
+            }
+            if k == 0 {
+                let v = set.is_match(self.name);
+                slot.set((key, v));
+                return v;
+            }
+        }
+        set.is_match(self.name)
     }
 }
 
@@ -345,7 +385,7 @@ impl Matcher {
             editor,
             rules: compiled,
             roots: roots.to_vec(),
-            dirs: RefCell::new(HashMap::new()),
+            dirs: RefCell::new(FastMap::default()),
             vcs: vcs_ignores,
             files: IgnoreFiles::default(),
         })
@@ -354,12 +394,14 @@ impl Matcher {
     /// The verdict of the patterns that match `p` itself (not its
     /// ancestors): `Some(true)` ignored, `Some(false)` re-included, `None` no
     /// pattern matches (nor can any: `p` is at or above every base and root).
-    fn verdict_at(&self, p: &Path, is_dir: bool) -> Option<bool> {
+    fn verdict_at(&self, p: &Path, is_dir: bool, entry: Option<&Entry<'_>>) -> Option<bool> {
         let mut verdict = None;
         if let Some(editor) = &self.editor
             && self.roots.iter().any(|r| strictly_below(p, r).is_some())
-            && let Some(name) = p.file_name()
-            && editor.is_match(name)
+            && match entry {
+                Some(e) => e.builtin(editor),
+                None => p.file_name().is_some_and(|name| editor.is_match(name)),
+            }
         {
             verdict = Some(true);
         }
@@ -405,13 +447,28 @@ impl Matcher {
         if !self.below_something(path) {
             return false;
         }
-        if let Some(v) = self.verdict_at(path, is_dir) {
+        if let Some(v) = self.verdict_at(path, is_dir, None) {
             return v;
         }
         match path.parent() {
             Some(parent) => self.dir_ignored(parent),
             None => false,
         }
+    }
+
+    /// [`is_ignored`](Self::is_ignored) of `entry`, sharing what does not
+    /// depend on the matcher with the other matchers asked about it.
+    pub(crate) fn is_entry_ignored(&self, entry: &Entry<'_>, is_dir: bool) -> bool {
+        if self.editor.is_none() && self.rules.is_empty() && self.files.is_empty() {
+            return false;
+        }
+        if !self.below_something(entry.path) {
+            return false;
+        }
+        if let Some(v) = self.verdict_at(entry.path, is_dir, Some(entry)) {
+            return v;
+        }
+        self.dir_ignored(entry.parent)
     }
 
     /// [`is_ignored`](Self::is_ignored) of a directory, remembered. Walks up
@@ -427,7 +484,7 @@ impl Matcher {
             if !self.below_something(p) {
                 break false;
             }
-            if let Some(v) = self.verdict_at(p, true) {
+            if let Some(v) = self.verdict_at(p, true, None) {
                 pending.push(p);
                 break v;
             }

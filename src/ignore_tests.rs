@@ -498,3 +498,52 @@ fn only_some_files_and_never_vcs_directories() {
     let m = rules(&[IgnoreRule::new("/r", ["*", "!*.tgz", "!.git/"])]);
     assert!(!m.prunes(Path::new("/r/.git")));
 }
+
+/// Asking about an entry (split once, built-in verdicts shared between
+/// matchers) answers as asking about its path, for every kind of matcher.
+#[test]
+fn an_entry_is_judged_as_its_path() {
+    let matchers = [
+        Matcher::new("a", &[], &["/r".into()], true, true).unwrap(),
+        Matcher::new("b", &[], &["/r".into()], false, false).unwrap(),
+        Matcher::new("c", &[], &["/r".into()], false, true).unwrap(),
+        matcher(&["*.log", "gen/", "!gen/keep/", "/top.txt"]),
+        rules(&[
+            IgnoreRule::new("/r/sub", ["*"]),
+            IgnoreRule::new("/r/sub", ["!*.rs"]),
+        ]),
+    ];
+    let paths = [
+        "/r/a.txt",
+        "/r/a.swp",
+        "/r/.git",
+        "/r/x/.git",
+        "/r/b.log",
+        "/r/gen/x",
+        "/r/gen/keep/y",
+        "/r/top.txt",
+        "/r/x/top.txt",
+        "/r/sub/m.rs",
+        "/r/sub/m.c",
+        "/r",
+        "/other/a.swp",
+        "/r/4913",
+    ];
+    for p in paths {
+        let path = Path::new(p);
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        // One entry asked of every matcher in turn, as routing does.
+        let entry = Entry::new(path, parent, name);
+        for (i, m) in matchers.iter().enumerate() {
+            for dir in [false, true] {
+                assert_eq!(
+                    m.is_entry_ignored(&entry, dir),
+                    m.is_ignored(path, dir),
+                    "matcher {i}, {p}, dir {dir}"
+                );
+            }
+        }
+    }
+}

@@ -237,6 +237,7 @@ mod duration;
 mod engine;
 mod error;
 mod fanout;
+mod fasthash;
 mod fs;
 #[cfg(feature = "test-hooks")]
 mod hooks;

@@ -141,6 +141,9 @@ pub(super) struct SpecTable {
     modes_changed: bool,
     /// Specs that honour ignore files.
     ignore_files_specs: usize,
+    /// Specs whose batch was opened since they were last looked at by
+    /// [`take_due`](Self::take_due) (a superset of the open ones).
+    open: Vec<SpecId>,
     /// Raw changes handed to open batches so far (for the events that
     /// say what a recovery found).
     #[cfg(feature = "tracing")]
@@ -258,8 +261,10 @@ impl SpecTable {
         kind: ChangeKind,
         ft: FileType,
     ) {
-        if let Some(st) = self.states.get_mut(&sid) {
-            st.coalescer.push(now, path, kind, ft);
+        if let Some(st) = self.states.get_mut(&sid)
+            && st.coalescer.push(now, path, kind, ft)
+        {
+            self.open.push(sid);
         }
     }
 
@@ -360,7 +365,10 @@ impl SpecTable {
         ft: FileType,
     ) {
         if let Some(st) = self.states.get_mut(&sid) {
-            st.coalescer.push(now, root.to_path_buf(), kind, ft);
+            let opened = st.coalescer.push(now, root.to_path_buf(), kind, ft);
+            if opened {
+                self.open.push(sid);
+            }
             trace::traced! {
                 self.recorded += 1;
             }
@@ -379,7 +387,10 @@ impl SpecTable {
         if let Some(st) = self.states.get_mut(&sid)
             && !st.matcher.is_ignored(&path, ft == FileType::Dir)
         {
-            st.coalescer.push(now, path, kind, ft);
+            let opened = st.coalescer.push(now, path, kind, ft);
+            if opened {
+                self.open.push(sid);
+            }
             trace::traced! {
                 self.recorded += 1;
             }
@@ -405,12 +416,16 @@ impl SpecTable {
         }
         let path = node.path().join(name);
         let dir = ft == FileType::Dir;
+        let entry = crate::ignore::Entry::new(&path, node.path(), name);
         for s in targets {
             if let Some(st) = self.states.get_mut(&s)
-                && !st.matcher.is_ignored(&path, dir)
+                && !st.matcher.is_entry_ignored(&entry, dir)
                 && (!hinted || st.guard.as_ref().is_none_or(|g| g.passes(now, &path, dir)))
             {
-                st.coalescer.push(now, path.clone(), kind, ft);
+                let opened = st.coalescer.push(now, path.clone(), kind, ft);
+                if opened {
+                    self.open.push(s);
+                }
                 trace::traced! {
                     self.recorded += 1;
                 }
@@ -465,17 +480,25 @@ impl SpecTable {
 
     /// Closes every batch that is due at `now`.
     fn take_due(&mut self, now: Instant) -> Vec<(SpecId, Vec<Change>)> {
-        self.states
-            .iter_mut()
-            .filter_map(|(sid, st)| Some((*sid, st.coalescer.take_due(now)?)))
-            .collect()
+        let mut out = Vec::new();
+        let states = &mut self.states;
+        self.open.retain(|sid| {
+            let Some(st) = states.get_mut(sid) else {
+                return false;
+            };
+            if let Some(changes) = st.coalescer.take_due(now) {
+                out.push((*sid, changes));
+            }
+            st.coalescer.deadline().is_some()
+        });
+        out
     }
 
     /// When the earliest open batch is due.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.states
-            .values()
-            .filter_map(|s| s.coalescer.deadline())
+        self.open
+            .iter()
+            .filter_map(|s| self.states.get(s)?.coalescer.deadline())
             .min()
     }
 }
@@ -660,8 +683,15 @@ impl Engine {
         for &sid in synced {
             self.emit(sid, None);
         }
-        for (sid, changes) in self.specs.take_due(self.clock.now()) {
+        let due = self.specs.take_due(self.clock.now());
+        let long = due.len() > 8;
+        for (i, (sid, changes)) in due.into_iter().enumerate() {
             self.emit(sid, Some(changes));
+            if i == 0 && long {
+                // A consumer woken by the first batch may have been put on
+                // this CPU: let it take it before the rest of the pass.
+                std::thread::yield_now();
+            }
         }
     }
 
