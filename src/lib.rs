@@ -143,7 +143,10 @@
 //!   manager's watch cap (`ManagerBuilder::max_os_watches`) applies to the
 //!   native backend only; on both, the OS's own limit leads to polling.
 //! - Sync cookies are files named `.specwatch-cookie-*`; entries with that
-//!   prefix are never indexed or reported.
+//!   prefix are never indexed or reported. Besides `sync`, an update of a
+//!   spec creates and at once removes one in each root (its barrier, see
+//!   [`Manager::apply`]): that changes the root directory's mtime, which
+//!   other watchers of it see.
 //! - **inotify limits** (Linux): one watch per watched directory counts
 //!   against `fs.inotify.max_user_watches` (often 8,192 on older systems,
 //!   about a million on newer ones), one instance per manager against

@@ -282,13 +282,14 @@ impl Manager {
     /// the update's net effect: entries it shows that the old one did not
     /// are `Created`, entries no longer shown are `Removed`.
     ///
-    /// Writes made before the engine took the apply are not reported for
-    /// the paths it adds: a modification the OS queued before then, to a
-    /// path the previous generation did not show (to any path, for a new
-    /// spec), is left out, since the apply's own `Created` already says
-    /// the path is there (event backends; the engine tells the queue's old
-    /// hints from new ones with a cookie barrier, and after an overflow
-    /// or 5 s it stops telling). Every change made after
+    /// An update does not report, for the paths it adds, the writes made
+    /// before its `Created` of them: a modification the OS queued before
+    /// the update's report, to a path the previous generation did not
+    /// show, is left out (event backends; the engine tells the queue's old
+    /// hints from new ones with a cookie it creates, and removes at once,
+    /// in each root; after an overflow, a completed `sync` or 5 s it stops
+    /// telling). A new spec reports every change from its
+    /// `monitor_start_time` on. Every change made after
     /// [`wait_watching`](Manager::wait_watching) returns is reported.
     ///
     /// # Examples

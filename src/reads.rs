@@ -61,19 +61,26 @@ pub(crate) fn look_all(dirs: &[Arc<Path>], since: Option<SystemTime>, threads: u
     std::thread::scope(|s| {
         let mut chunks = dirs.chunks(per);
         let first = chunks.next().unwrap_or_default();
+        // A thread the OS refuses (a pids limit, say) or a worker that
+        // panicked leaves its part empty: looked at here instead, below.
         let handles: Vec<_> = chunks
-            .map(|c| s.spawn(move || c.iter().map(|d| look(d, since)).collect::<Vec<Look>>()))
+            .map(|c| {
+                std::thread::Builder::new()
+                    .name("specwatch-read".into())
+                    .spawn_scoped(s, move || {
+                        c.iter().map(|d| look(d, since)).collect::<Vec<Look>>()
+                    })
+                    .ok()
+            })
             .collect();
         parts.push(first.iter().map(|d| look(d, since)).collect());
         for h in handles {
-            // A worker only reads and stats; if one panicked, look again
-            // here rather than lose its directories.
-            parts.push(h.join().unwrap_or_default());
+            parts.push(h.and_then(|h| h.join().ok()).unwrap_or_default());
         }
     });
     let mut out: Vec<Look> = parts.into_iter().flatten().collect();
     if out.len() < dirs.len() {
-        // Only after a worker's panic: every directory is looked at.
+        // A part is missing: every directory is looked at here, in order.
         out = dirs.iter().map(|d| look(d, since)).collect();
     }
     out

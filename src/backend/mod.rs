@@ -43,7 +43,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -139,22 +139,38 @@ pub(crate) enum Read {
     /// (noise included), for the counters. `read_at`: when the read
     /// started, so every event still queued after it was queued after this
     /// moment (what bounds what a later overflow may have hidden).
+    /// `read_mono`: the same on the monotonic clock, or a moment after it
+    /// (what an overflow compares with the engine's reads: the wall clock
+    /// can be stepped back).
     Events {
         events: Vec<OsEvent>,
         raw: u64,
         read_at: SystemTime,
+        read_mono: Instant,
     },
     /// The backend's reader stopped for good; nothing more will come.
     Failed(String),
 }
 
 impl OsMsg {
-    /// Events already in our vocabulary.
+    /// Events already in our vocabulary, read from `read_at` on (the
+    /// monotonic time is taken now, after the read: later, so safe).
     pub(crate) fn events(events: Vec<OsEvent>, raw: u64, read_at: SystemTime) -> OsMsg {
+        OsMsg::events_at(events, raw, read_at, Instant::now())
+    }
+
+    /// [`events`](Self::events), with the monotonic time given.
+    pub(crate) fn events_at(
+        events: Vec<OsEvent>,
+        raw: u64,
+        read_at: SystemTime,
+        read_mono: Instant,
+    ) -> OsMsg {
         OsMsg(Inner::Decoded(Read::Events {
             events,
             raw,
             read_at,
+            read_mono,
         }))
     }
 

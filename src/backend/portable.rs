@@ -32,6 +32,7 @@ pub(crate) struct Portable {
 pub(crate) struct Undecoded {
     res: notify::Result<notify::Event>,
     read_at: SystemTime,
+    read_mono: std::time::Instant,
 }
 
 impl Undecoded {
@@ -41,6 +42,7 @@ impl Undecoded {
             raw: u64::from(self.res.is_ok()),
             events: decode(self.res),
             read_at: self.read_at,
+            read_mono: self.read_mono,
         }
     }
 }
@@ -98,6 +100,7 @@ impl Portable {
                 sink.send(OsMsg(Inner::Portable(Undecoded {
                     res,
                     read_at: SystemTime::now(),
+                    read_mono: std::time::Instant::now(),
                 })));
             },
             Config::default().with_follow_symlinks(false),

@@ -99,13 +99,15 @@ impl Engine {
         } else {
             fs::lstat_type(&node.path().join(name)).unwrap_or_default()
         };
-        self.see(id, name, hint, new);
+        self.see(id, name, hint, new, true);
     }
 
     /// Entry `name` of directory `id` is `new` (absent: `None`) as far as
     /// a look just told, with `hint` for what happened: diff against the
     /// index, report.
-    fn see(&mut self, id: DirId, name: &OsStr, hint: Hint, new: Option<FileType>) {
+    /// `from_os`: the hint is an OS event's (an apply's guard may hold its
+    /// `Modified` back), not a poller's finding.
+    fn see(&mut self, id: DirId, name: &OsStr, hint: Hint, new: Option<FileType>, from_os: bool) {
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -138,7 +140,7 @@ impl Engine {
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
                     let kind = crate::change::ChangeKind::Modified;
-                    self.route_hinted(id, name, kind, t, true);
+                    self.route_hinted(id, name, kind, t, from_os);
                 }
                 if t == FileType::Symlink {
                     // Replaced by a link elsewhere, perhaps.
@@ -196,8 +198,8 @@ impl Engine {
                     found(&n),
                 );
                 match hint_of(&n) {
-                    Some(hint) => self.see(id, &n, hint, new),
-                    None if old != new => self.see(id, &n, Hint::Rescan, new),
+                    Some(hint) => self.see(id, &n, hint, new, false),
+                    None if old != new => self.see(id, &n, Hint::Rescan, new, false),
                     None => {}
                 }
             }
@@ -221,7 +223,7 @@ impl Engine {
                 Hint::Modified
             };
             let now = found(n);
-            self.see(id, n, hint, now);
+            self.see(id, n, hint, now, false);
         }
         self.repair_orphans(id);
         self.revalidate_links_in(id);

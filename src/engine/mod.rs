@@ -390,9 +390,10 @@ impl Engine {
                     events,
                     raw,
                     read_at,
+                    read_mono,
                 } => {
                     if raw > 0 {
-                        self.recovery.note_read(read_at);
+                        self.recovery.note_read(read_at, read_mono);
                         self.os_events += raw;
                     }
                     for e in events {

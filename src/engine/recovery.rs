@@ -58,6 +58,9 @@ pub(super) struct Recovery {
     /// before the latest one was read (portable).
     prev_read: SystemTime,
     last_read: SystemTime,
+    /// The latest read's start on the monotonic clock (or a moment after
+    /// it), once there has been one.
+    last_read_mono: Option<Instant>,
     margin: Duration,
 }
 
@@ -70,6 +73,7 @@ impl Recovery {
             touched: Vec::new(),
             prev_read: now,
             last_read: now,
+            last_read_mono: None,
             margin: margin.unwrap_or(OVERFLOW_MARGIN),
         }
     }
@@ -131,9 +135,10 @@ impl Recovery {
     }
 
     /// A read of OS events started at `at`.
-    pub(super) fn note_read(&mut self, at: SystemTime) {
+    pub(super) fn note_read(&mut self, at: SystemTime, mono: Instant) {
         self.prev_read = self.last_read;
         self.last_read = at;
+        self.last_read_mono = Some(mono);
     }
 
     /// When the read before the latest one started: an overflow marker in
@@ -286,12 +291,19 @@ impl Engine {
         // began: a directory first read after that shows it all (notify's
         // own walk overflows the queue while the engine's first reads are
         // still to come, so a start-up need not read the tree twice).
-        let lost_by = self.recovery.last_read;
+        // On the monotonic clock: the wall clock may have been stepped.
+        // Not while a barrier waits: its cookie may be found by this
+        // rescan's reads, and the events of a skipped directory, queued
+        // before the cookie, may not have been read yet.
+        let lost_by = self
+            .recovery
+            .last_read_mono
+            .filter(|_| !self.syncs.waiting());
         let ids: Vec<DirId> = self
             .index
             .ids()
             .into_iter()
-            .filter(|id| !self.index.first_read_after(*id, lost_by))
+            .filter(|id| !lost_by.is_some_and(|t| self.index.first_read_after(*id, t)))
             .collect();
         // The reads and stats (a whole tree's) on worker threads, a chunk
         // at a time; the index is changed here alone, in order.
@@ -514,8 +526,8 @@ mod tests {
         let w0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
         let mut r = Recovery::new(Some(Duration::from_millis(100)), w0);
         let (a, b) = (w0 + Duration::from_secs(1), w0 + Duration::from_secs(2));
-        r.note_read(a);
-        r.note_read(b);
+        r.note_read(a, Instant::now());
+        r.note_read(b, Instant::now());
         assert_eq!(r.prev_read, a, "what an overflow marker in read b bounds");
         assert_eq!(r.last_read(), b);
         assert_eq!(r.since(a), a - Duration::from_millis(100));

@@ -435,12 +435,13 @@ impl SpecTable {
 
     /// Holds back, for `sid`, what the OS queued before `cookies` (see
     /// [`Guard`]); `before` is the generation it replaces.
-    fn guard(&mut self, sid: SpecId, before: Option<SpecId>, cookies: Vec<PathBuf>, now: Instant) {
+    fn guard(&mut self, sid: SpecId, before: SpecId, cookies: Vec<PathBuf>, now: Instant) {
         if cookies.is_empty() {
             return;
         }
-        let before = before
-            .and_then(|b| self.states.get(&b))
+        let before = self
+            .states
+            .get(&before)
             .map(|b| (b.roots().to_vec(), b.matcher.clone()));
         if let Some(st) = self.states.get_mut(&sid) {
             st.guard = Some(Guard {
@@ -460,6 +461,14 @@ impl SpecTable {
                     st.guard = None;
                 }
             }
+        }
+    }
+
+    /// A barrier of `sid` passed: every hint queued before it, the guard's
+    /// cookies' included, has been handled (one lost cannot hold it).
+    pub(super) fn end_guard(&mut self, sid: SpecId) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.guard = None;
         }
     }
 
@@ -545,8 +554,12 @@ impl Engine {
             self.attach_root(sid, root, false);
         }
         self.walk_ends();
-        let cookies = self.guard_cookies(sid);
-        self.specs.guard(sid, old, cookies, self.now);
+        // An update's guard (a new spec has none: with no `Created` of its
+        // own to stand for them, writes during its walk must be reported).
+        if let Some(old) = old {
+            let cookies = self.guard_cookies(sid);
+            self.specs.guard(sid, old, cookies, self.clock.now());
+        }
         if initial_scan {
             self.scan_initial(sid, &roots);
         } else if let Some(old) = old {

@@ -69,6 +69,12 @@ impl Syncs {
         self.waits.iter().map(|w| w.deadline).min()
     }
 
+    /// Whether some barrier waits for cookies a read may find (an apply
+    /// guard's are gone as soon as made).
+    pub(super) fn waiting(&self) -> bool {
+        self.waits.iter().any(|w| !w.guard)
+    }
+
     /// Counts the cookies found; takes the waits whose cookies are all
     /// seen. Cookies nobody waits for are forgotten.
     fn take_ready(&mut self) -> Vec<Wait> {
@@ -313,6 +319,7 @@ impl Engine {
         for wait in ready {
             let sid = self.specs.id_of(&wait.name);
             if let Some(sid) = sid {
+                self.specs.end_guard(sid);
                 self.poll_spec(sid);
                 self.look_outside(true);
                 if let Some(began) = wait.rescan {

@@ -101,9 +101,9 @@ impl Harness {
     }
 
     fn os(&mut self, events: Vec<OsEvent>) {
-        let read_at = self.clock.wall();
+        let (read_at, mono) = (self.clock.wall(), self.clock.now());
         self.engine
-            .handle(Msg::Os(OsMsg::events(events, 1, read_at)));
+            .handle(Msg::Os(OsMsg::events_at(events, 1, read_at, mono)));
     }
 
     fn write(&mut self, name: &str) -> PathBuf {
@@ -799,17 +799,19 @@ fn an_overflow_before_a_first_read_leaves_the_directory_alone() {
     std::fs::write(h.root.join("keep"), "k").unwrap();
     h.apply("s", h.spec().quiet_window(10 * MS));
     let before = h.clock.wall() - Duration::from_secs(60);
-    // Marked a minute before the first read: the rescan would report the
-    // recent `keep` as modified; it is skipped.
-    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, before)));
-    h.engine
-        .handle(Msg::Os(OsMsg::events(vec![OsEvent::Overflow], 1, before)));
+    let mono = h.clock.now().checked_sub(10 * MS).unwrap();
+    // Marked before the first read (on the monotonic clock; the wall
+    // clock's minute before only widens the margin): the rescan would
+    // report the recent `keep` as modified; it is skipped.
+    let os = |events, mono| Msg::Os(OsMsg::events_at(events, 1, before, mono));
+    h.engine.handle(os(vec![], mono));
+    h.engine.handle(os(vec![OsEvent::Overflow], mono));
     h.after(10 * MS);
     assert!(h.batches().is_empty(), "nothing read again");
     assert_eq!(h.status("s").overflow_recoveries, 1, "still counted");
     // Marked after it: read again.
     h.after(Duration::from_secs(1));
-    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, before)));
+    h.engine.handle(os(vec![], h.clock.now()));
     h.os(vec![OsEvent::Overflow]);
     h.after(10 * MS);
     let got: Vec<ChangeKind> = h
@@ -820,4 +822,50 @@ fn an_overflow_before_a_first_read_leaves_the_directory_alone() {
         .map(|c| c.kind)
         .collect();
     assert_eq!(got, [ChangeKind::Modified]);
+}
+
+/// A poll's finding is no OS hint queued before an update: an update's
+/// guard, still waiting for its cookie, does not hold it back (from a
+/// review; the watch cap leaves `sub` polled).
+#[test]
+fn an_update_guard_does_not_hold_back_what_a_poll_finds() {
+    let mut h = harness(Config {
+        max_watches: Some(2), // the root's parent and the root
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("sub")).unwrap();
+    let f = h.root.join("sub/f");
+    std::fs::write(&f, "x").unwrap();
+    // `sub` is shown by the update only, and polled (the cap).
+    h.apply(
+        "s",
+        h.spec().quiet_window(10 * MS).ignore_patterns(["sub/"]),
+    );
+    h.upsert("s", Generation(2), h.spec().quiet_window(10 * MS));
+    h.engine.end_pass();
+    assert_eq!(h.status("s").polled_dirs, 1, "{:?}", h.status("s"));
+    assert_eq!(h.engine.guard_cookies_waiting().len(), 1, "guard on");
+    h.after(20 * MS);
+    let created: Vec<ChangeKind> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.iter())
+        .filter(|c| c.path == f)
+        .map(|c| c.kind)
+        .collect();
+    assert_eq!(created, [ChangeKind::Created], "the update's own");
+    // Written after the update, while its cookie is still out.
+    h.clock.advance(30 * MS);
+    std::fs::write(&f, "longer now").unwrap();
+    h.after(60 * MS);
+    h.after(30 * MS);
+    let got: Vec<ChangeKind> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.iter())
+        .filter(|c| c.path == f)
+        .map(|c| c.kind)
+        .collect();
+    assert_eq!(got, [ChangeKind::Modified], "the poll's finding");
 }

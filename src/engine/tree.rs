@@ -101,7 +101,7 @@ impl Engine {
         mut watched: bool,
         report: bool,
     ) -> bool {
-        let mut read_at = self.clock.wall();
+        let mut read_at = self.clock.now();
         let mut listing = fs::read_listing(path, self.syncs.found());
         // The watch was refused because no directory was at the path
         // (gone: no retry is scheduled), yet one was read there just
@@ -113,7 +113,7 @@ impl Engine {
             tries += 1;
             watched = self.watch_node(id, false, specs);
             if watched {
-                read_at = self.clock.wall();
+                read_at = self.clock.now();
                 listing = fs::read_listing(path, self.syncs.found());
             }
         }

@@ -33,8 +33,8 @@ const FIELDS: usize = 5;
 /// back to back, each beside its type, and a table of offsets sorted by
 /// name to find them. 3 bytes plus the name per entry in a directory of
 /// under 64 KiB (2 under 256 bytes, 5 beyond; names of 50 bytes or more
-/// add their length's LEB128), 16 bytes inline, and nothing allocated while
-/// empty; a `BTreeMap<OsString, _>` costs an allocation per name and some
+/// add their length's LEB128), 16 bytes inline, and nothing allocated before
+/// the first entry; a `BTreeMap<OsString, _>` costs an allocation per name and some
 /// 40 bytes of tree per entry.
 ///
 /// The allocation is a header (the counts), the records, free space, and

@@ -39,7 +39,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::change::FileType;
 
@@ -211,8 +211,9 @@ pub(crate) struct Index {
     /// Specs whose coverage or root presence changed since the last
     /// [`take_touched`](Index::take_touched).
     touched: Vec<SpecId>,
-    /// What [`DirNode::first_read`] counts from (set at the first fill).
-    epoch: Option<SystemTime>,
+    /// What [`DirNode::first_read`] counts from (set at the first fill;
+    /// monotonic clock).
+    epoch: Option<Instant>,
     /// The covering sets the nodes share.
     sets: SpecSets,
 }
@@ -419,11 +420,11 @@ impl Index {
 
     /// `t` in ms after the epoch, rounded down, at least 1 (the epoch is
     /// set to just before the first `t` asked for).
-    fn ms_of(&mut self, t: SystemTime) -> u32 {
+    fn ms_of(&mut self, t: Instant) -> u32 {
         let epoch = *self
             .epoch
             .get_or_insert_with(|| t.checked_sub(Duration::from_millis(1)).unwrap_or(t));
-        let ms = t.duration_since(epoch).unwrap_or_default().as_millis();
+        let ms = t.saturating_duration_since(epoch).as_millis();
         u32::try_from(ms).unwrap_or(u32::MAX).max(1)
     }
 
@@ -434,13 +435,15 @@ impl Index {
         &mut self,
         id: DirId,
         list: Vec<(OsString, FileType)>,
-        read_at: SystemTime,
+        read_at: Instant,
     ) -> Vec<(OsString, FileType)> {
         let ms = self.ms_of(read_at);
         let Some(node) = self.node_mut(id) else {
             return Vec::new();
         };
-        if !node.complete {
+        if !node.complete && node.entries.len() == 0 {
+            // Only a read into an empty node: a fill adds and never
+            // removes, so names a partial node held may be stale.
             node.first_read = ms;
         }
         node.complete = true;
@@ -465,13 +468,13 @@ impl Index {
     /// Whether directory `id`'s first full read began after `t` (so it
     /// shows every change made before `t`). Judged in whole ms, erring
     /// towards `false`.
-    pub(crate) fn first_read_after(&self, id: DirId, t: SystemTime) -> bool {
+    pub(crate) fn first_read_after(&self, id: DirId, t: Instant) -> bool {
         let (Some(node), Some(epoch)) = (self.get(id), self.epoch) else {
             return false;
         };
-        let Ok(since) = t.duration_since(epoch) else {
-            return node.first_read > 0;
-        };
+        // A time before the epoch (just before the first fill) is before
+        // every first read.
+        let since = t.saturating_duration_since(epoch);
         let t_ms = u32::try_from(since.as_millis()).unwrap_or(u32::MAX);
         node.first_read > t_ms && node.first_read < u32::MAX
     }
@@ -547,7 +550,7 @@ mod tests {
         assert!(n.tracks(OsStr::new("x")));
         assert!(!n.tracks(OsStr::new("y")));
         assert!(!n.is_unused());
-        ix.fill(p, vec![], SystemTime::now());
+        ix.fill(p, vec![], Instant::now());
         assert!(ix.get(p).unwrap().tracks(OsStr::new("y")));
     }
 
@@ -562,7 +565,7 @@ mod tests {
     fn first_reads_are_dated_to_the_millisecond() {
         let mut ix = Index::default();
         let (a, _) = ix.ensure(Path::new("/a"));
-        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let t0 = Instant::now();
         let ms = Duration::from_millis(1);
         assert!(!ix.first_read_after(a, t0), "not read yet");
         ix.fill(a, vec![], t0 + 10 * ms);
