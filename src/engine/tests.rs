@@ -846,26 +846,20 @@ fn an_update_guard_does_not_hold_back_what_a_poll_finds() {
     h.engine.end_pass();
     assert_eq!(h.status("s").polled_dirs, 1, "{:?}", h.status("s"));
     assert_eq!(h.engine.guard_cookies_waiting().len(), 1, "guard on");
+    let kinds_of_f = |h: &Harness| -> Vec<ChangeKind> {
+        h.batches()
+            .iter()
+            .flat_map(|b| b.changes.iter())
+            .filter(|c| c.path == f)
+            .map(|c| c.kind)
+            .collect()
+    };
     h.after(20 * MS);
-    let created: Vec<ChangeKind> = h
-        .batches()
-        .iter()
-        .flat_map(|b| b.changes.iter())
-        .filter(|c| c.path == f)
-        .map(|c| c.kind)
-        .collect();
-    assert_eq!(created, [ChangeKind::Created], "the update's own");
+    assert_eq!(kinds_of_f(&h), [ChangeKind::Created], "the update's own");
     // Written after the update, while its cookie is still out.
     h.clock.advance(30 * MS);
     std::fs::write(&f, "longer now").unwrap();
     h.after(60 * MS);
     h.after(30 * MS);
-    let got: Vec<ChangeKind> = h
-        .batches()
-        .iter()
-        .flat_map(|b| b.changes.iter())
-        .filter(|c| c.path == f)
-        .map(|c| c.kind)
-        .collect();
-    assert_eq!(got, [ChangeKind::Modified], "the poll's finding");
+    assert_eq!(kinds_of_f(&h), [ChangeKind::Modified], "the poll's finding");
 }
