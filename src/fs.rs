@@ -265,7 +265,11 @@ pub(crate) fn changed_since(path: &Path, since: SystemTime) -> bool {
 /// after `since`, as [`changed_since`] says. On Linux one descriptor of
 /// `dir` serves every `fstatat`: no walk of `dir`'s path and no allocation
 /// per name (an overflow's rescan asks this of every file in the tree).
-pub(crate) fn changed_among(dir: &Path, names: Vec<OsString>, since: SystemTime) -> Vec<OsString> {
+pub(crate) fn changed_among<'a>(
+    dir: &Path,
+    names: impl IntoIterator<Item = &'a OsStr>,
+    since: SystemTime,
+) -> Vec<OsString> {
     #[cfg(target_os = "linux")]
     if let Ok(d) = std::fs::File::open(dir) {
         use std::os::fd::AsRawFd;
@@ -297,11 +301,13 @@ pub(crate) fn changed_among(dir: &Path, names: Vec<OsString>, since: SystemTime)
                 };
                 ctime_from(st.st_ctime, st.st_ctime_nsec) >= since
             })
+            .map(OsStr::to_os_string)
             .collect();
     }
     names
         .into_iter()
         .filter(|n| changed_since(&dir.join(n), since))
+        .map(OsStr::to_os_string)
         .collect()
 }
 
@@ -616,14 +622,14 @@ mod tests {
             .into_iter()
             .map(OsString::from)
             .collect();
-        let got = changed_among(d.path(), names.clone(), since);
+        let got = changed_among(d.path(), names.iter().map(OsString::as_os_str), since);
         assert_eq!(got, [OsString::from("new"), OsString::from("marker")]);
         let one_by_one: Vec<OsString> = names
             .into_iter()
             .filter(|n| changed_since(&d.path().join(n), since))
             .collect();
         assert_eq!(got, one_by_one);
-        assert!(changed_among(&d.path().join("gone"), vec!["x".into()], since).is_empty());
+        assert!(changed_among(&d.path().join("gone"), [OsStr::new("x")], since).is_empty());
     }
     use std::os::unix::ffi::OsStrExt;
 

@@ -33,11 +33,10 @@ pub(crate) fn look(dir: &Path, since: Option<SystemTime>) -> Look {
     let listing = fs::read_listing(dir, &mut cookies);
     let changed = match (&listing, since) {
         (Ok(list), Some(since)) => {
-            let files: Vec<OsString> = list
+            let files = list
                 .iter()
                 .filter(|(_, t)| *t != FileType::Dir)
-                .map(|(n, _)| n.clone())
-                .collect();
+                .map(|(n, _)| n.as_os_str());
             fs::changed_among(dir, files, since)
         }
         _ => Vec::new(),

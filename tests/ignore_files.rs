@@ -15,6 +15,15 @@ both_backends!(
     a_changed_gitignore_hides_and_shows_what_it_names,
 );
 
+/// The paths `spec` reported, in order, but the barrier's `marker`.
+fn paths_besides(c: &Collector, spec: &str, marker: &Path) -> Vec<std::path::PathBuf> {
+    c.changes(spec)
+        .into_iter()
+        .map(|x| x.path)
+        .filter(|p| p != marker)
+        .collect()
+}
+
 fn spec_with_files(root: &Path) -> WatchSpec {
     spec(&[root]).ignore_files(true)
 }
@@ -36,12 +45,7 @@ fn nested_gitignore_files_decide_nearest_first(b: Backend) {
     let keep = root.join("sub/keep.log");
     fs::write(&keep, "x").unwrap();
     let marker = c.barrier("s", root);
-    let got: Vec<_> = c
-        .changes("s")
-        .into_iter()
-        .map(|x| x.path)
-        .filter(|p| *p != marker)
-        .collect();
+    let got = paths_besides(&c, "s", &marker);
     assert_eq!(got, vec![keep], "only what no ignore file ignores");
     if b == Backend::Native {
         // The root's parent, the root and sub: build/ is pruned.
@@ -109,12 +113,7 @@ fn files_above_the_root_and_info_exclude_apply() {
     let kept = src.join("c.rs");
     fs::write(&kept, "x").unwrap();
     let marker = c.barrier("s", &src);
-    let got: Vec<_> = c
-        .changes("s")
-        .into_iter()
-        .map(|x| x.path)
-        .filter(|p| *p != marker)
-        .collect();
+    let got = paths_besides(&c, "s", &marker);
     assert_eq!(got, vec![kept]);
 }
 

@@ -212,6 +212,26 @@ fn startup_notify(root: &Path) -> (Duration, usize, notify::RecommendedWatcher) 
     (took, watches, w)
 }
 
+/// Start-ups of raw notify, native and portable on `root`, alternated
+/// `runs` times: their medians, and the OS watches each held.
+fn startups(root: &Path, runs: usize) -> ([Duration; 3], [usize; 3]) {
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    let mut watches = [0; 3];
+    for _ in 0..runs {
+        let (t, w, wnot) = startup_notify(root);
+        drop(wnot);
+        times[0].push(t);
+        watches[0] = w;
+        for (i, b) in [(1, Backend::Native), (2, Backend::Portable)] {
+            let (t, w, m) = startup_specwatch(b, root);
+            drop(m);
+            times[i].push(t);
+            watches[i] = w;
+        }
+    }
+    (times.map(median), watches)
+}
+
 /// Median of `runs` measurements.
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -826,23 +846,7 @@ fn main() {
         let (_tmp, root, empty, entries) = tree(dirs, files);
         let floor = median((0..RUNS).map(|_| find_floor(&root)).collect());
         let kernel = median((0..RUNS).map(|_| watch_floor(&root)).collect());
-        let (mut tn, mut ts, mut tp) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut wn, mut ws, mut wp) = (0, 0, 0);
-        for _ in 0..RUNS {
-            let (t, w, wnot) = startup_notify(&root);
-            drop(wnot);
-            tn.push(t);
-            wn = w;
-            let (t, w, m) = startup_specwatch(Backend::Native, &root);
-            drop(m);
-            ts.push(t);
-            ws = w;
-            let (t, w, m) = startup_specwatch(Backend::Portable, &root);
-            drop(m);
-            tp.push(t);
-            wp = w;
-        }
-        let (tn, ts, tp) = (median(tn), median(ts), median(tp));
+        let ([tn, ts, tp], [wn, ws, wp]) = startups(&root, RUNS);
         let mem_n = memory_in_child("notify", &empty, &root, entries);
         let mem_s = memory_in_child("native", &empty, &root, entries);
         let mem_p = memory_in_child("portable", &empty, &root, entries);

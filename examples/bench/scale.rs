@@ -235,23 +235,7 @@ fn scale_rows(
     }
     let kernel = median((0..runs).map(|_| watch_floor(&root)).collect());
     eprintln!("scale: {size}: start-ups");
-    let (mut tn, mut ts, mut tp) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut wn, mut ws, mut wp) = (0, 0, 0);
-    for _ in 0..runs {
-        let (t, w, wnot) = startup_notify(&root);
-        drop(wnot);
-        tn.push(t);
-        wn = w;
-        let (t, w, m) = startup_specwatch(Backend::Native, &root);
-        drop(m);
-        ts.push(t);
-        ws = w;
-        let (t, w, m) = startup_specwatch(Backend::Portable, &root);
-        drop(m);
-        tp.push(t);
-        wp = w;
-    }
-    let (tn, ts, tp) = (median(tn), median(ts), median(tp));
+    let ([tn, ts, tp], [wn, ws, wp]) = startups(&root, runs);
     rows.push(Row {
         what: format!(
             "start-up ms, median of {runs}, {size} (find: {:.1}; walk + watches: {:.1})",

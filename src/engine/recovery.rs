@@ -430,7 +430,7 @@ impl Engine {
                     let asked: BTreeSet<&OsString> = changed.iter().collect();
                     found.into_iter().filter(|n| asked.contains(n)).collect()
                 }
-                None => fs::changed_among(&path, changed, since),
+                None => fs::changed_among(&path, changed.iter().map(OsString::as_os_str), since),
             };
             for n in hits {
                 let t = self.index.get(id).and_then(|x| x.entries().get(&n));

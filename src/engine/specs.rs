@@ -261,10 +261,14 @@ impl SpecTable {
         kind: ChangeKind,
         ft: FileType,
     ) {
-        if let Some(st) = self.states.get_mut(&sid)
-            && st.coalescer.push(now, path, kind, ft)
-        {
-            self.open.push(sid);
+        if let Some(st) = self.states.get_mut(&sid) {
+            let opened = st.coalescer.push(now, path, kind, ft);
+            if opened {
+                self.open.push(sid);
+            }
+            trace::traced! {
+                self.recorded += 1;
+            }
         }
     }
 
@@ -364,15 +368,7 @@ impl SpecTable {
         kind: ChangeKind,
         ft: FileType,
     ) {
-        if let Some(st) = self.states.get_mut(&sid) {
-            let opened = st.coalescer.push(now, root.to_path_buf(), kind, ft);
-            if opened {
-                self.open.push(sid);
-            }
-            trace::traced! {
-                self.recorded += 1;
-            }
-        }
+        self.record_unfiltered(sid, now, root.to_path_buf(), kind, ft);
     }
 
     /// Records a raw change for spec `sid` alone, unless it ignores it.
@@ -384,16 +380,12 @@ impl SpecTable {
         kind: ChangeKind,
         ft: FileType,
     ) {
-        if let Some(st) = self.states.get_mut(&sid)
-            && !st.matcher.is_ignored(&path, ft == FileType::Dir)
-        {
-            let opened = st.coalescer.push(now, path, kind, ft);
-            if opened {
-                self.open.push(sid);
-            }
-            trace::traced! {
-                self.recorded += 1;
-            }
+        let ignored = self
+            .states
+            .get(&sid)
+            .is_none_or(|st| st.matcher.is_ignored(&path, ft == FileType::Dir));
+        if !ignored {
+            self.record_unfiltered(sid, now, path, kind, ft);
         }
     }
 

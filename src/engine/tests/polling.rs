@@ -1,0 +1,321 @@
+//! Engine tests of polling: chosen per spec, at the watch cap, with
+//! rescans and content hashes, and the switches between polling and events.
+
+use super::*;
+
+#[test]
+fn a_spec_that_polls_holds_no_watch_and_is_polled_at_its_own_interval() {
+    let mut h = harness(Config {
+        poll_interval: Some(1000 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("sub")).unwrap();
+    let polled = |h: &Harness| {
+        h.spec()
+            .backend(Backend::Poll { interval: 30 * MS })
+            .quiet_window(10 * MS)
+    };
+    h.apply("p", polled(&h));
+    assert_eq!(h.fake.live(), 0, "no OS watch for a spec that polls");
+    let st = h.status("p");
+    assert_eq!(st.phase, Phase::Watching, "polled by choice: {st:?}");
+    assert_eq!((st.polled_dirs, st.watched_dirs), (0, 2), "{st:?}");
+    assert_eq!(
+        st.roots.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        vec![format!("poll every 30ms: chosen at {}", h.root.display())]
+    );
+    let f = h.root.join("sub/new");
+    std::fs::write(&f, "x").unwrap();
+    let t0 = h.clock.now();
+    assert_eq!(
+        h.engine.next_deadline(),
+        Some(t0 + 30 * MS),
+        "its own interval"
+    );
+    h.after(29 * MS);
+    h.after(MS);
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "found by the poll at 30 ms");
+    assert_eq!(b[0].changes[0].path, f);
+
+    // A spec with the event backend on the same tree: OS watches for it,
+    // the poll goes on for the other.
+    h.apply("n", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.fake.live(), 3, "root's parent, root, sub");
+    assert!(h.engine.next_deadline().is_some(), "still polled");
+    // The polling spec goes: so does the polling; the watches stay.
+    h.engine.handle(Msg::Delete { name: "p".into() });
+    h.engine.end_pass();
+    assert!(h.engine.polls.is_empty(), "nothing polled");
+    assert_eq!(h.engine.next_deadline(), None);
+    assert_eq!(h.fake.live(), 3);
+    // The other one switches to polling: its watches go, polling starts.
+    h.apply("n", polled(&h));
+    assert_eq!(h.fake.live(), 0, "watches released");
+    assert_eq!(h.engine.polls.ids().len(), 3, "parent, root, sub polled");
+    std::fs::remove_file(&f).unwrap();
+    h.after(30 * MS);
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1, "the removal found by polling");
+    assert_eq!(b[0].changes[0].kind, ChangeKind::Removed);
+    // And back: watched again, nothing polled.
+    h.apply("n", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.fake.live(), 3);
+    assert!(h.engine.polls.is_empty());
+    assert!(h.engine.check_invariants().is_empty());
+}
+
+impl Harness {
+    /// Delivers the event of the sync cookie the engine just created in
+    /// the root (the fake backend has no OS to tell it).
+    fn deliver_cookie(&mut self) {
+        let cookie = std::fs::read_dir(&self.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .find(|n| crate::fs::is_cookie(n))
+            .expect("the engine created a cookie in the root");
+        let root = self.root.clone();
+        self.event(&root, cookie.to_str().unwrap(), Hint::Created);
+        self.engine.end_pass();
+    }
+}
+
+#[test]
+fn a_rescan_delivers_and_counts_what_no_event_reported() {
+    let mut h = harness(Config::default());
+    std::fs::write(h.root.join("kept"), "1").unwrap();
+    let every = Duration::from_secs(60);
+    h.apply("s", h.spec().quiet_window(10 * MS).rescan_every(every));
+    // The first rescan: a baseline, with nothing missed.
+    h.after(every);
+    h.deliver_cookie();
+    h.after(10 * MS);
+    assert!(h.batches().is_empty());
+    assert_eq!(h.status("s").missed_by_os, 0);
+    // Writes the OS reports (an event) and writes it does not.
+    h.write("told");
+    std::fs::write(h.root.join("untold"), "1").unwrap();
+    std::fs::write(h.root.join("kept"), "a longer content").unwrap();
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    assert_eq!(
+        b[0].changes.len(),
+        1,
+        "only the reported one: {:?}",
+        b[0].changes
+    );
+    h.after(every - 10 * MS);
+    assert!(h.batches().is_empty(), "the rescan waits for its barrier");
+    h.deliver_cookie();
+    h.after(10 * MS);
+    let b = h.batches();
+    assert_eq!(b.len(), 1);
+    let got: Vec<(String, ChangeKind)> = b[0]
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.path.file_name().unwrap().to_string_lossy().into_owned(),
+                c.kind,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("kept".into(), ChangeKind::Modified),
+            ("untold".into(), ChangeKind::Created)
+        ],
+        "what the OS did not report, and nothing it did"
+    );
+    assert_eq!(h.status("s").missed_by_os, 2);
+    // An event after the rescan keeps the signature: no double report.
+    std::fs::write(h.root.join("told"), "changed").unwrap();
+    let root = h.root.clone();
+    h.event(&root, "told", Hint::Modified);
+    h.after(10 * MS);
+    assert_eq!(h.batches().len(), 1);
+    h.after(every);
+    h.deliver_cookie();
+    h.after(10 * MS);
+    assert!(h.batches().is_empty(), "nothing left to find");
+    assert_eq!(h.status("s").missed_by_os, 2);
+}
+
+#[test]
+fn content_hash_finds_a_rewrite_that_the_signature_hides() {
+    for hash in [false, true] {
+        let mut h = harness(Config::default());
+        let f = h.root.join("f");
+        std::fs::write(&f, "aaaa").unwrap();
+        let spec = h
+            .spec()
+            .backend(Backend::Poll { interval: 30 * MS })
+            .quiet_window(10 * MS)
+            .content_hash(hash);
+        h.apply("p", spec);
+        // Rewritten with the same size; the stored signature is made to
+        // match, as on a file system whose timestamps did not move.
+        std::fs::write(&f, "bbbb").unwrap();
+        let id = h.engine.index.lookup(&h.root).unwrap();
+        let mut sigs = h.engine.polls.sigs(id).unwrap().clone();
+        sigs.insert("f".into(), crate::fs::sig_of(&f).unwrap());
+        h.engine.polls.set_sigs(id, sigs);
+        h.after(30 * MS);
+        h.after(10 * MS);
+        let b = h.batches();
+        if hash {
+            assert_eq!(b.len(), 1, "the content tells");
+            assert_eq!(
+                (b[0].changes[0].path.clone(), b[0].changes[0].kind),
+                (f.clone(), ChangeKind::Modified)
+            );
+            // Hashed again at that poll: an unchanged file stays quiet.
+            h.after(30 * MS);
+            h.after(10 * MS);
+            assert!(h.batches().is_empty(), "no change, no report");
+        } else {
+            assert!(b.is_empty(), "control: the signature alone cannot see it");
+        }
+    }
+}
+
+#[test]
+fn a_watch_the_os_drops_frees_its_slot_for_a_polled_directory() {
+    let mut h = harness(Config {
+        max_watches: Some(3), // the root's parent, the root, one directory
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    std::fs::create_dir(h.root.join("a")).unwrap();
+    std::fs::create_dir(h.root.join("b")).unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.status("s").polled_dirs, 1, "one of a and b is polled");
+    let watched = ["a", "b"]
+        .into_iter()
+        .find(|n| h.fake.id_of(&h.root.join(n)).is_some())
+        .unwrap();
+    let w = h.fake.id_of(&h.root.join(watched)).unwrap();
+    // The watched directory is deleted: the OS drops its watch first, then
+    // the parent's event says it went.
+    std::fs::remove_dir(h.root.join(watched)).unwrap();
+    let dropped = h.fake.drop_watch(w);
+    h.os(vec![dropped]);
+    let root = h.root.clone();
+    h.event(&root, watched, Hint::Removed);
+    h.engine.end_pass();
+    let st = h.status("s");
+    assert_eq!(
+        st.polled_dirs, 0,
+        "the other directory took the slot: {st:?}"
+    );
+    assert_eq!(st.phase, Phase::Watching);
+    assert!(h.engine.check_invariants().is_empty());
+}
+
+#[test]
+fn a_long_first_walk_publishes_its_progress_as_starting() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec());
+    assert_eq!(h.status("s").phase, Phase::Watching);
+    let sid = h.engine.specs.id_of("s").unwrap();
+    // As the walk of a big tree would: directories read one after another
+    // while the clock moves on.
+    h.engine.walk_begins(sid);
+    for _ in 0..200 {
+        h.clock.advance(MS);
+        h.engine.walked(10);
+    }
+    let st = h.status("s");
+    assert_eq!(st.phase, Phase::Starting, "mid-walk: {st:?}");
+    let p = st.progress.expect("progress during a walk over 100 ms");
+    assert!(p.dirs >= 64 && p.entries == p.dirs * 10, "{p:?}");
+    h.engine.walk_ends();
+    h.engine.end_pass();
+    let st = h.status("s");
+    assert_eq!((st.phase.clone(), st.progress), (Phase::Watching, None));
+}
+
+#[test]
+fn an_update_from_poll_to_events_loses_nothing_since_the_last_poll() {
+    let mut h = harness(Config {
+        poll_interval: Some(1000 * MS),
+        ..Config::default()
+    });
+    let polled = h
+        .spec()
+        .backend(Backend::Poll { interval: 100 * MS })
+        .quiet_window(10 * MS);
+    h.apply("s", polled);
+    assert_eq!(h.fake.live(), 0);
+    // Written 50 ms after the last poll, before the next one.
+    h.after(100 * MS);
+    h.after(50 * MS);
+    let f = h.root.join("written-while-polled");
+    std::fs::write(&f, "x").unwrap();
+    // The spec switches to the event backend.
+    h.upsert("s", Generation(2), h.spec().quiet_window(10 * MS));
+    h.engine.end_pass();
+    for _ in 0..50 {
+        h.after(100 * MS);
+    }
+    let seen: Vec<_> = h
+        .batches()
+        .iter()
+        .flat_map(|b| b.changes.clone())
+        .map(|c| c.path)
+        .collect();
+    assert!(h.engine.polls.is_empty());
+    assert!(seen.contains(&f), "lost: {seen:?}");
+}
+
+#[test]
+fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
+    let mut h = harness(Config {
+        max_watches: Some(3),
+        poll_interval: Some(100 * MS),
+        ..Config::default()
+    });
+    for d in ["p", "p/q1", "p/q2", "n", "n/x"] {
+        std::fs::create_dir(h.root.join(d)).unwrap();
+    }
+    let p = h.root.join("p");
+    let n = h.root.join("n");
+    h.apply("p", WatchSpec::new([&p]).quiet_window(10 * MS));
+    assert_eq!(h.status("p").polled_dirs, 1, "{:?}", h.status("p"));
+    h.apply("n", WatchSpec::new([&n]).quiet_window(10 * MS));
+    assert_eq!(h.status("n").polled_dirs, 2, "{:?}", h.status("n"));
+    // "p" switches to polling by choice: its two watches are released.
+    let spec = WatchSpec::new([&p])
+        .quiet_window(10 * MS)
+        .backend(Backend::Poll { interval: 100 * MS })
+        .normalized("p")
+        .unwrap();
+    let matcher = spec.matcher("p").unwrap();
+    h.engine.handle(Msg::Upsert {
+        name: "p".into(),
+        generation: Generation(2),
+        spec,
+        matcher: Box::new(matcher),
+    });
+    h.engine.end_pass();
+    for _ in 0..20 {
+        h.after(100 * MS);
+    }
+    assert_eq!(
+        h.status("p").polled_dirs,
+        0,
+        "p polls by choice only: {:?}",
+        h.status("p")
+    );
+    assert_eq!(
+        h.status("n").polled_dirs,
+        0,
+        "n got its watches back: {:?}",
+        h.status("n")
+    );
+}
