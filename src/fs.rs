@@ -105,8 +105,9 @@ fn open_dir(dir: &Path, follow: bool) -> io::Result<std::os::fd::OwnedFd> {
     };
     if raw < 0 {
         let e = io::Error::last_os_error();
-        // A symlink where a directory was expected: not a directory.
-        if e.raw_os_error() == Some(libc::ELOOP) && !follow {
+        // A symlink where a directory was expected, or (`follow`) links
+        // that lead to each other: no directory is there.
+        if e.raw_os_error() == Some(libc::ELOOP) {
             return Err(io::Error::from(io::ErrorKind::NotADirectory));
         }
         return Err(e);

@@ -1,11 +1,12 @@
 //! A per-directory backend without an OS, for the engine's unit tests: it
 //! hands out watch ids by directory identity (device and inode, as inotify
-//! does), honours injected faults, and reports nothing by itself: tests
-//! inject the events they want.
+//! does), honours injected faults, remembers the path each watch would be
+//! looked at through (a poller's last watched or repointed path), and
+//! reports nothing by itself: tests inject the events they want.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -17,6 +18,8 @@ struct State {
     ids: HashMap<(u64, u64), i32>,
     next: i32,
     live: BTreeSet<i32>,
+    /// The path a poller would look at each watch through.
+    paths: HashMap<i32, PathBuf>,
     faults: Faults,
     calls: u32,
 }
@@ -59,6 +62,12 @@ impl FakeControl {
         super::OsEvent::Dropped { watch: w }
     }
 
+    /// The path a backend that looks by path would look at watch `w`
+    /// through: the last one it was watched or repointed at.
+    pub(crate) fn path_of(&self, w: WatchId) -> Option<PathBuf> {
+        self.0.lock().paths.get(&w.0).cloned()
+    }
+
     /// Watch calls made so far (faults included).
     pub(crate) fn calls(&self) -> u32 {
         self.0.lock().calls
@@ -81,7 +90,14 @@ impl DirWatcher for Fake {
         } else {
             s.add(dir, follow)
         };
+        if let Ok(w) = &r {
+            s.paths.insert(w.0, dir.to_path_buf());
+        }
         r.map_err(|e| WatchError::new(e, dir))
+    }
+
+    fn repoint(&mut self, id: WatchId, dir: &Path, _follow: bool) {
+        self.0.0.lock().paths.insert(id.0, dir.to_path_buf());
     }
 
     fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId> {

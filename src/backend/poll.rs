@@ -516,6 +516,23 @@ mod tests {
         assert!(p.watch(&d.path().join("nope"), false).unwrap_err().gone());
     }
 
+    /// A path through which a directory was watched that now leads to a
+    /// loop of links has no directory: the watch is lost, not kept as if
+    /// the error might pass.
+    #[test]
+    fn a_watch_whose_path_now_loops_is_lost() {
+        let d = tempfile::tempdir().unwrap();
+        let (dir, l) = (d.path().join("d"), d.path().join("l"));
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&dir, &l).unwrap();
+        let (mut p, rx) = start(Duration::from_secs(3600));
+        p.watch(&l, true).unwrap();
+        std::fs::remove_file(&l).unwrap();
+        std::os::unix::fs::symlink("l", &l).unwrap();
+        p.look_now();
+        assert_eq!(next(&rx), vec!["<dropped>"]);
+    }
+
     #[test]
     fn lost_watches_come_after_the_listings_of_the_same_scan() {
         let d = tempfile::tempdir().unwrap();

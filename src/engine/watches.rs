@@ -246,7 +246,10 @@ impl WatchTable {
 
     /// Node `id` (at `path`) left the index: its watch goes unless another
     /// path to the same directory keeps it. Returns the watch and the node
-    /// that holds it now, when such another path took it over.
+    /// that holds it now, when another path keeps it: whether `id` held it
+    /// or shared it, a backend that looks by path may have been looking
+    /// through `id`'s path (the last one watched), and must be pointed at
+    /// one that still leads there.
     pub(super) fn release(&mut self, id: DirId, path: &Path) -> Option<(WatchId, DirId)> {
         let mut taken_over = None;
         match &mut self.os {
@@ -266,8 +269,11 @@ impl WatchTable {
                             self.freed = true;
                         }
                     }
-                } else if let Some(a) = self.aliases.get_mut(&w) {
-                    a.retain(|x| *x != id);
+                } else {
+                    if let Some(a) = self.aliases.get_mut(&w) {
+                        a.retain(|x| *x != id);
+                    }
+                    taken_over = self.holder.get(&w).map(|h| (w, h));
                 }
                 if self.aliases.get(&w).is_some_and(Vec::is_empty) {
                     self.aliases.remove(&w);
@@ -727,10 +733,15 @@ mod tests {
         assert!(!t.held_by_others(w, 5) && !t.held_by_others(w, 3));
         assert_eq!(t.count(), 1, "one OS watch for both");
         // The holder goes: the alias takes over, nothing is freed.
-        t.release(3, Path::new("/a"));
+        assert_eq!(t.release(3, Path::new("/a")), Some((w, 5)));
         assert_eq!((t.holder(w), t.watch_of(3)), (Some(5), None));
         assert!(!t.take_freed());
-        t.release(5, Path::new("/a"));
+        // An alias goes: the holder keeps the watch, and is named, so that
+        // a backend looking through the alias's path looks through its.
+        t.record(6, w);
+        assert_eq!(t.release(6, Path::new("/b")), Some((w, 5)));
+        assert_eq!((t.holder(w), t.aliases(w)), (Some(5), &[][..]));
+        assert_eq!(t.release(5, Path::new("/a")), None, "nobody keeps it");
         assert_eq!(t.holder(w), None);
         assert!(t.take_freed(), "the last one freed the watch");
         assert!(t.check(|_| true).is_empty(), "{:?}", t.check(|_| true));
