@@ -15,13 +15,14 @@
 //! ```text
 //! per directory                                      bytes
 //!   DirNode, in the node table (see its test)           64
-//!     path: Arc<Path> (shared with the path map)        16  -> heap: 16 + path
+//!     path: Arc<Path>                                   16  -> heap: 16 + path
 //!     entries: Listing, one Box<[u8]> (below)           16  -> one allocation
 //!     full: Option<Arc<[SpecId]>>, interned: every      16  -> one allocation
 //!       directory with the same specs shares it               per distinct set
 //!     partial: Option<Box<Vec<Partial>>>                  8  (roots' parents)
 //!     complete, first_read                                8
-//!   path map: HashMap<Arc<Path>, DirId>                ~33
+//!   path map: the node id (u32) per bucket, keyed by    ~7
+//!     the hash of the node's own path (hashbrown's HashTable)
 //!   watch table: wd -> u32 node, node -> wd            ~15
 //! the Listing's allocation
 //!   header: 5 counts, one word each                  5 x w
@@ -37,6 +38,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -201,11 +203,13 @@ impl DirNode {
 }
 
 /// All indexed directories.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Index {
     nodes: Vec<Option<DirNode>>,
     free: Vec<DirId>,
-    by_path: HashMap<Arc<Path>, DirId>,
+    /// Node ids by the hash of their path (the path is the node's own).
+    by_path: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
     /// Directories each spec covers (derived: kept with `full`).
     covered: HashMap<SpecId, usize>,
     /// Specs whose coverage or root presence changed since the last
@@ -218,9 +222,25 @@ pub(crate) struct Index {
     sets: SpecSets,
 }
 
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("dirs", &self.by_path.len())
+            .field("free", &self.free.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Index {
     pub(crate) fn lookup(&self, path: &Path) -> Option<DirId> {
-        self.by_path.get(path).copied()
+        let nodes = &self.nodes;
+        self.by_path
+            .find(self.hasher.hash_one(path), |&id| {
+                nodes[id as usize]
+                    .as_ref()
+                    .is_some_and(|n| *n.path == *path)
+            })
+            .map(|&id| id as DirId)
     }
 
     pub(crate) fn get(&self, id: DirId) -> Option<&DirNode> {
@@ -251,8 +271,8 @@ impl Index {
         if let Some(id) = self.lookup(path) {
             return (id, false);
         }
-        let path: Arc<Path> = Arc::from(path);
-        let node = DirNode::new(path.clone());
+        let hash = self.hasher.hash_one(path);
+        let node = DirNode::new(Arc::from(path));
         let id = match self.free.pop() {
             Some(id) => {
                 self.nodes[id] = Some(node);
@@ -263,14 +283,26 @@ impl Index {
                 self.nodes.len() - 1
             }
         };
-        self.by_path.insert(path, id);
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        let slot = u32::try_from(id).expect("fewer than 2^32 directories");
+        self.by_path.insert_unique(hash, slot, |&i| {
+            // Every id in the table is a live node's.
+            nodes[i as usize]
+                .as_ref()
+                .map_or(0, |n| hasher.hash_one(&*n.path))
+        });
         (id, true)
     }
 
     /// Removes a node (not what is below it) and returns it.
     pub(crate) fn remove(&mut self, id: DirId) -> Option<DirNode> {
         let node = self.nodes.get_mut(id)?.take()?;
-        self.by_path.remove(&node.path);
+        if let Ok(e) = self
+            .by_path
+            .find_entry(self.hasher.hash_one(&*node.path), |&i| i as DirId == id)
+        {
+            e.remove();
+        }
         self.free.push(id);
         for &s in node.full() {
             if let Some(n) = self.covered.get_mut(&s) {
@@ -538,6 +570,35 @@ mod tests {
         let (c, _) = ix.ensure(Path::new("/c"));
         assert_eq!(c, b, "freed slot is reused");
         assert_eq!(ix.ids(), vec![a, c]);
+    }
+
+    /// The path map keeps ids only and hashes the nodes' own paths: it must
+    /// find every live path and none of the removed ones through growth,
+    /// removals and reused slots.
+    #[test]
+    fn the_path_map_finds_every_live_path_through_growth_and_reuse() {
+        let mut ix = Index::default();
+        let p = |i: usize| PathBuf::from(format!("/r/{}/d{i}", i % 7));
+        let ids: Vec<DirId> = (0..5_000).map(|i| ix.ensure(&p(i)).0).collect();
+        for i in (0..5_000).step_by(2) {
+            assert!(ix.remove(ids[i]).is_some());
+        }
+        // Reused slots under new paths.
+        for i in 5_000..6_000 {
+            ix.ensure(&p(i));
+        }
+        for i in 0..6_000 {
+            let found = ix.lookup(&p(i));
+            if i < 5_000 && i % 2 == 0 {
+                assert_eq!(found, None, "{} was removed", p(i).display());
+            } else {
+                let id = found.unwrap_or_else(|| panic!("{} is lost", p(i).display()));
+                assert_eq!(&**ix.get(id).unwrap().path(), p(i).as_path());
+            }
+        }
+        assert_eq!(ix.len(), 3_500);
+        // Equal paths spelled alike by components are one node.
+        assert_eq!(ix.lookup(Path::new("/r/1/d1/")), ix.lookup(&p(1)));
     }
 
     #[test]
