@@ -13,6 +13,9 @@ use parking_lot::Mutex;
 
 use super::{DirWatcher, Fault, Faults, ReaderPause, WatchError, WatchId};
 
+/// A change on disk a test stages between two steps of the engine.
+type Staged = Box<dyn FnOnce(&Path) + Send>;
+
 #[derive(Default)]
 struct State {
     ids: HashMap<(u64, u64), i32>,
@@ -20,6 +23,9 @@ struct State {
     live: BTreeSet<i32>,
     /// The path a poller would look at each watch through.
     paths: HashMap<i32, PathBuf>,
+    /// What happens on disk just after the next successful watch call (a
+    /// race the test stages).
+    after_watch: Option<Staged>,
     faults: Faults,
     calls: u32,
 }
@@ -68,6 +74,13 @@ impl FakeControl {
         self.0.lock().paths.get(&w.0).cloned()
     }
 
+    /// Runs `f` with the watched path just after the next successful watch
+    /// call, before the engine reads the directory: what another process
+    /// does in between.
+    pub(crate) fn after_next_watch(&self, f: impl FnOnce(&Path) + Send + 'static) {
+        self.0.lock().after_watch = Some(Box::new(f));
+    }
+
     /// Watch calls made so far (faults included).
     pub(crate) fn calls(&self) -> u32 {
         self.0.lock().calls
@@ -92,6 +105,9 @@ impl DirWatcher for Fake {
         };
         if let Ok(w) = &r {
             s.paths.insert(w.0, dir.to_path_buf());
+            if let Some(f) = s.after_watch.take() {
+                f(dir);
+            }
         }
         r.map_err(|e| WatchError::new(e, dir))
     }

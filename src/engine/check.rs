@@ -8,8 +8,9 @@ impl Engine {
     /// Violations of the invariants (empty when consistent): every node with
     /// a tracked parent is listed there as a directory (or a followed
     /// link); every directory entry of a complete, covered node that a
-    /// covering spec does not prune has a node; every covered node is
-    /// watched, polled or waiting for a retry; the watch table agrees with
+    /// covering spec does not prune has a node; every covered node was
+    /// read (or waits for a retry) and is watched, polled or waiting for a
+    /// retry; the watch table agrees with
     /// itself and with the OS; the poll set and the link set name indexed
     /// directories only.
     pub(super) fn check_invariants(&self) -> Vec<String> {
@@ -48,6 +49,12 @@ impl Engine {
                         ));
                     }
                 }
+            }
+            if !n.full().is_empty() && !n.complete() && !self.recovery.retrying(id) {
+                out.push(format!(
+                    "{}: covered but never read, and no read is pending",
+                    n.path().display()
+                ));
             }
             if !n.full().is_empty() && self.unwatched(id) {
                 out.push(format!(

@@ -281,7 +281,7 @@ impl Engine {
                 // polled (no events): then drop the node with its entry, and
                 // the parent's next poll finds whatever is there now.
                 if self.polls.contains(pid) {
-                    self.drop_stale(id);
+                    self.drop_stale(id, true);
                 } else if self.unwatched(id) {
                     // It lost its watch (the directory was deleted or
                     // replaced) and the parent's events about the name may

@@ -471,6 +471,45 @@ fn a_shared_watch_is_repointed_when_the_path_it_was_last_watched_at_goes() {
     assert!(h.engine.check_invariants().is_empty());
 }
 
+/// A directory replaced by a file between its watch call and its first
+/// read: the node is dropped with its entry, not kept unread with a watch
+/// (a poller took the next directory at the path, with the same inode
+/// number, for the watched one, and its listings said nothing to a node
+/// never filled: what it held was never reported). The parent's next
+/// event adds whatever is there then.
+#[test]
+fn a_directory_gone_before_its_first_read_leaves_no_unread_node() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let c = h.root.join("c");
+    std::fs::create_dir(&c).unwrap();
+    h.fake.after_next_watch(|dir| {
+        std::fs::remove_dir(dir).unwrap();
+        std::fs::write(dir, "now a file").unwrap();
+    });
+    let root = h.root.clone();
+    h.event(&root, "c", Hint::Created);
+    let broken = h.engine.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+    assert!(
+        h.engine.index.lookup(&c).is_none(),
+        "a node for a directory that is not there"
+    );
+    // The OS's next events about c: it became a file, then a directory
+    // with something in it.
+    h.event(&root, "c", Hint::Created);
+    std::fs::remove_file(&c).unwrap();
+    std::fs::create_dir(&c).unwrap();
+    std::fs::write(c.join("inside"), "x").unwrap();
+    h.event(&root, "c", Hint::Created);
+    h.after(10 * MS);
+    assert!(
+        h.kinds_of(&c.join("inside")).contains(&ChangeKind::Created),
+        "what the new directory holds is reported"
+    );
+    assert!(h.engine.check_invariants().is_empty());
+}
+
 /// What an overflow lost was lost before the read that brought its marker:
 /// a directory whose first full read began after that shows it all and is
 /// not read again (a start-up on the portable backend overflows while

@@ -139,7 +139,19 @@ impl Engine {
                 self.walked(n);
                 true
             }
-            Err(e) if fs::gone(&e) => false,
+            Err(e) if fs::gone(&e) => {
+                // Nothing is at the path any more: it went (or became a
+                // file) after the event or listing that added it, and
+                // perhaps after its watch call. An unread node keeping
+                // that watch would never be read: a poller, fooled by a
+                // reused inode number, takes the next directory there for
+                // the watched one, and a listing of it says nothing to a
+                // node never filled. Drop the node with its entry in the
+                // parent: the parent's next event or listing adds whatever
+                // is there then.
+                self.drop_stale(id, report);
+                false
+            }
             Err(e) => {
                 self.schedule_retry(id, specs);
                 self.record_error(specs, path, &format!("cannot read: {e}"));
@@ -306,8 +318,9 @@ impl Engine {
     }
 
     /// Removes a node that no longer describes what is on disk at its path,
-    /// together with its entry in its parent (reporting both).
-    pub(super) fn drop_stale(&mut self, id: DirId) {
+    /// together with its entry in its parent (reporting both, with
+    /// `report`).
+    pub(super) fn drop_stale(&mut self, id: DirId, report: bool) {
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -320,10 +333,10 @@ impl Engine {
                 .get(pid)
                 .is_some_and(|p| p.entries().get(name) == Some(FileType::Dir))
         {
-            self.remove_entry(pid, name, true);
+            self.remove_entry(pid, name, report);
         }
         if self.index.get(id).is_some() {
-            self.remove_tree(id, true);
+            self.remove_tree(id, report);
         }
     }
 

@@ -525,7 +525,7 @@ impl Engine {
             self.watches.clear(m);
         }
         for m in stale {
-            self.drop_stale(m);
+            self.drop_stale(m, true);
         }
         self.index.get(id).is_some()
     }
