@@ -176,6 +176,37 @@ fn each_entry(
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Directories whose next read on this thread fails (see
+    /// [`fail_next_read`]).
+    static UNREADABLE: std::cell::RefCell<Vec<PathBuf>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Test hook: the next read of `dir` on this thread fails as a directory
+/// without read permission does (the tests run as root, whom permission
+/// bits do not stop).
+#[cfg(test)]
+pub(crate) fn fail_next_read(dir: &Path) {
+    UNREADABLE.with(|u| u.borrow_mut().push(dir.to_path_buf()));
+}
+
+/// The failure [`fail_next_read`] staged for `dir`, used up.
+#[cfg(test)]
+fn staged_read_failure(dir: &Path) -> io::Result<()> {
+    UNREADABLE.with(|u| {
+        let mut u = u.borrow_mut();
+        match u.iter().position(|p| p == dir) {
+            Some(i) => {
+                u.remove(i);
+                Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            }
+            None => Ok(()),
+        }
+    })
+}
+
 /// Reads a directory's entries (types from `d_type` where the file system
 /// gives them). Sync cookies are left out and their paths put in `cookies`.
 ///
@@ -188,6 +219,8 @@ pub(crate) fn read_listing(
     dir: &Path,
     cookies: &mut Vec<PathBuf>,
 ) -> io::Result<Vec<(OsString, FileType)>> {
+    #[cfg(test)]
+    staged_read_failure(dir)?;
     use std::os::unix::ffi::OsStrExt;
     let fd = open_dir(dir, true)?;
     let mut out = Vec::new();
@@ -220,6 +253,8 @@ pub(crate) fn read_listing(
     dir: &Path,
     cookies: &mut Vec<PathBuf>,
 ) -> io::Result<Vec<(OsString, FileType)>> {
+    #[cfg(test)]
+    staged_read_failure(dir)?;
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = match entry {

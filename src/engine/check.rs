@@ -63,6 +63,11 @@ impl Engine {
                 ));
             }
         }
+        for id in self.recovery.waiting() {
+            if self.index.get(id).is_none() {
+                out.push(format!("a retry waits for the freed directory id {id}"));
+            }
+        }
         for id in self.polls.ids() {
             if self.index.get(id).is_none() {
                 out.push(format!("polled set holds the freed directory id {id}"));

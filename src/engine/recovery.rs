@@ -115,6 +115,17 @@ impl Recovery {
         self.retries.contains_key(&id)
     }
 
+    /// The directories waiting for a retry.
+    pub(super) fn waiting(&self) -> impl Iterator<Item = DirId> + '_ {
+        self.retries.keys().copied()
+    }
+
+    /// Directory `id` left the index: its retry goes with it (its id may
+    /// soon name another directory).
+    pub(super) fn forget_dir(&mut self, id: DirId) {
+        self.cancel(id);
+    }
+
     fn attempts_of(&self, id: DirId) -> Option<u32> {
         self.retries.get(&id).map(|r| r.attempts)
     }
@@ -232,16 +243,24 @@ impl Engine {
                 continue;
             };
             let follow = node.full().is_empty();
+            let unread = !node.full().is_empty() && !node.complete();
             let mut specs = node.full().to_vec();
             specs.extend(node.partial().iter().map(|p| p.spec));
             if self.needs_watch(id) && !self.watch_node(id, follow, &specs) {
-                if self.polls.contains(id) {
-                    self.recovery.cancel(id); // polling covers it now
-                } else if self.recovery.attempts_of(id) == Some(attempts) {
-                    // Refused as gone: keep backing off until the node goes.
-                    self.schedule_retry(id, &specs);
+                if self.polls.contains(id) && unread {
+                    // Polling covers its changes now (at the watch limit),
+                    // but a poll compares with what was read, and it
+                    // never was: read it below, as a watch would have.
+                } else {
+                    if self.polls.contains(id) {
+                        self.recovery.cancel(id); // polling covers it now
+                    } else if self.recovery.attempts_of(id) == Some(attempts) {
+                        // Refused as gone: keep backing off until the node
+                        // goes.
+                        self.schedule_retry(id, &specs);
+                    }
+                    continue;
                 }
-                continue;
             }
             // Changes since the first failure had no events.
             let since = self.recovery.since(first);

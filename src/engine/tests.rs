@@ -510,6 +510,58 @@ fn a_directory_gone_before_its_first_read_leaves_no_unread_node() {
     assert!(h.engine.check_invariants().is_empty());
 }
 
+/// A directory whose first read failed (unreadable) and whose retry then
+/// met the watch limit: polled from then on, and read all the same (a
+/// poll compares with what was read, and it never was, so what it held
+/// was never reported).
+#[test]
+fn a_directory_never_read_is_read_when_its_retry_ends_in_polling() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let n = h.root.join("n");
+    std::fs::create_dir(&n).unwrap();
+    std::fs::write(n.join("inside"), "x").unwrap();
+    // Its watch call fails, so does its read.
+    h.engine.watches.inject(Fault::Fail(1));
+    crate::fs::fail_next_read(&n);
+    let root = h.root.clone();
+    h.event(&root, "n", Hint::Created);
+    let id = h.engine.index.lookup(&n).expect("a node for n");
+    assert!(h.engine.recovery.retrying(id), "a retry for n");
+    // The retry's watch call meets the watch limit.
+    h.engine.watches.inject(Fault::Limit(1));
+    h.after(100 * MS);
+    assert!(h.engine.polls.contains(id), "n polled at the limit");
+    h.after(10 * MS);
+    assert!(
+        h.kinds_of(&n.join("inside")).contains(&ChangeKind::Created),
+        "what n holds is reported: {:?}",
+        h.batches()
+    );
+    let broken = h.engine.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
+/// A directory removed while it waits for a retry takes its retry with it:
+/// its id may soon name another directory, which must not inherit it.
+#[test]
+fn a_directory_removed_while_waiting_for_a_retry_leaves_no_retry() {
+    let mut h = harness(Config::default());
+    h.apply("s", h.spec());
+    let n = h.root.join("n");
+    std::fs::create_dir(&n).unwrap();
+    h.engine.watches.inject(Fault::Fail(4));
+    let root = h.root.clone();
+    h.event(&root, "n", Hint::Created);
+    let id = h.engine.index.lookup(&n).expect("a node for n");
+    assert!(h.engine.recovery.retrying(id), "a retry for n");
+    std::fs::remove_dir(&n).unwrap();
+    h.event(&root, "n", Hint::Removed);
+    assert!(h.engine.index.lookup(&n).is_none(), "n's node removed");
+    let broken = h.engine.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
 /// What an overflow lost was lost before the read that brought its marker:
 /// a directory whose first full read began after that shows it all and is
 /// not read again (a start-up on the portable backend overflows while

@@ -310,6 +310,7 @@ impl Engine {
     fn release(&mut self, id: DirId, node: &DirNode) {
         self.links.remove(id);
         self.polls.remove(id);
+        self.recovery.forget_dir(id);
         self.rescans.forget_dir(id);
         if self.specs.any_ignore_files() {
             self.forget_ignore_files(node.path(), node.full());

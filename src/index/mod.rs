@@ -114,7 +114,8 @@ impl std::ops::Deref for Partials {
 /// One indexed directory. Read-only outside this module.
 #[derive(Debug)]
 pub(crate) struct DirNode {
-    /// Shared with the index's path map: stored once.
+    /// The directory's path (the path map keeps only the node's id, hashed
+    /// by this path).
     path: Arc<Path>,
     /// Entries by name. Complete when `complete`, else only the names that
     /// `partial` registrations want.
