@@ -28,6 +28,14 @@ impl Manager {
         self.send(Msg::Hook(Hook::Fault(Fault::Limit(n))))
     }
 
+    /// Walks from now on cover `size` directories at a time, and read them
+    /// on a reader thread from a batch of `parallel_from` first reads on
+    /// (by default 256 and 32: small trees never start the thread), so
+    /// that small test trees take the big trees' path.
+    pub fn walk_in_batches(&self, size: usize, parallel_from: usize) -> Result<()> {
+        self.send(Msg::Hook(Hook::Batches(size, parallel_from)))
+    }
+
     /// The engine's index invariant violations (empty when consistent).
     pub fn check_index(&self) -> Result<Vec<String>> {
         let (reply, rx) = crossbeam_channel::bounded(1);

@@ -4,7 +4,10 @@
 //! since the previous checkpoint was reported.
 //!
 //! Environment: `SPECWATCH_SEED` (one seed; default: a few fixed ones),
-//! `SPECWATCH_OPS` (operations per seed; default 2000). The soak run:
+//! `SPECWATCH_OPS` (operations per seed; default 2000). Odd seeds walk in
+//! batches of 3 directories with a reader thread from the first read on (by
+//! default only big trees do), so that the small trees here race the
+//! reader thread too. The soak run:
 //!
 //! ```sh
 //! SPECWATCH_SEED=7 SPECWATCH_OPS=200000 cargo test --release --test mirror -- --nocapture
@@ -287,6 +290,9 @@ fn run_spec(
             .poll_interval(Duration::from_millis(10));
     }
     let m = builder.build().unwrap();
+    if seed % 2 == 1 {
+        m.walk_in_batches(3, 1).unwrap();
+    }
     let mut c = Collector::new(m.subscribe());
     let quiet = Duration::from_millis(rng.below(20) as u64);
     let mut spec = WatchSpec::new([&root]);

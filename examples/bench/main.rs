@@ -8,8 +8,8 @@
 //! cargo run --release --example bench -- poll    # the poll backend's rows only
 //! cargo run --release --example bench -- scale   # 2,000 x 20 and 50,000 x 20
 //! cargo run --release --example bench -- many    # 1,000 specs on those trees (many.rs)
-//! # profile native start-up (10 runs on 10,000 x 10):
-//! perf record -g target/release/examples/bench profile-startup
+//! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed):
+//! perf record -g target/release/examples/bench profile-startup [DIR [portable]]
 //! ```
 //!
 //! Prints one table; every figure is measured in this run.
@@ -826,12 +826,28 @@ fn main() {
         return many::child(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("profile-startup") {
-        // For `perf record`: native start-ups only, on one tree.
+        // For `perf record`: native start-ups only, on one tree (a new
+        // 10,000 x 10, or the directory given), each run's time printed.
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("tree");
-        make_tree(&root, 10_000, 10);
+        let root = match args.get(1) {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let root = tmp.path().join("tree");
+                make_tree(&root, 10_000, 10);
+                root
+            }
+        };
+        let backend = match args.get(2).map(String::as_str) {
+            Some("portable") => Backend::Portable,
+            _ => Backend::Native,
+        };
         for _ in 0..10 {
-            drop(startup_specwatch(Backend::Native, &root));
+            let (took, _, m) = startup_specwatch(backend, &root);
+            drop(m);
+            println!(
+                "start-up {backend:?}: {:.1} ms",
+                took.as_secs_f64() * 1000.0
+            );
         }
         return;
     }

@@ -23,9 +23,9 @@ struct State {
     live: BTreeSet<i32>,
     /// The path a poller would look at each watch through.
     paths: HashMap<i32, PathBuf>,
-    /// What happens on disk just after the next successful watch call (a
-    /// race the test stages).
-    after_watch: Option<Staged>,
+    /// What happens on disk just after a coming successful watch call (a
+    /// race the test stages), and how many such calls are left until then.
+    after_watch: Option<(u32, Staged)>,
     faults: Faults,
     calls: u32,
 }
@@ -78,7 +78,13 @@ impl FakeControl {
     /// call, before the engine reads the directory: what another process
     /// does in between.
     pub(crate) fn after_next_watch(&self, f: impl FnOnce(&Path) + Send + 'static) {
-        self.0.lock().after_watch = Some(Box::new(f));
+        self.after_watch_call(1, f);
+    }
+
+    /// The same after the `n`th successful watch call from now (1: the
+    /// next).
+    pub(crate) fn after_watch_call(&self, n: u32, f: impl FnOnce(&Path) + Send + 'static) {
+        self.0.lock().after_watch = Some((n, Box::new(f)));
     }
 
     /// Watch calls made so far (faults included).
@@ -105,8 +111,10 @@ impl DirWatcher for Fake {
         };
         if let Ok(w) = &r {
             s.paths.insert(w.0, dir.to_path_buf());
-            if let Some(f) = s.after_watch.take() {
-                f(dir);
+            match s.after_watch.take() {
+                Some((n, f)) if n > 1 => s.after_watch = Some((n - 1, f)),
+                Some((_, f)) => f(dir),
+                None => {}
             }
         }
         r.map_err(|e| WatchError::new(e, dir))

@@ -124,6 +124,9 @@ pub(crate) enum Hook {
     Fault(backend::Fault),
     /// Check the index's invariants; reply with violations.
     Check(Sender<Vec<String>>),
+    /// Walk in batches of this many directories, with a reader thread from
+    /// a batch of this many first reads on.
+    Batches(usize, usize),
 }
 
 /// The manager's knobs, handed to the engine at start.
@@ -242,6 +245,7 @@ pub(crate) struct Engine {
     rescans: Rescans,
     reloads: ignore_files::Reloads,
     walk: walk::Walk,
+    batches: tree::Batches,
     problems: Problems,
     links: Links,
     roots: Roots,
@@ -285,6 +289,7 @@ impl Engine {
             rescans: Rescans::default(),
             reloads: ignore_files::Reloads::default(),
             walk: walk::Walk::default(),
+            batches: tree::Batches::default(),
             problems: Problems::default(),
             links: Links::default(),
             roots: Roots::default(),
@@ -414,6 +419,12 @@ impl Engine {
                 Hook::Fault(f) => self.watches.inject(f),
                 Hook::Check(reply) => {
                     let _ = reply.send(self.check_invariants());
+                }
+                Hook::Batches(size, parallel_from) => {
+                    self.batches = tree::Batches {
+                        size,
+                        parallel_from,
+                    };
                 }
             },
         }

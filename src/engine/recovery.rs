@@ -116,6 +116,7 @@ impl Recovery {
     }
 
     /// The directories waiting for a retry.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fn waiting(&self) -> impl Iterator<Item = DirId> + '_ {
         self.retries.keys().copied()
     }

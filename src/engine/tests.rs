@@ -593,3 +593,4 @@ fn an_overflow_before_a_first_read_leaves_the_directory_alone() {
 
 mod polling;
 mod updates;
+mod walks;

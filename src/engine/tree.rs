@@ -3,15 +3,99 @@
 //! is missed), and the removal that reports what went. No state of its
 //! own: each step asks the owners (index, watch table, poll set, ...) to
 //! change.
+//!
+//! A walk goes a batch of directories at a time: the engine watches each
+//! (and covers it), then the batch's first reads are done; on a big walk a
+//! reader thread does them while the engine watches the next batch and
+//! fills the last, so that the walk costs what the slower of the two does
+//! instead of their sum. Every read still begins after its own
+//! directory's watch call; a node removed (or made again at its path) in
+//! between is not filled.
 
-use std::ffi::OsStr;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 use super::Engine;
 use super::trace;
 use crate::change::{ChangeKind, FileType};
 use crate::fs::{self, DirIdent};
 use crate::index::{DirId, DirNode, EntryDiff, SpecId};
+use crate::reads;
+
+/// How a walk batches its directories: at most `size` are watched before
+/// their reads, and a batch of at least `parallel_from` first reads starts
+/// a reader thread for the rest of the walk (fewer are cheaper read on the
+/// engine's thread than a thread is to start).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Batches {
+    pub size: usize,
+    pub parallel_from: usize,
+}
+
+impl Default for Batches {
+    fn default() -> Batches {
+        Batches {
+            size: 256,
+            parallel_from: 32,
+        }
+    }
+}
+
+/// A directory a walk is to cover: its path, the specs that need it, and
+/// what it leads to when it is a followed link.
+type ToCover = (PathBuf, Vec<SpecId>, Option<DirIdent>);
+
+/// The thread that reads a big walk's batches, in order, while the engine
+/// watches the next batch and fills the last.
+struct Reader {
+    dirs: crossbeam_channel::Sender<Vec<Arc<Path>>>,
+    looks: crossbeam_channel::Receiver<Vec<reads::Look>>,
+}
+
+impl Reader {
+    /// `None` when the OS refuses a thread: the walk reads on its own.
+    fn spawn<'scope>(scope: &'scope std::thread::Scope<'scope, '_>) -> Option<Reader> {
+        let (dirs, todo) = crossbeam_channel::unbounded::<Vec<Arc<Path>>>();
+        let (done, looks) = crossbeam_channel::unbounded();
+        let threads = reads::threads().saturating_sub(1).max(1);
+        std::thread::Builder::new()
+            .name("specwatch-read".into())
+            .spawn_scoped(scope, move || {
+                for batch in todo {
+                    if done.send(reads::look_all(&batch, None, threads)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Reader { dirs, looks })
+    }
+
+    /// Hands `dirs` over to be read (back when the reader is gone).
+    fn read(&self, dirs: Vec<Arc<Path>>) -> Result<(), Vec<Arc<Path>>> {
+        self.dirs.send(dirs).map_err(|e| e.0)
+    }
+
+    /// The reads of the oldest batch handed over (`None`: the reader is
+    /// gone).
+    fn take(&self) -> Option<Vec<reads::Look>> {
+        self.looks.recv().ok()
+    }
+}
+
+/// A directory of a walk, watched (or not: `watched`) and covered.
+struct Covered {
+    id: DirId,
+    path: Arc<Path>,
+    specs: Vec<SpecId>,
+    watched: bool,
+    /// Its first read is done with the batch's (watched, never read).
+    batched: bool,
+}
 
 impl Engine {
     /// Covers `dir` and what is below it (minus what each spec prunes) for
@@ -32,7 +116,114 @@ impl Engine {
         link: Option<DirIdent>,
     ) {
         let mut stack = vec![(dir, specs, link)];
-        while let Some((path, specs, link)) = stack.pop() {
+        // Batches watched, their reads done or under way (at most two: the
+        // engine watches and fills while a reader thread reads).
+        let mut ahead: VecDeque<(Vec<Covered>, Instant, Option<Vec<reads::Look>>)> =
+            VecDeque::new();
+        std::thread::scope(|scope| {
+            let mut reader: Option<Reader> = None;
+            loop {
+                while ahead.len() < 2 && !stack.is_empty() {
+                    let batch = self.cover_batch(&mut stack, report);
+                    let dirs: Vec<Arc<Path>> = batch
+                        .iter()
+                        .filter(|c| c.batched)
+                        .map(|c| c.path.clone())
+                        .collect();
+                    if reader.is_none() && dirs.len() >= self.batches.parallel_from {
+                        reader = Reader::spawn(scope);
+                    }
+                    // Each read begins after its directory's watch call.
+                    let read_at = self.clock.now();
+                    let looks = match &reader {
+                        Some(r) => r.read(dirs),
+                        None => Err(dirs),
+                    };
+                    let looks = looks.err().map(|dirs| reads::look_all(&dirs, None, 1));
+                    ahead.push_back((batch, read_at, looks));
+                }
+                let Some((batch, read_at, looks)) = ahead.pop_front() else {
+                    break;
+                };
+                let looks = match looks {
+                    Some(looks) => looks,
+                    None => reader.as_ref().and_then(Reader::take).unwrap_or_else(|| {
+                        // The reader is gone (a panic): read them here.
+                        let dirs: Vec<Arc<Path>> = batch
+                            .iter()
+                            .filter(|c| c.batched)
+                            .map(|c| c.path.clone())
+                            .collect();
+                        reads::look_all(&dirs, None, 1)
+                    }),
+                };
+                self.fill_batch(batch, looks, read_at, report, &mut stack);
+            }
+        });
+    }
+
+    /// Takes a batch of directories off the walk's `stack`: each covered
+    /// and watched.
+    fn cover_batch(&mut self, stack: &mut Vec<ToCover>, report: bool) -> Vec<Covered> {
+        let mut batch = Vec::new();
+        while batch.len() < self.batches.size.max(1)
+            && let Some((path, specs, link)) = stack.pop()
+        {
+            batch.extend(self.cover_dir(path, specs, link, report));
+        }
+        batch
+    }
+
+    /// Fills the directories of `batch` from the reads of those batched
+    /// (`looks`, in order, begun at `read_at`), reads the others here, and
+    /// queues their subdirectories on the walk's `stack`.
+    fn fill_batch(
+        &mut self,
+        batch: Vec<Covered>,
+        looks: Vec<reads::Look>,
+        read_at: Instant,
+        report: bool,
+        stack: &mut Vec<ToCover>,
+    ) {
+        let mut looks = looks.into_iter();
+        for c in batch {
+            let look = if c.batched { looks.next() } else { None };
+            // The same node (not one made again at the path since: its
+            // path is another allocation), not read since.
+            if !self
+                .index
+                .get(c.id)
+                .is_some_and(|n| Arc::ptr_eq(n.path(), &c.path))
+            {
+                continue; // removed as stale while others were watched
+            }
+            if !self.index.get(c.id).is_some_and(DirNode::complete) {
+                let read = match look {
+                    Some(look) => {
+                        self.syncs.found().extend(look.cookies);
+                        self.first_read(c.id, &c.path, &c.specs, look.listing, read_at, report)
+                    }
+                    None => self.read_new(c.id, &c.path, &c.specs, c.watched, report),
+                };
+                if !read {
+                    continue; // gone: the parent's event removes it
+                }
+            }
+            self.load_ignore_files(c.id, &c.specs);
+            self.push_children(c.id, &c.path, &c.specs, stack);
+        }
+    }
+
+    /// One directory of a walk: indexed, covered for `specs` and watched
+    /// (unless already). `None` when its node went while watching.
+    fn cover_dir(
+        &mut self,
+        path: PathBuf,
+        specs: Vec<SpecId>,
+        link: Option<DirIdent>,
+        report: bool,
+    ) -> Option<Covered> {
+        {
             let (mut id, mut created) = self.index.ensure(&path);
             if let Some(target) = link {
                 if !created && self.links.target(id) != Some(&target) {
@@ -77,16 +268,14 @@ impl Engine {
                 }
                 watched = !at_limit && self.watch_node(id, false, &specs);
             }
-            if self.index.get(id).is_none() {
-                continue; // removed as stale while watching
-            }
-            if !self.index.get(id).is_some_and(DirNode::complete)
-                && !self.read_new(id, &path, &specs, watched, report)
-            {
-                continue; // gone: the parent's event removes it
-            }
-            self.load_ignore_files(id, &specs);
-            self.push_children(id, &path, &specs, &mut stack);
+            let node = self.index.get(id)?; // removed as stale while watching
+            Some(Covered {
+                id,
+                path: node.path().clone(),
+                batched: watched && !node.complete(),
+                specs,
+                watched,
+            })
         }
     }
 
@@ -123,6 +312,22 @@ impl Engine {
         if !watched && listing.is_ok() && self.stranded(id) {
             self.schedule_retry(id, specs);
         }
+        self.first_read(id, path, specs, listing, read_at, report)
+    }
+
+    /// Applies the first full read of directory `id` (at `path`), begun at
+    /// `read_at` after its watch: fills its node and, with `report`,
+    /// reports its entries as created. False when the directory was gone:
+    /// nothing below it is to be walked.
+    fn first_read(
+        &mut self,
+        id: DirId,
+        path: &Path,
+        specs: &[SpecId],
+        listing: io::Result<Vec<(OsString, FileType)>>,
+        read_at: Instant,
+        report: bool,
+    ) -> bool {
         match listing {
             Ok(list) => {
                 let n = list.len();
@@ -162,13 +367,7 @@ impl Engine {
 
     /// Queues the subdirectories of `id` (and, for specs that follow them,
     /// links to directories) that some of `specs` does not prune.
-    fn push_children(
-        &self,
-        id: DirId,
-        path: &Path,
-        specs: &[SpecId],
-        stack: &mut Vec<(PathBuf, Vec<SpecId>, Option<DirIdent>)>,
-    ) {
+    fn push_children(&self, id: DirId, path: &Path, specs: &[SpecId], stack: &mut Vec<ToCover>) {
         let Some(node) = self.index.get(id) else {
             return;
         };
