@@ -176,35 +176,34 @@ fn each_entry(
     }
 }
 
+/// Directories whose next read fails (see [`fail_next_read`]); tests use
+/// paths of their own, so the list is shared by all threads (a walk's
+/// reads may run on a reader thread).
 #[cfg(test)]
-thread_local! {
-    /// Directories whose next read on this thread fails (see
-    /// [`fail_next_read`]).
-    static UNREADABLE: std::cell::RefCell<Vec<PathBuf>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
+static UNREADABLE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// Test hook: the next read of `dir` on this thread fails as a directory
-/// without read permission does (the tests run as root, whom permission
-/// bits do not stop).
+/// Test hook: the next read of `dir` fails as a directory without read
+/// permission does (the tests run as root, whom permission bits do not
+/// stop).
 #[cfg(test)]
 pub(crate) fn fail_next_read(dir: &Path) {
-    UNREADABLE.with(|u| u.borrow_mut().push(dir.to_path_buf()));
+    UNREADABLE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(dir.to_path_buf());
 }
 
 /// The failure [`fail_next_read`] staged for `dir`, used up.
 #[cfg(test)]
 fn staged_read_failure(dir: &Path) -> io::Result<()> {
-    UNREADABLE.with(|u| {
-        let mut u = u.borrow_mut();
-        match u.iter().position(|p| p == dir) {
-            Some(i) => {
-                u.remove(i);
-                Err(io::Error::from(io::ErrorKind::PermissionDenied))
-            }
-            None => Ok(()),
+    let mut u = UNREADABLE.lock().unwrap_or_else(|e| e.into_inner());
+    match u.iter().position(|p| p == dir) {
+        Some(i) => {
+            u.remove(i);
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
         }
-    })
+        None => Ok(()),
+    }
 }
 
 /// Reads a directory's entries (types from `d_type` where the file system

@@ -49,8 +49,8 @@ impl Default for Batches {
 /// what it leads to when it is a followed link.
 type ToCover = (PathBuf, Vec<SpecId>, Option<DirIdent>);
 
-/// The thread that reads a big walk's batches, in order, while the engine
-/// watches the next batch and fills the last.
+/// The thread (`specwatch-walk`) that reads a big walk's batches, in
+/// order, while the engine watches the next batch and fills the last.
 struct Reader {
     dirs: crossbeam_channel::Sender<Vec<Arc<Path>>>,
     looks: crossbeam_channel::Receiver<Vec<reads::Look>>,
@@ -63,10 +63,17 @@ impl Reader {
         let (done, looks) = crossbeam_channel::unbounded();
         let threads = reads::threads().saturating_sub(1).max(1);
         std::thread::Builder::new()
-            .name("specwatch-read".into())
+            .name("specwatch-walk".into())
             .spawn_scoped(scope, move || {
                 for batch in todo {
-                    if done.send(reads::look_all(&batch, None, threads)).is_err() {
+                    // A panic ends the reader, not the engine (the scope
+                    // would re-raise it): the walk reads on its own then.
+                    let Ok(looks) =
+                        std::panic::catch_unwind(|| reads::look_all(&batch, None, threads))
+                    else {
+                        break;
+                    };
+                    if done.send(looks).is_err() {
                         break;
                     }
                 }
@@ -187,7 +194,11 @@ impl Engine {
     ) {
         let mut looks = looks.into_iter();
         for c in batch {
-            let look = if c.batched { looks.next() } else { None };
+            let mut look = if c.batched { looks.next() } else { None };
+            if let Some(l) = &mut look {
+                // What is on disk, whatever became of the node.
+                self.syncs.found().append(&mut l.cookies);
+            }
             // The same node (not one made again at the path since: its
             // path is another allocation), not read since.
             if !self
@@ -200,7 +211,6 @@ impl Engine {
             if !self.index.get(c.id).is_some_and(DirNode::complete) {
                 let read = match look {
                     Some(look) => {
-                        self.syncs.found().extend(look.cookies);
                         self.first_read(c.id, &c.path, &c.specs, look.listing, read_at, report)
                     }
                     None => self.read_new(c.id, &c.path, &c.specs, c.watched, report),
@@ -272,7 +282,9 @@ impl Engine {
             Some(Covered {
                 id,
                 path: node.path().clone(),
-                batched: watched && !node.complete(),
+                // A polled directory's signatures are taken when it is
+                // filled: its read must come just before, not a batch ago.
+                batched: watched && !node.complete() && !self.polls.contains(id),
                 specs,
                 watched,
             })
