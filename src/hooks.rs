@@ -29,11 +29,11 @@ impl Manager {
     }
 
     /// Walks from now on cover `size` directories at a time, and read them
-    /// on a reader thread from a batch of `parallel_from` first reads on
-    /// (by default 256 and 32: small trees never start the thread), so
-    /// that small test trees take the big trees' path.
-    pub fn walk_in_batches(&self, size: usize, parallel_from: usize) -> Result<()> {
-        self.send(Msg::Hook(Hook::Batches(size, parallel_from)))
+    /// on a thread of their own once a walk has covered more than
+    /// `reader_after` (by default 64 and 4,096: small trees never start
+    /// the thread), so that small test trees take the big trees' path.
+    pub fn walk_in_batches(&self, size: usize, reader_after: usize) -> Result<()> {
+        self.send(Msg::Hook(Hook::Batches(size, reader_after)))
     }
 
     /// The engine's index invariant violations (empty when consistent).

@@ -291,7 +291,7 @@ fn run_spec(
     }
     let m = builder.build().unwrap();
     if seed % 2 == 1 {
-        m.walk_in_batches(3, 1).unwrap();
+        m.walk_in_batches(3, 0).unwrap();
     }
     let mut c = Collector::new(m.subscribe());
     let quiet = Duration::from_millis(rng.below(20) as u64);

@@ -124,8 +124,8 @@ pub(crate) enum Hook {
     Fault(backend::Fault),
     /// Check the index's invariants; reply with violations.
     Check(Sender<Vec<String>>),
-    /// Walk in batches of this many directories, with a reader thread from
-    /// a batch of this many first reads on.
+    /// Walk in batches of this many directories, with a thread for the
+    /// reads once a walk has covered more than this many.
     Batches(usize, usize),
 }
 
@@ -420,11 +420,8 @@ impl Engine {
                 Hook::Check(reply) => {
                     let _ = reply.send(self.check_invariants());
                 }
-                Hook::Batches(size, parallel_from) => {
-                    self.batches = tree::Batches {
-                        size,
-                        parallel_from,
-                    };
+                Hook::Batches(size, reader_after) => {
+                    self.batches = tree::Batches { size, reader_after };
                 }
             },
         }

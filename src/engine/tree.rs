@@ -4,16 +4,17 @@
 //! own: each step asks the owners (index, watch table, poll set, ...) to
 //! change.
 //!
-//! A walk goes a batch of directories at a time: the engine watches each
-//! (and covers it), then the batch's first reads are done; on a big walk a
-//! reader thread does them while the engine watches the next batch and
-//! fills the last, so that the walk costs what the slower of the two does
-//! instead of their sum. Every read still begins after its own
+//! A walk goes one directory at a time, depth first, until it has covered
+//! a few thousand; from then on a batch at a time: the engine watches (and
+//! covers) each directory of a batch, and a thread of the walk's own does
+//! their first reads while the engine watches the next batch and fills the
+//! last, so that a big walk costs what the slower of the two does instead
+//! of their sum. Every read still begins after its own
 //! directory's watch call; a node removed (or made again at its path) in
 //! between is not filled.
 
 use std::collections::VecDeque;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,24 +24,26 @@ use super::Engine;
 use super::trace;
 use crate::change::{ChangeKind, FileType};
 use crate::fs::{self, DirIdent};
-use crate::index::{DirId, DirNode, EntryDiff, SpecId};
+use crate::index::{DirId, DirNode, EntryDiff, Listing, SpecId};
 use crate::reads;
 
 /// How a walk batches its directories: at most `size` are watched before
-/// their reads, and a batch of at least `parallel_from` first reads starts
-/// a reader thread for the rest of the walk (fewer are cheaper read on the
-/// engine's thread than a thread is to start).
+/// their reads, and once the walk has covered `reader_after` directories a
+/// thread of its own does the reads for the rest of it. Small walks never
+/// start the thread: it costs about 200 KiB resident (its code, stack and
+/// heap arena: 5 B per entry on 2,000 x 20) and a start, for a gain that
+/// shows only on big trees.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Batches {
     pub size: usize,
-    pub parallel_from: usize,
+    pub reader_after: usize,
 }
 
 impl Default for Batches {
     fn default() -> Batches {
         Batches {
-            size: 256,
-            parallel_from: 32,
+            size: 64,
+            reader_after: 4096,
         }
     }
 }
@@ -53,7 +56,7 @@ type ToCover = (PathBuf, Vec<SpecId>, Option<DirIdent>);
 /// order, while the engine watches the next batch and fills the last.
 struct Reader {
     dirs: crossbeam_channel::Sender<Vec<Arc<Path>>>,
-    looks: crossbeam_channel::Receiver<Vec<reads::Look>>,
+    looks: crossbeam_channel::Receiver<Vec<FirstRead>>,
 }
 
 impl Reader {
@@ -61,16 +64,13 @@ impl Reader {
     fn spawn<'scope>(scope: &'scope std::thread::Scope<'scope, '_>) -> Option<Reader> {
         let (dirs, todo) = crossbeam_channel::unbounded::<Vec<Arc<Path>>>();
         let (done, looks) = crossbeam_channel::unbounded();
-        let threads = reads::threads().saturating_sub(1).max(1);
         std::thread::Builder::new()
             .name("specwatch-walk".into())
             .spawn_scoped(scope, move || {
                 for batch in todo {
                     // A panic ends the reader, not the engine (the scope
                     // would re-raise it): the walk reads on its own then.
-                    let Ok(looks) =
-                        std::panic::catch_unwind(|| reads::look_all(&batch, None, threads))
-                    else {
+                    let Ok(looks) = std::panic::catch_unwind(|| read_all(&batch)) else {
                         break;
                     };
                     if done.send(looks).is_err() {
@@ -89,9 +89,31 @@ impl Reader {
 
     /// The reads of the oldest batch handed over (`None`: the reader is
     /// gone).
-    fn take(&self) -> Option<Vec<reads::Look>> {
+    fn take(&self) -> Option<Vec<FirstRead>> {
         self.looks.recv().ok()
     }
+}
+
+/// A directory's first read as a walk hands it over: its entries already
+/// in the index's form, and the sync cookies seen in it.
+struct FirstRead {
+    listing: io::Result<Listing>,
+    cookies: Vec<PathBuf>,
+}
+
+/// The first reads of `dirs`, in order, one directory after the other (the
+/// transient listing of each freed before the next is read: a batch of
+/// them alive at once would leave holes between the index's allocations).
+fn read_all(dirs: &[Arc<Path>]) -> Vec<FirstRead> {
+    dirs.iter()
+        .map(|d| {
+            let look = reads::look(d, None);
+            FirstRead {
+                listing: look.listing.map(Listing::of_read),
+                cookies: look.cookies,
+            }
+        })
+        .collect()
 }
 
 /// A directory of a walk, watched (or not: `watched`) and covered.
@@ -125,19 +147,31 @@ impl Engine {
         let mut stack = vec![(dir, specs, link)];
         // Batches watched, their reads done or under way (at most two: the
         // engine watches and fills while a reader thread reads).
-        let mut ahead: VecDeque<(Vec<Covered>, Instant, Option<Vec<reads::Look>>)> =
-            VecDeque::new();
+        let mut ahead: VecDeque<(Vec<Covered>, Instant, Option<Vec<FirstRead>>)> = VecDeque::new();
         std::thread::scope(|scope| {
             let mut reader: Option<Reader> = None;
+            let mut covered = 0;
             loop {
-                while ahead.len() < 2 && !stack.is_empty() {
-                    let batch = self.cover_batch(&mut stack, report);
+                // Until the walk is big, one directory at a time, each
+                // filled before the next is watched: depth first, as few
+                // directories queued as can be (a batch of them pushes all
+                // their subdirectories at once, whose paths, freed later,
+                // leave holes between the index's allocations).
+                loop {
+                    let big = covered >= self.batches.reader_after;
+                    let depth = if reader.is_some() { 2 } else { 1 };
+                    if ahead.len() >= depth || stack.is_empty() {
+                        break;
+                    }
+                    let size = if big { self.batches.size } else { 1 };
+                    let batch = self.cover_batch(&mut stack, report, size);
+                    covered += batch.len();
                     let dirs: Vec<Arc<Path>> = batch
                         .iter()
                         .filter(|c| c.batched)
                         .map(|c| c.path.clone())
                         .collect();
-                    if reader.is_none() && dirs.len() >= self.batches.parallel_from {
+                    if reader.is_none() && big && !dirs.is_empty() {
                         reader = Reader::spawn(scope);
                     }
                     // Each read begins after its directory's watch call.
@@ -146,7 +180,7 @@ impl Engine {
                         Some(r) => r.read(dirs),
                         None => Err(dirs),
                     };
-                    let looks = looks.err().map(|dirs| reads::look_all(&dirs, None, 1));
+                    let looks = looks.err().map(|dirs| read_all(&dirs));
                     ahead.push_back((batch, read_at, looks));
                 }
                 let Some((batch, read_at, looks)) = ahead.pop_front() else {
@@ -161,7 +195,7 @@ impl Engine {
                             .filter(|c| c.batched)
                             .map(|c| c.path.clone())
                             .collect();
-                        reads::look_all(&dirs, None, 1)
+                        read_all(&dirs)
                     }),
                 };
                 self.fill_batch(batch, looks, read_at, report, &mut stack);
@@ -169,11 +203,11 @@ impl Engine {
         });
     }
 
-    /// Takes a batch of directories off the walk's `stack`: each covered
+    /// Takes up to `size` directories off the walk's `stack`: each covered
     /// and watched.
-    fn cover_batch(&mut self, stack: &mut Vec<ToCover>, report: bool) -> Vec<Covered> {
+    fn cover_batch(&mut self, stack: &mut Vec<ToCover>, report: bool, size: usize) -> Vec<Covered> {
         let mut batch = Vec::new();
-        while batch.len() < self.batches.size.max(1)
+        while batch.len() < size.max(1)
             && let Some((path, specs, link)) = stack.pop()
         {
             batch.extend(self.cover_dir(path, specs, link, report));
@@ -187,7 +221,7 @@ impl Engine {
     fn fill_batch(
         &mut self,
         batch: Vec<Covered>,
-        looks: Vec<reads::Look>,
+        looks: Vec<FirstRead>,
         read_at: Instant,
         report: bool,
         stack: &mut Vec<ToCover>,
@@ -324,7 +358,14 @@ impl Engine {
         if !watched && listing.is_ok() && self.stranded(id) {
             self.schedule_retry(id, specs);
         }
-        self.first_read(id, path, specs, listing, read_at, report)
+        self.first_read(
+            id,
+            path,
+            specs,
+            listing.map(Listing::of_read),
+            read_at,
+            report,
+        )
     }
 
     /// Applies the first full read of directory `id` (at `path`), begun at
@@ -336,14 +377,14 @@ impl Engine {
         id: DirId,
         path: &Path,
         specs: &[SpecId],
-        listing: io::Result<Vec<(OsString, FileType)>>,
+        listing: io::Result<Listing>,
         read_at: Instant,
         report: bool,
     ) -> bool {
         match listing {
             Ok(list) => {
                 let n = list.len();
-                let added = self.index.fill(id, list, read_at);
+                let added = self.index.fill_listing(id, list, read_at, report);
                 if self.polls.contains(id) {
                     self.sign(id);
                 }

@@ -530,6 +530,21 @@ impl Listing {
         }
     }
 
+    /// A directory's first read in this form: one exact-size allocation,
+    /// built where the directory was read (on a walk's thread, `fresh`
+    /// is freed there, so that a batch of reads leaves no holes between
+    /// the index's allocations).
+    pub(crate) fn of_read(fresh: Vec<(OsString, FileType)>) -> Listing {
+        let mut l = Listing::default();
+        l.extend_new(fresh);
+        l
+    }
+
+    /// Whether it holds no record at all, live or dead.
+    pub(crate) fn is_blank(&self) -> bool {
+        self.data.is_empty()
+    }
+
     /// Every entry, in record order.
     pub(crate) fn iter(&self) -> ListingIter<'_> {
         ListingIter {

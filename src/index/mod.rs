@@ -489,6 +489,45 @@ impl Index {
         added
     }
 
+    /// [`fill`](Self::fill) with a first read already in the index's form
+    /// ([`Listing::of_read`]): it becomes the node's entries when the node
+    /// holds none yet (no copy), else its entries are added as `fill` adds
+    /// them. Returns the entries added, in name order, when `added` asks.
+    pub(crate) fn fill_listing(
+        &mut self,
+        id: DirId,
+        listing: Listing,
+        read_at: Instant,
+        added: bool,
+    ) -> Vec<(OsString, FileType)> {
+        if !self.get(id).is_some_and(|n| n.entries.is_blank()) {
+            let list = listing.iter().map(|(n, t)| (n.to_os_string(), t)).collect();
+            return self.fill(id, list, read_at);
+        }
+        let ms = self.ms_of(read_at);
+        let Some(node) = self.node_mut(id) else {
+            return Vec::new();
+        };
+        if !node.complete {
+            node.first_read = ms;
+        }
+        node.complete = true;
+        node.entries = listing;
+        let out = if added {
+            node.entries
+                .iter()
+                .map(|(n, t)| (n.to_os_string(), t))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let specs: SpecList = node.partial.iter().map(|p| p.spec).collect();
+        for s in specs {
+            self.touch(s);
+        }
+        out
+    }
+
     /// Directories spec `sid` covers.
     pub(crate) fn covered_dirs(&self, sid: SpecId) -> usize {
         self.covered.get(&sid).copied().unwrap_or(0)

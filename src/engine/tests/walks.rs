@@ -35,7 +35,7 @@ fn a_walk_in_batches_covers_and_reads_every_directory() {
     let mut h = harness(Config::default());
     h.engine.batches = Batches {
         size: 4,
-        parallel_from: 2,
+        reader_after: 0,
     };
     let dirs = tree(&h.root, 30);
     h.apply("s", h.spec().quiet_window(10 * MS));
@@ -87,7 +87,7 @@ fn a_directory_gone_between_its_watch_and_its_batched_read_is_dropped() {
     h.apply("s", h.spec().quiet_window(10 * MS));
     h.engine.batches = Batches {
         size: 4,
-        parallel_from: 1,
+        reader_after: 0,
     };
     let top = h.root.join("top");
     std::fs::create_dir(&top).unwrap();
