@@ -8,6 +8,7 @@
 //! cargo run --release --example bench -- poll    # the poll backend's rows only
 //! cargo run --release --example bench -- scale   # 2,000 x 20 and 50,000 x 20
 //! cargo run --release --example bench -- many    # 1,000 specs on those trees (many.rs)
+//! cargo run --release --example bench -- overflow DIR DIRS  # recovery alone, on a scale tree
 //! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed):
 //! perf record -g target/release/examples/bench profile-startup [DIR [portable]]
 //! ```
@@ -513,6 +514,14 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("scale") {
         return scale::scale();
+    }
+    if args.first().map(String::as_str) == Some("overflow") {
+        let (Some(dir), Some(dirs)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok()))
+        else {
+            eprintln!("usage: bench overflow DIR DIRS");
+            std::process::exit(2);
+        };
+        return scale::overflow_only(Path::new(dir), dirs);
     }
     if args.first().map(String::as_str) == Some("many") {
         return many::many(&args[1..]);

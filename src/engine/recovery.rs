@@ -344,10 +344,11 @@ impl Engine {
                 .collect();
             for &id in chunk {
                 // Looked at as this node, unless an earlier directory's
-                // diff freed it and its slot went to another.
+                // diff freed it and its slot (even its path: a directory
+                // replaced) went to another, read after the look began.
                 let look = looks
                     .remove(&id)
-                    .filter(|(p, _)| self.index.get(id).is_some_and(|n| n.path() == p))
+                    .filter(|(p, _)| self.index.get(id).is_some_and(|n| Arc::ptr_eq(n.path(), p)))
                     .map(|(_, l)| l);
                 self.rescan_node_with(id, Some(since), look);
             }
