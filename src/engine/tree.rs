@@ -9,9 +9,9 @@
 //! covers) each directory of a batch, and a thread of the walk's own does
 //! their first reads while the engine watches the next batch and fills the
 //! last, so that a big walk costs what the slower of the two does instead
-//! of their sum. Every read still begins after its own
-//! directory's watch call; a node removed (or made again at its path) in
-//! between is not filled.
+//! of their sum. Every read still begins after its own directory's watch
+//! call; a node removed (or made again at its path) in between is not
+//! filled.
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -267,62 +267,60 @@ impl Engine {
         link: Option<DirIdent>,
         report: bool,
     ) -> Option<Covered> {
-        {
-            let (mut id, mut created) = self.index.ensure(&path);
-            if let Some(target) = link {
-                if !created && self.links.target(id) != Some(&target) {
-                    // The path was followed to another directory before, or
-                    // held a directory that its events have not removed yet.
-                    self.remove_tree(id, report);
-                    (id, created) = self.index.ensure(&path);
-                }
-                self.links.insert(id, target);
+        let (mut id, mut created) = self.index.ensure(&path);
+        if let Some(target) = link {
+            if !created && self.links.target(id) != Some(&target) {
+                // The path was followed to another directory before, or
+                // held a directory that its events have not removed yet.
+                self.remove_tree(id, report);
+                (id, created) = self.index.ensure(&path);
             }
-            for s in &specs {
-                self.index.cover(id, *s);
-            }
-            let os = self.apply_mode(id);
-            let needs_watch = os
-                && if self.watches.per_directory() {
-                    self.watches.watch_of(id).is_none()
-                } else {
-                    created || !self.index.get(id).is_some_and(DirNode::complete)
-                };
-            let mut watched = true;
-            if needs_watch {
-                // Path backends: every new directory gets its own watch
-                // call, even below one just walked: a directory created
-                // after that walk is only watched by the backend's own
-                // recursion some time after its creation event, and reading
-                // it before then could miss files.
-                let mut at_limit = false;
-                if !self.watches.per_directory()
-                    && report
-                    && !self.below_link(id)
-                    && self.watches.covers(&path)
-                    && let Err(e) = self.watches.watch_new_dir(&path)
-                {
-                    if e.at_limit() {
-                        // Covered by the watch above only in name: poll it.
-                        self.poll_at_limit(id, &e);
-                        at_limit = true;
-                    } else {
-                        self.record_error(&specs, &e.at, &format!("cannot watch: {}", e.error));
-                    }
-                }
-                watched = !at_limit && self.watch_node(id, false, &specs);
-            }
-            let node = self.index.get(id)?; // removed as stale while watching
-            Some(Covered {
-                id,
-                path: node.path().clone(),
-                // A polled directory's signatures are taken when it is
-                // filled: its read must come just before, not a batch ago.
-                batched: watched && !node.complete() && !self.polls.contains(id),
-                specs,
-                watched,
-            })
+            self.links.insert(id, target);
         }
+        for s in &specs {
+            self.index.cover(id, *s);
+        }
+        let os = self.apply_mode(id);
+        let needs_watch = os
+            && if self.watches.per_directory() {
+                self.watches.watch_of(id).is_none()
+            } else {
+                created || !self.index.get(id).is_some_and(DirNode::complete)
+            };
+        let mut watched = true;
+        if needs_watch {
+            // Path backends: every new directory gets its own watch
+            // call, even below one just walked: a directory created
+            // after that walk is only watched by the backend's own
+            // recursion some time after its creation event, and reading
+            // it before then could miss files.
+            let mut at_limit = false;
+            if !self.watches.per_directory()
+                && report
+                && !self.below_link(id)
+                && self.watches.covers(&path)
+                && let Err(e) = self.watches.watch_new_dir(&path)
+            {
+                if e.at_limit() {
+                    // Covered by the watch above only in name: poll it.
+                    self.poll_at_limit(id, &e);
+                    at_limit = true;
+                } else {
+                    self.record_error(&specs, &e.at, &format!("cannot watch: {}", e.error));
+                }
+            }
+            watched = !at_limit && self.watch_node(id, false, &specs);
+        }
+        let node = self.index.get(id)?; // removed as stale while watching
+        Some(Covered {
+            id,
+            path: node.path().clone(),
+            // A polled directory's signatures are taken when it is
+            // filled: its read must come just before, not a batch ago.
+            batched: watched && !node.complete() && !self.polls.contains(id),
+            specs,
+            watched,
+        })
     }
 
     /// The first full read of directory `id` (at `path`), just watched if
