@@ -655,6 +655,43 @@ mod tests {
         assert!(ix.get(p).unwrap().tracks(OsStr::new("y")));
     }
 
+    /// A first read in the index's form fills a blank node as `fill` does
+    /// (the same entries, what was added, completeness) and adds only what
+    /// is new to a node that already holds a name.
+    #[test]
+    fn a_listing_built_where_it_was_read_fills_as_a_list_does() {
+        let list = || {
+            vec![
+                (OsString::from("b"), FileType::File),
+                (OsString::from("a"), FileType::Dir),
+                (OsString::from("b"), FileType::File),
+            ]
+        };
+        let t = Instant::now();
+        let (mut x, mut y) = (Index::default(), Index::default());
+        let (xa, _) = x.ensure(Path::new("/d"));
+        let (ya, _) = y.ensure(Path::new("/d"));
+        let by_list = x.fill(xa, list(), t);
+        let by_listing = y.fill_listing(ya, Listing::of_read(list()), t, true);
+        assert_eq!(by_list, by_listing);
+        assert_eq!(by_listing.len(), 2, "a name twice counts once");
+        let (nx, ny) = (x.get(xa).unwrap(), y.get(ya).unwrap());
+        assert_eq!(nx.entries(), ny.entries());
+        assert!(ny.complete());
+        assert!(
+            y.fill_listing(ya, Listing::of_read(list()), t, false)
+                .is_empty(),
+            "nothing asked for"
+        );
+        // A node holding a name already: only the new ones are added.
+        let (p, _) = y.ensure(Path::new("/p"));
+        y.add_partial(p, partial(1, "/p/a", true));
+        y.set_entry(p, OsStr::new("a"), FileType::Dir);
+        let added = y.fill_listing(p, Listing::of_read(list()), t, true);
+        assert_eq!(added, vec![(OsString::from("b"), FileType::File)]);
+        assert_eq!(y.get(p).unwrap().entries().len(), 2);
+    }
+
     /// The layout the memory figures rest on (issue 12): a directory's
     /// node is 64 bytes, its entries and covering set outside it.
     #[test]
