@@ -29,9 +29,10 @@ impl Manager {
     }
 
     /// Walks from now on cover `size` directories at a time, and read them
-    /// on a thread of their own once a walk has covered more than
+    /// on a thread of their own once a walk has covered at least
     /// `reader_after` (by default 64 and 4,096: small trees never start
     /// the thread), so that small test trees take the big trees' path.
+    /// Per-directory backends only (native, poll).
     pub fn walk_in_batches(&self, size: usize, reader_after: usize) -> Result<()> {
         self.send(Msg::Hook(Hook::Batches(size, reader_after)))
     }

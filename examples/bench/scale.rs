@@ -333,12 +333,12 @@ fn scale_rows(
     ));
 }
 
-/// `bench scale`: the 2,000 x 20 tree and 50,000 x 20 (1,000,000 files),
-/// each generated once and measured every way in turn, then deleted.
 /// `bench overflow DIR DIRS`: the overflow recovery alone, five times, on
 /// an existing tree of `DIRS` directories made as the scale trees are
 /// (`t<d % 50>/d<d>/f<i>.txt`, at least 20 files each); the tree is put
-/// back after each run. With start-up times, for profiles and A/B runs.
+/// back after each run (a run that fails leaves it changed). Prints each
+/// recovery's time and each whole run's (start-up included), for profiles
+/// and A/B runs.
 pub(crate) fn overflow_only(root: &Path, dirs: usize) {
     for _ in 0..5 {
         let t = Instant::now();
@@ -360,6 +360,8 @@ pub(crate) fn overflow_only(root: &Path, dirs: usize) {
     }
 }
 
+/// `bench scale`: the 2,000 x 20 tree and 50,000 x 20 (1,000,000 files),
+/// each generated once and measured every way in turn, then deleted.
 pub(crate) fn scale() {
     let started = Instant::now();
     let limit = max_user_watches();

@@ -125,7 +125,7 @@ pub(crate) enum Hook {
     /// Check the index's invariants; reply with violations.
     Check(Sender<Vec<String>>),
     /// Walk in batches of this many directories, with a thread for the
-    /// reads once a walk has covered more than this many.
+    /// reads once a walk has covered at least this many.
     Batches(usize, usize),
 }
 
@@ -246,6 +246,9 @@ pub(crate) struct Engine {
     reloads: ignore_files::Reloads,
     walk: walk::Walk,
     batches: tree::Batches,
+    /// Walk threads started so far (for tests of the switch).
+    #[cfg(test)]
+    walk_threads: usize,
     problems: Problems,
     links: Links,
     roots: Roots,
@@ -290,6 +293,8 @@ impl Engine {
             reloads: ignore_files::Reloads::default(),
             walk: walk::Walk::default(),
             batches: tree::Batches::default(),
+            #[cfg(test)]
+            walk_threads: 0,
             problems: Problems::default(),
             links: Links::default(),
             roots: Roots::default(),

@@ -78,6 +78,34 @@ fn a_walk_in_batches_covers_and_reads_every_directory() {
     assert!(broken.is_empty(), "{broken:?}");
 }
 
+/// A walk that starts one directory at a time and switches to batches
+/// with the thread part way through covers everything once.
+#[test]
+fn a_walk_switches_to_batches_part_way() {
+    let mut h = harness(Config::default());
+    h.engine.batches = Batches {
+        size: 4,
+        reader_after: 5,
+    };
+    let dirs = tree(&h.root, 30);
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    assert_eq!(h.engine.walk_threads, 1, "the walk's thread started once");
+    for d in &dirs {
+        assert!(
+            h.engine
+                .index
+                .lookup(d)
+                .and_then(|id| h.engine.index.get(id))
+                .is_some_and(|n| n.complete() && n.entries().len() >= 2),
+            "{} indexed and read",
+            d.display()
+        );
+    }
+    assert_eq!(h.fake.live(), dirs.len() + 2, "one watch per directory");
+    let broken = h.engine.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
 /// A directory replaced by a file after its watch call and before its read
 /// on the reader thread: dropped with its entry (the parent's next event
 /// adds what is there then), the rest of the batch read as usual.
