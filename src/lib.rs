@@ -176,7 +176,10 @@
 //! is derived from the owners at the end of each pass. Backends sit behind
 //! one small contract and only hint. `ARCHITECTURE.md` in the repository
 //! draws the modules, says which state each owns, and walks one change
-//! from the kernel to a subscriber.
+//! from the kernel to a subscriber. Short-lived helper threads only read
+//! the disk: a walk past 4,096 directories (native and poll backends)
+//! reads on a thread of its own (`specwatch-walk`) while the engine places
+//! the watches, and an overflow's rescan on `specwatch-read` threads.
 //!
 //! # Cargo features
 //!
