@@ -82,7 +82,8 @@ impl FakeControl {
     }
 
     /// The same after the `n`th successful watch call from now (1: the
-    /// next).
+    /// next). `f` runs with the fake's state locked: it may change the disk
+    /// but not call this control.
     pub(crate) fn after_watch_call(&self, n: u32, f: impl FnOnce(&Path) + Send + 'static) {
         self.0.lock().after_watch = Some((n, Box::new(f)));
     }

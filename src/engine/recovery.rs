@@ -247,21 +247,20 @@ impl Engine {
             let unread = !node.full().is_empty() && !node.complete();
             let mut specs = node.full().to_vec();
             specs.extend(node.partial().iter().map(|p| p.spec));
-            if self.needs_watch(id) && !self.watch_node(id, follow, &specs) {
-                if self.polls.contains(id) && unread {
-                    // Polling covers its changes now (at the watch limit),
-                    // but a poll compares with what was read, and it
-                    // never was: read it below, as a watch would have.
-                } else {
-                    if self.polls.contains(id) {
-                        self.recovery.cancel(id); // polling covers it now
-                    } else if self.recovery.attempts_of(id) == Some(attempts) {
-                        // Refused as gone: keep backing off until the node
-                        // goes.
-                        self.schedule_retry(id, &specs);
-                    }
-                    continue;
+            // Refused a watch: polling covers its changes now (at the watch
+            // limit), but a poll compares with what was read, so one never
+            // read is read below, as a watch would have had it.
+            if self.needs_watch(id)
+                && !self.watch_node(id, follow, &specs)
+                && !(self.polls.contains(id) && unread)
+            {
+                if self.polls.contains(id) {
+                    self.recovery.cancel(id); // polling covers it now
+                } else if self.recovery.attempts_of(id) == Some(attempts) {
+                    // Refused as gone: keep backing off until the node goes.
+                    self.schedule_retry(id, &specs);
                 }
+                continue;
             }
             // Changes since the first failure had no events.
             let since = self.recovery.since(first);
@@ -432,26 +431,31 @@ impl Engine {
         let Some(diffs) = self.diff_read(id, listing) else {
             return;
         };
-        let changed: Vec<OsString> = match since {
-            Some(_) => {
-                let touched: BTreeSet<&OsStr> = diffs.iter().map(EntryDiff::name).collect();
+        // Modified: entries there before and after the diff (not created,
+        // removed or retyped by it) whose inode changed since `since`.
+        let touched: BTreeSet<OsString> = match since {
+            Some(_) => diffs.iter().map(|d| d.name().to_os_string()).collect(),
+            None => BTreeSet::new(),
+        };
+        // Without a worker's look, the files to `stat` here.
+        let to_stat: Vec<OsString> = match (since, &on_disk) {
+            (Some(_), None) => {
                 let node = self.index.get(id).expect("live node");
                 node.entries()
                     .iter()
-                    .filter(|(n, t)| *t != FileType::Dir && !touched.contains(n))
+                    .filter(|(n, t)| *t != FileType::Dir && !touched.contains(*n))
                     .map(|(n, _)| n.to_os_string())
                     .collect()
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         self.apply_diffs(id, diffs);
         if let Some(since) = since {
             let hits = match on_disk {
-                Some(found) => {
-                    let asked: BTreeSet<&OsString> = changed.iter().collect();
-                    found.into_iter().filter(|n| asked.contains(n)).collect()
-                }
-                None => fs::changed_among(&path, changed.iter().map(OsString::as_os_str), since),
+                // The worker stat'ed the files of the fresh listing: those
+                // the diff did not touch were there before, alike.
+                Some(found) => found.into_iter().filter(|n| !touched.contains(n)).collect(),
+                None => fs::changed_among(&path, to_stat.iter().map(OsString::as_os_str), since),
             };
             for n in hits {
                 let t = self.index.get(id).and_then(|x| x.entries().get(&n));

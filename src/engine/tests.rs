@@ -143,6 +143,16 @@ impl Harness {
     fn spec(&self) -> WatchSpec {
         WatchSpec::new([&self.root])
     }
+
+    /// The name of the sync cookie the engine created in the root.
+    fn root_cookie(&self) -> std::ffi::OsString {
+        std::fs::read_dir(&self.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .find(|n| crate::fs::is_cookie(n))
+            .expect("the engine created a cookie in the root")
+    }
 }
 
 /// The kinds `batches` report for `path`, in order.
@@ -333,12 +343,7 @@ fn sync_answers_once_its_cookie_is_seen_and_closes_the_batch() {
         deadline,
         reply,
     });
-    let cookie = std::fs::read_dir(&h.root)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .find(|n| crate::fs::is_cookie(n))
-        .expect("the engine created a cookie in the root");
+    let cookie = h.root_cookie();
     h.engine.end_pass();
     assert!(answer.try_recv().is_err(), "not before its cookie is seen");
     let root = h.root.clone();

@@ -118,6 +118,15 @@ fn read_all(dirs: &[Arc<Path>]) -> Vec<FirstRead> {
         .collect()
 }
 
+/// The paths of the directories of `batch` whose first reads go together.
+fn batched_paths(batch: &[Covered]) -> Vec<Arc<Path>> {
+    batch
+        .iter()
+        .filter(|c| c.batched)
+        .map(|c| c.path.clone())
+        .collect()
+}
+
 /// A directory of a walk, watched (or not: `watched`) and covered.
 struct Covered {
     id: DirId,
@@ -168,11 +177,7 @@ impl Engine {
                     let size = if big { self.batches.size } else { 1 };
                     let batch = self.cover_batch(&mut stack, report, size);
                     covered += batch.len();
-                    let dirs: Vec<Arc<Path>> = batch
-                        .iter()
-                        .filter(|c| c.batched)
-                        .map(|c| c.path.clone())
-                        .collect();
+                    let dirs = batched_paths(&batch);
                     if reader.is_none() && big && !dirs.is_empty() {
                         reader = Reader::spawn(scope);
                         #[cfg(test)]
@@ -196,12 +201,7 @@ impl Engine {
                     Some(looks) => looks,
                     None => reader.as_ref().and_then(Reader::take).unwrap_or_else(|| {
                         // The reader is gone (a panic): read them here.
-                        let dirs: Vec<Arc<Path>> = batch
-                            .iter()
-                            .filter(|c| c.batched)
-                            .map(|c| c.path.clone())
-                            .collect();
-                        read_all(&dirs)
+                        read_all(&batched_paths(&batch))
                     }),
                 };
                 self.fill_batch(batch, looks, read_at, report, &mut stack);

@@ -234,9 +234,14 @@ impl std::fmt::Debug for Index {
 
 impl Index {
     pub(crate) fn lookup(&self, path: &Path) -> Option<DirId> {
+        self.lookup_hashed(self.hasher.hash_one(path), path)
+    }
+
+    /// [`lookup`](Self::lookup) with the path's hash already made.
+    fn lookup_hashed(&self, hash: u64, path: &Path) -> Option<DirId> {
         let nodes = &self.nodes;
         self.by_path
-            .find(self.hasher.hash_one(path), |&id| {
+            .find(hash, |&id| {
                 nodes[id as usize]
                     .as_ref()
                     .is_some_and(|n| *n.path == *path)
@@ -269,10 +274,10 @@ impl Index {
 
     /// The node for `path`, created empty if absent; `true` if created.
     pub(crate) fn ensure(&mut self, path: &Path) -> (DirId, bool) {
-        if let Some(id) = self.lookup(path) {
+        let hash = self.hasher.hash_one(path);
+        if let Some(id) = self.lookup_hashed(hash, path) {
             return (id, false);
         }
-        let hash = self.hasher.hash_one(path);
         let node = DirNode::new(Arc::from(path));
         let id = match self.free.pop() {
             Some(id) => {
@@ -470,23 +475,37 @@ impl Index {
         list: Vec<(OsString, FileType)>,
         read_at: Instant,
     ) -> Vec<(OsString, FileType)> {
+        self.read_in_full(id, read_at, |entries| {
+            let added = entries.extend_new(list);
+            entries.shrink_to_fit();
+            added
+        })
+        .unwrap_or_default()
+    }
+
+    /// What every full read of directory `id` (begun at `read_at`) does:
+    /// `f` puts what was read into its entries; the node is complete, its
+    /// first read dated (when it held no entry yet: a fill adds and never
+    /// removes, so names a partial node held may be stale), and the specs
+    /// waiting in it told. `None`: no such node.
+    fn read_in_full<R>(
+        &mut self,
+        id: DirId,
+        read_at: Instant,
+        f: impl FnOnce(&mut Listing) -> R,
+    ) -> Option<R> {
         let ms = self.ms_of(read_at);
-        let Some(node) = self.node_mut(id) else {
-            return Vec::new();
-        };
+        let node = self.node_mut(id)?;
         if !node.complete && node.entries.len() == 0 {
-            // Only a read into an empty node: a fill adds and never
-            // removes, so names a partial node held may be stale.
             node.first_read = ms;
         }
         node.complete = true;
-        let added = node.entries.extend_new(list);
-        node.entries.shrink_to_fit();
+        let out = f(&mut node.entries);
         let specs: SpecList = node.partial.iter().map(|p| p.spec).collect();
         for s in specs {
             self.touch(s);
         }
-        added
+        Some(out)
     }
 
     /// [`fill`](Self::fill) with a first read already in the index's form
@@ -504,28 +523,14 @@ impl Index {
             let list = listing.iter().map(|(n, t)| (n.to_os_string(), t)).collect();
             return self.fill(id, list, read_at);
         }
-        let ms = self.ms_of(read_at);
-        let Some(node) = self.node_mut(id) else {
-            return Vec::new();
-        };
-        if !node.complete {
-            node.first_read = ms;
-        }
-        node.complete = true;
-        node.entries = listing;
-        let out = if added {
-            node.entries
-                .iter()
-                .map(|(n, t)| (n.to_os_string(), t))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let specs: SpecList = node.partial.iter().map(|p| p.spec).collect();
-        for s in specs {
-            self.touch(s);
-        }
-        out
+        self.read_in_full(id, read_at, |entries| {
+            *entries = listing;
+            match added {
+                true => entries.iter().map(|(n, t)| (n.to_os_string(), t)).collect(),
+                false => Vec::new(),
+            }
+        })
+        .unwrap_or_default()
     }
 
     /// Directories spec `sid` covers.

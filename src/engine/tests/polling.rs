@@ -71,12 +71,7 @@ impl Harness {
     /// Delivers the event of the sync cookie the engine just created in
     /// the root (the fake backend has no OS to tell it).
     fn deliver_cookie(&mut self) {
-        let cookie = std::fs::read_dir(&self.root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .find(|n| crate::fs::is_cookie(n))
-            .expect("the engine created a cookie in the root");
+        let cookie = self.root_cookie();
         let root = self.root.clone();
         self.event(&root, cookie.to_str().unwrap(), Hint::Created);
         self.engine.end_pass();

@@ -26,6 +26,30 @@ fn tree(root: &Path, dirs: usize) -> Vec<PathBuf> {
     out
 }
 
+/// Every one of `dirs` is indexed and read (its two files at least), with
+/// one OS watch each (besides the root's and its parent's), and the index
+/// is consistent.
+fn assert_all_read(h: &Harness, dirs: &[PathBuf]) {
+    for d in dirs {
+        assert!(
+            h.engine
+                .index
+                .lookup(d)
+                .and_then(|id| h.engine.index.get(id))
+                .is_some_and(|n| n.complete() && n.entries().len() >= 2),
+            "{} indexed and read",
+            d.display()
+        );
+    }
+    assert_eq!(
+        h.fake.live(),
+        dirs.len() + 2,
+        "one watch per directory, root and its parent"
+    );
+    let broken = h.engine.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
 /// A first walk in batches of 4 with the reader thread: every directory
 /// watched once, read completely, nothing reported (a first walk reports
 /// nothing); a subtree created later is walked the same way and all of it
@@ -39,24 +63,9 @@ fn a_walk_in_batches_covers_and_reads_every_directory() {
     };
     let dirs = tree(&h.root, 30);
     h.apply("s", h.spec().quiet_window(10 * MS));
-    for d in &dirs {
-        let id = h.engine.index.lookup(d);
-        assert!(
-            id.and_then(|id| h.engine.index.get(id))
-                .is_some_and(|n| n.complete() && n.entries().len() >= 2),
-            "{} indexed and read",
-            d.display()
-        );
-    }
-    assert_eq!(
-        h.fake.live(),
-        dirs.len() + 2,
-        "one watch per directory, root and its parent"
-    );
+    assert_all_read(&h, &dirs);
     h.after(10 * MS);
     assert!(h.batches().is_empty(), "a first walk reports nothing");
-    let broken = h.engine.check_invariants();
-    assert!(broken.is_empty(), "{broken:?}");
 
     let new = h.root.join("new");
     std::fs::create_dir(&new).unwrap();
@@ -90,20 +99,7 @@ fn a_walk_switches_to_batches_part_way() {
     let dirs = tree(&h.root, 30);
     h.apply("s", h.spec().quiet_window(10 * MS));
     assert_eq!(h.engine.walk_threads, 1, "the walk's thread started once");
-    for d in &dirs {
-        assert!(
-            h.engine
-                .index
-                .lookup(d)
-                .and_then(|id| h.engine.index.get(id))
-                .is_some_and(|n| n.complete() && n.entries().len() >= 2),
-            "{} indexed and read",
-            d.display()
-        );
-    }
-    assert_eq!(h.fake.live(), dirs.len() + 2, "one watch per directory");
-    let broken = h.engine.check_invariants();
-    assert!(broken.is_empty(), "{broken:?}");
+    assert_all_read(&h, &dirs);
 }
 
 /// A directory replaced by a file after its watch call and before its read
@@ -134,6 +130,7 @@ fn a_directory_gone_between_its_watch_and_its_batched_read_is_dropped() {
     h.event(&root, "top", Hint::Created);
     let watched = h.fake.calls() - calls;
     assert_eq!(watched, 4, "top, a, b and c watched");
+    assert_eq!(h.engine.walk_threads, 1, "read on the walk's thread");
     let gone: Vec<&str> = ["a", "b", "c"]
         .into_iter()
         .filter(|n| top.join(n).is_file())
