@@ -262,6 +262,8 @@ mod stats;
 mod status;
 #[cfg(feature = "stream")]
 mod stream;
+#[cfg(test)]
+mod test_paths;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
 pub use choice::ParseBackendError;

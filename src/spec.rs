@@ -606,22 +606,22 @@ pub(crate) fn clean(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_paths::abs;
 
     #[test]
     fn normalizes_paths() {
-        let s = WatchSpec::new(["/b/./c/", "/a/x/../y", "/b/c", "rel"]).base_dir("/base");
+        let s = WatchSpec::new([
+            abs("/b/./c/"),
+            abs("/a/x/../y"),
+            abs("/b/c"),
+            PathBuf::from("rel"),
+        ])
+        .base_dir(abs("/base"));
         let n = s.normalized("s").unwrap();
-        assert_eq!(
-            n.paths,
-            vec![
-                PathBuf::from("/a/y"),
-                PathBuf::from("/b/c"),
-                PathBuf::from("/base/rel")
-            ]
-        );
+        assert_eq!(n.paths, vec![abs("/a/y"), abs("/b/c"), abs("/base/rel")]);
         assert_eq!(n.base_dir, None);
         // Same intent, other spelling: equal.
-        let s2 = WatchSpec::new(["/base/rel", "/b/c", "/a/y"]);
+        let s2 = WatchSpec::new([abs("/base/rel"), abs("/b/c"), abs("/a/y")]);
         assert_eq!(s2.normalized("s").unwrap(), n);
     }
 
@@ -660,7 +660,7 @@ mod tests {
     #[test]
     fn errors_name_the_culprit() {
         assert!(matches!(
-            WatchSpec::new(["/a"]).normalized(""),
+            WatchSpec::new([abs("/a")]).normalized(""),
             Err(Error::EmptyName)
         ));
         match WatchSpec::new(Vec::<PathBuf>::new()).normalized("web") {
@@ -674,25 +674,28 @@ mod tests {
             }
             other => panic!("expected RelativePath, got {other:?}"),
         }
-        match WatchSpec::new(["/a"]).base_dir("rel").normalized("web") {
+        match WatchSpec::new([abs("/a")])
+            .base_dir("rel")
+            .normalized("web")
+        {
             Err(Error::InvalidOption { option, reason, .. }) => {
                 assert_eq!(option, "base_dir");
                 assert!(reason.contains("\"rel\""), "{reason}");
             }
             other => panic!("expected InvalidOption base_dir, got {other:?}"),
         }
-        match WatchSpec::new(["/a"])
-            .ignore(IgnoreRule::new("/elsewhere", ["x"]))
+        match WatchSpec::new([abs("/a")])
+            .ignore(IgnoreRule::new(abs("/elsewhere"), ["x"]))
             .normalized("web")
         {
             Err(Error::InertRule { spec, rule, base }) => {
                 assert_eq!((spec.as_str(), rule), ("web", 0));
-                assert_eq!(base, PathBuf::from("/elsewhere"));
+                assert_eq!(base, abs("/elsewhere"));
             }
             other => panic!("expected InertRule, got {other:?}"),
         }
-        match WatchSpec::new(["/a"])
-            .ignore(IgnoreRule::new("/a", ["ok", "../x"]))
+        match WatchSpec::new([abs("/a")])
+            .ignore(IgnoreRule::new(abs("/a"), ["ok", "../x"]))
             .normalized("web")
         {
             Err(Error::InvalidPattern {
@@ -703,7 +706,7 @@ mod tests {
             }
             other => panic!("expected InvalidPattern, got {other:?}"),
         }
-        match WatchSpec::new(["/a"])
+        match WatchSpec::new([abs("/a")])
             .max_delay(Duration::from_millis(20))
             .quiet_window(Duration::from_millis(50))
             .normalized("web")
@@ -711,8 +714,8 @@ mod tests {
             Err(Error::InvalidOption { option, .. }) => assert_eq!(option, "max_delay"),
             other => panic!("expected InvalidOption max_delay, got {other:?}"),
         }
-        match WatchSpec::new(["/a"])
-            .ignore(IgnoreRule::new("/a", ["ok", "bad[z-a]", "fine"]))
+        match WatchSpec::new([abs("/a")])
+            .ignore(IgnoreRule::new(abs("/a"), ["ok", "bad[z-a]", "fine"]))
             .normalized("web")
         {
             Err(Error::InvalidPattern { spec, pattern, .. }) => {
@@ -721,7 +724,7 @@ mod tests {
             }
             other => panic!("expected InvalidPattern, got {other:?}"),
         }
-        match WatchSpec::new(["/a"])
+        match WatchSpec::new([abs("/a")])
             .quiet_window(Duration::from_secs(2))
             .normalized("web")
         {

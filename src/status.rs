@@ -65,7 +65,9 @@ pub struct Progress {
 ///
 /// Its `Display` is one line, for logs: `poll every 1s: fuse (0x65735546)
 /// at /mnt/charts`, `native: ext4 (0xef53) at /src`, `poll every 100ms:
-/// chosen at /srv/data`.
+/// chosen at /srv/data`; on macOS `poll every 1s: smbfs at
+/// /Volumes/charts`, on Windows `poll every 1s: NTFS on a network drive at
+/// \\\\srv\\charts`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
@@ -91,19 +93,25 @@ pub enum BackendReason {
     /// [`Backend::Auto`] found a file system whose kernel reports its
     /// changes (the root, or its nearest existing ancestor, is on it).
     Local {
-        /// Its name, where specwatch knows it (`ext4`, `tmpfs`, ...).
+        /// Its name, where known (`ext4`, `tmpfs` on Linux, from
+        /// specwatch's table; `apfs`, `ufs` on macOS and FreeBSD, `NTFS`
+        /// on Windows, as the OS names it).
         file_system: Option<String>,
-        /// `statfs`'s `f_type`.
-        magic: u64,
+        /// Linux's `statfs` `f_type`; `None` on platforms that name file
+        /// systems by name only (macOS, FreeBSD, Windows).
+        magic: Option<u64>,
     },
     /// [`Backend::Auto`] found a file system whose changes make no event
     /// here: network, cluster or FUSE (writes made elsewhere), or a pseudo
     /// file system such as `/proc` or `/sys` (the kernel's own): polled.
     Shared {
-        /// Its name (`nfs`, `fuse`, `cifs`, ...).
+        /// Its name (`nfs`, `fuse`, `cifs` on Linux; `smbfs`, `macfuse`,
+        /// `fusefs.sshfs` on macOS and FreeBSD; `NTFS on a network drive`
+        /// on Windows).
         file_system: String,
-        /// `statfs`'s `f_type`.
-        magic: u64,
+        /// Linux's `statfs` `f_type`; `None` on platforms that name file
+        /// systems by name only (macOS, FreeBSD, Windows).
+        magic: Option<u64>,
     },
     /// [`Backend::Auto`] could not tell (no `statfs` on this platform, or
     /// it failed, the message says why): the event backend.
@@ -118,20 +126,28 @@ impl fmt::Display for RootStatus {
         write!(f, "{}: ", self.backend)?;
         match &self.reason {
             BackendReason::Chosen => f.write_str("chosen")?,
-            BackendReason::Local {
-                file_system: Some(n),
-                magic,
-            } => write!(f, "{n} ({magic:#x})")?,
-            BackendReason::Local {
-                file_system: None,
-                magic,
-            } => write!(f, "local file system ({magic:#x})")?,
-            BackendReason::Shared { file_system, magic } => {
-                write!(f, "{file_system} ({magic:#x})")?
-            }
+            BackendReason::Local { file_system, magic } => FsName(
+                file_system.as_deref().unwrap_or("local file system"),
+                *magic,
+            )
+            .fmt(f)?,
+            BackendReason::Shared { file_system, magic } => FsName(file_system, *magic).fmt(f)?,
             BackendReason::Unknown { error } => write!(f, "file system unknown ({error})")?,
         }
         write!(f, " at {}", self.path.display())
+    }
+}
+
+/// A file system's name, with its magic number where the platform has one:
+/// `ext4 (0xef53)`, `apfs`.
+pub(crate) struct FsName<'a>(pub &'a str, pub Option<u64>);
+
+impl fmt::Display for FsName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(magic) => write!(f, "{} ({magic:#x})", self.0),
+            None => f.write_str(self.0),
+        }
     }
 }
 

@@ -22,7 +22,7 @@ fn a_spec_can_poll_in_a_manager_that_watches_natively() {
     let d = tmp();
     let root = d.path();
     fs::create_dir(root.join("sub")).unwrap();
-    let m = manager(Backend::Native);
+    let m = manager(EVENTS);
     let mut c = Collector::new(m.subscribe());
     let st = start(&m, "p", spec(&[root]).backend(SPEC_POLL));
     assert_eq!(st.phase, Phase::Watching, "{st:?}");
@@ -53,9 +53,9 @@ fn a_spec_can_poll_in_a_manager_that_watches_natively() {
 #[test]
 fn a_spec_naming_the_event_backend_the_manager_does_not_run_is_refused() {
     let d = tmp();
-    let m = manager(Backend::Native);
+    let m = manager(EVENTS);
     let err = m
-        .apply("web", spec(&[d.path()]).backend(Backend::Portable))
+        .apply("web", spec(&[d.path()]).backend(OTHER_EVENTS))
         .unwrap_err();
     match &err {
         Error::BackendUnavailable {
@@ -64,19 +64,18 @@ fn a_spec_naming_the_event_backend_the_manager_does_not_run_is_refused() {
             running,
         } => {
             assert_eq!(spec, "web");
-            assert_eq!((*wanted, *running), (Backend::Portable, Backend::Native));
+            assert_eq!((*wanted, *running), (OTHER_EVENTS, EVENTS));
         }
         other => panic!("expected BackendUnavailable, got {other:?}"),
     }
     assert!(err.to_string().contains("\"web\""), "{err}");
     assert!(m.names().is_empty(), "nothing applied");
     let err = m
-        .reconcile([("a", spec(&[d.path()]).backend(Backend::Portable))])
+        .reconcile([("a", spec(&[d.path()]).backend(OTHER_EVENTS))])
         .unwrap_err();
     assert!(matches!(err, Error::BackendUnavailable { .. }), "{err:?}");
     // The one it runs, and polling, are fine.
-    m.apply("n", spec(&[d.path()]).backend(Backend::Native))
-        .unwrap();
+    m.apply("n", spec(&[d.path()]).backend(EVENTS)).unwrap();
     m.apply("p", spec(&[d.path()]).backend(SPEC_POLL)).unwrap();
 }
 
@@ -130,7 +129,7 @@ fn on_a_fuse_mount_native_misses_another_hosts_write_and_auto_polls_it() {
         sa.roots[0].reason,
         BackendReason::Shared {
             file_system: "fuse".into(),
-            magic: 0x6573_5546
+            magic: Some(0x6573_5546)
         }
     );
     assert_eq!(
@@ -250,7 +249,7 @@ fn the_first_write_to_a_polled_file_root_is_reported() {
     let d = tmp();
     let f = d.path().join("cfg.yaml");
     fs::write(&f, "a: 1\n").unwrap();
-    let m = manager(Backend::Native);
+    let m = manager(EVENTS);
     let mut c = Collector::new(m.subscribe());
     start(
         &m,

@@ -101,6 +101,8 @@ fn new_inotify_watches(before: &HashSet<std::ffi::OsString>) -> usize {
     n
 }
 
+/// CPU time of this process so far (user + system), in ms.
+#[cfg(unix)]
 fn cpu_ms() -> f64 {
     // SAFETY: getrusage fills the struct we pass.
     unsafe {
@@ -109,6 +111,12 @@ fn cpu_ms() -> f64 {
         let t = |tv: libc::timeval| tv.tv_sec as f64 * 1000.0 + tv.tv_usec as f64 / 1000.0;
         t(u.ru_utime) + t(u.ru_stime)
     }
+}
+
+/// No `getrusage` elsewhere: the idle-CPU rows show NaN.
+#[cfg(not(unix))]
+fn cpu_ms() -> f64 {
+    f64::NAN
 }
 
 fn find_floor(root: &Path) -> Duration {

@@ -49,7 +49,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::spec::Backend;
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 pub(crate) mod fake;
 #[cfg(target_os = "linux")]
 pub(crate) mod native;
@@ -85,6 +85,13 @@ pub(crate) struct WatchId(pub(crate) i32);
 pub(crate) enum OsEvent {
     /// Something happened to the entry `name` of the directory watched as
     /// `watch`.
+    #[cfg_attr(
+        not(any(target_os = "linux", test)),
+        expect(
+            dead_code,
+            reason = "sent only by a backend that listens per directory: inotify (Linux) and the tests' fake"
+        )
+    )]
     Entry {
         watch: WatchId,
         name: OsString,
@@ -92,6 +99,13 @@ pub(crate) enum OsEvent {
     },
     /// The directory watched as `watch` was itself moved (`moved`) or
     /// deleted.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(
+            dead_code,
+            reason = "sent only by a backend that listens per directory: inotify (Linux)"
+        )
+    )]
     DirSelf { watch: WatchId, moved: bool },
     /// The OS dropped the watch `watch` (its directory is gone, or it was
     /// removed): no event will carry this id any more.
@@ -175,6 +189,13 @@ impl OsMsg {
     }
 
     /// The backend's reader stopped for good.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(
+            dead_code,
+            reason = "only inotify's reader (Linux) can die apart from its watcher"
+        )
+    )]
     pub(crate) fn failed(why: String) -> OsMsg {
         OsMsg(Inner::Decoded(Read::Failed(why)))
     }

@@ -17,6 +17,12 @@ use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use super::Fault;
 use super::{Faults, Hint, Inner, OsEvent, OsMsg, PathWatcher, Read, Sink, WatchError};
 
+/// Whether notify's recursive watch leaves a new directory unwatched until
+/// notify's thread adds a watch for it (inotify, kqueue: one OS watch per
+/// directory), rather than the OS covering it (ReadDirectoryChangesW's
+/// subtree on Windows, FSEvents on macOS).
+const RECURSIVE_WATCH_HAS_A_GAP: bool = cfg!(not(any(windows, target_os = "macos")));
+
 pub(crate) struct Portable {
     watcher: RecommendedWatcher,
     /// Path -> recursive?
@@ -136,8 +142,16 @@ impl PathWatcher for Portable {
     ///
     /// On failure: the error and the directory it is about, as
     /// [`watch`](PathWatcher::watch) gives them.
+    ///
+    /// On Windows and macOS the OS's recursive watch (ReadDirectoryChangesW
+    /// with its subtree, FSEvents) covers a new directory from the moment
+    /// it exists: there is no gap, and nothing is done. A handle of our own
+    /// on each new directory would there cost a buffer and report every
+    /// change twice, and on Windows it would stop the directory's parents
+    /// from being renamed or deleted while it is open.
     fn watch_new_dir(&mut self, dir: &Path) -> Result<(), WatchError> {
-        if self.watched.contains_key(dir) || self.extra.contains(dir) {
+        if !RECURSIVE_WATCH_HAS_A_GAP || self.watched.contains_key(dir) || self.extra.contains(dir)
+        {
             return Ok(());
         }
         if self.faults.take_limit() {

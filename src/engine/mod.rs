@@ -65,7 +65,7 @@ mod rescan;
 mod roots;
 mod specs;
 mod sync;
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests;
 pub(crate) mod trace;
 mod tree;

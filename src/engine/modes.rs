@@ -62,7 +62,7 @@ pub(super) fn decide(
                     status: status(
                         Backend::Poll { interval },
                         BackendReason::Shared {
-                            file_system: f.name.unwrap_or("remote").to_owned(),
+                            file_system: f.name.unwrap_or_else(|| "remote".to_owned()),
                             magic: f.magic,
                         },
                     ),
@@ -73,7 +73,7 @@ pub(super) fn decide(
                 status: status(
                     backends.running,
                     BackendReason::Local {
-                        file_system: f.name.map(str::to_owned),
+                        file_system: f.name,
                         magic: f.magic,
                     },
                 ),
@@ -250,8 +250,15 @@ mod tests {
         poll_interval: Duration::from_secs(1),
     };
 
-    fn fs(magic: u64) -> impl FnOnce() -> io::Result<FileSystem> {
-        move || Ok(crate::backend::FileSystem::classify(magic))
+    fn fs(name: &str, magic: Option<u64>, remote: bool) -> impl FnOnce() -> io::Result<FileSystem> {
+        let name = Some(name.to_owned());
+        move || {
+            Ok(FileSystem {
+                name,
+                magic,
+                remote,
+            })
+        }
     }
 
     fn never() -> impl FnOnce() -> io::Result<FileSystem> {
@@ -260,15 +267,32 @@ mod tests {
 
     #[test]
     fn auto_polls_shared_file_systems_and_says_which() {
-        let m = decide(Path::new("/mnt/charts"), None, &AUTO, fs(0x6573_5546));
+        let fuse = fs("fuse", Some(0x6573_5546), true);
+        let m = decide(Path::new("/mnt/charts"), None, &AUTO, fuse);
         assert_eq!(m.poll, Some(Duration::from_secs(1)));
         assert_eq!(
             m.status.to_string(),
             "poll every 1s: fuse (0x65735546) at /mnt/charts"
         );
-        let m = decide(Path::new("/src"), Some(Backend::Auto), &AUTO, fs(0xEF53));
+        let ext4 = fs("ext4", Some(0xEF53), false);
+        let m = decide(Path::new("/src"), Some(Backend::Auto), &AUTO, ext4);
         assert_eq!(m.poll, None);
         assert_eq!(m.status.to_string(), "native: ext4 (0xef53) at /src");
+    }
+
+    /// macOS, FreeBSD and Windows name file systems without a number.
+    #[test]
+    fn a_file_system_known_by_name_only_is_shown_by_name() {
+        let smb = fs("smbfs", None, true);
+        let m = decide(Path::new("/Volumes/charts"), None, &AUTO, smb);
+        assert_eq!(m.poll, Some(Duration::from_secs(1)));
+        assert_eq!(
+            m.status.to_string(),
+            "poll every 1s: smbfs at /Volumes/charts"
+        );
+        let apfs = fs("apfs", None, false);
+        let m = decide(Path::new("/src"), None, &AUTO, apfs);
+        assert_eq!(m.status.to_string(), "native: apfs at /src");
     }
 
     #[test]

@@ -735,7 +735,7 @@ mod tests {
     use std::time::Duration;
 
     fn state(paths: &[&str], quiet_ms: u64) -> (WatchSpec, Matcher) {
-        let spec = WatchSpec::new(paths.iter().copied())
+        let spec = WatchSpec::new(paths.iter().map(|p| crate::test_paths::abs(p)))
             .quiet_window(Duration::from_millis(quiet_ms))
             .normalized("t")
             .unwrap();

@@ -67,7 +67,7 @@ mod fields {
 
     use crate::change::Change;
     use crate::index::DirId;
-    use crate::status::BackendReason;
+    use crate::status::{BackendReason, FsName};
 
     /// How many paths a batch event names.
     pub(crate) const FIRST_PATHS: usize = 5;
@@ -103,13 +103,13 @@ mod fields {
                 BackendReason::Local {
                     file_system: Some(n),
                     magic,
-                } => write!(f, "local: {n} ({magic:#x})"),
+                } => write!(f, "local: {}", FsName(n, *magic)),
                 BackendReason::Local {
                     file_system: None,
                     magic,
-                } => write!(f, "local file system ({magic:#x})"),
+                } => FsName("local file system", *magic).fmt(f),
                 BackendReason::Shared { file_system, magic } => {
-                    write!(f, "shared: {file_system} ({magic:#x})")
+                    write!(f, "shared: {}", FsName(file_system, *magic))
                 }
                 BackendReason::Unknown { error } => write!(f, "file system unknown ({error})"),
             }

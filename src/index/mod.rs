@@ -745,7 +745,7 @@ mod tests {
         ix.remove(b);
         assert_eq!((ix.covered_dirs(1), ix.covered_dirs(2)), (1, 0));
         ix.cover(a, 2);
-        assert_eq!(ix.detach(2), vec![], "a is still covered by 1");
+        assert_eq!(ix.detach(2), Vec::<DirId>::new(), "a is still covered by 1");
         assert_eq!(ix.covered_dirs(2), 0);
         assert_eq!(ix.detach(1), vec![a], "a is unused now");
         assert_eq!(ix.covered_dirs(1), 0);
@@ -779,7 +779,11 @@ mod tests {
             "a root's entry touches its spec"
         );
         ix.set_entry(a, OsStr::new("other"), File);
-        assert_eq!(ix.take_touched(), vec![], "other names do not");
+        assert_eq!(
+            ix.take_touched(),
+            Vec::<SpecId>::new(),
+            "other names do not"
+        );
         ix.remove_entry(a, OsStr::new("b"));
         assert!(!ix.root_present(7, root));
         assert!(

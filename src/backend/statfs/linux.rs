@@ -1,11 +1,6 @@
-//! Which file system a path is on, and whether its kernel sees every
-//! write: what [`Backend::Auto`](crate::Backend::Auto) polls.
-//!
-//! On a network or FUSE file system the local kernel reports (inotify,
-//! fanotify) only what this machine did through it: another host writing
-//! to the NFS export, or a FUSE daemon's backing store changing under it,
-//! makes no event here. `statfs(2)`'s `f_type` names the file system; the
-//! table below lists those where that is so.
+//! Linux: `statfs(2)`'s `f_type` names the file system by a magic
+//! number; the table below lists those whose changes may not come as
+//! events here.
 //!
 //! Magic numbers: Linux `include/uapi/linux/magic.h`
 //! (<https://github.com/torvalds/linux/blob/master/include/uapi/linux/magic.h>)
@@ -13,19 +8,7 @@
 //! (<https://man7.org/linux/man-pages/man2/statfs.2.html>); those not in
 //! either are from the file system's own source, cited on the line.
 
-use std::io;
-use std::path::Path;
-
-/// A file system as `statfs` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FileSystem {
-    /// `f_type`.
-    pub magic: u64,
-    /// Its common name, where the table knows it.
-    pub name: Option<&'static str>,
-    /// Whether the kernel here may miss writes (made elsewhere): poll it.
-    pub remote: bool,
-}
+use super::FileSystem;
 
 /// File systems whose changes may not come as events here, by magic:
 /// shared ones (another host writes) and pseudo ones (the kernel writes).
@@ -79,27 +62,29 @@ const LOCAL: &[(u64, &str)] = &[
     (0x2011_BAB0, "exfat"),
 ];
 
-impl FileSystem {
-    /// What the table says of magic `magic`.
-    pub(crate) fn classify(magic: u64) -> FileSystem {
-        if let Some((_, name)) = REMOTE.iter().find(|(m, _)| *m == magic) {
-            return FileSystem {
-                magic,
-                name: Some(name),
-                remote: true,
-            };
-        }
-        FileSystem {
-            magic,
-            name: LOCAL.iter().find(|(m, _)| *m == magic).map(|(_, n)| *n),
-            remote: false,
-        }
+/// What the table says of magic `magic`.
+pub(crate) fn classify(magic: u64) -> FileSystem {
+    if let Some((_, name)) = REMOTE.iter().find(|(m, _)| *m == magic) {
+        return FileSystem {
+            name: Some((*name).to_owned()),
+            magic: Some(magic),
+            remote: true,
+        };
+    }
+    FileSystem {
+        name: LOCAL
+            .iter()
+            .find(|(m, _)| *m == magic)
+            .map(|(_, n)| (*n).to_owned()),
+        magic: Some(magic),
+        remote: false,
     }
 }
 
 /// The file system `path` is on (following symlinks).
 #[cfg(target_os = "linux")]
-pub(crate) fn file_system(path: &Path) -> io::Result<FileSystem> {
+pub(super) fn file_system(path: &std::path::Path) -> std::io::Result<FileSystem> {
+    use std::io;
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
@@ -110,16 +95,7 @@ pub(crate) fn file_system(path: &Path) -> io::Result<FileSystem> {
     }
     // `f_type` is signed on some targets: the magic is its bit pattern.
     #[allow(clippy::unnecessary_cast)]
-    Ok(FileSystem::classify(buf.f_type as u32 as u64))
-}
-
-/// Elsewhere nothing is detected: every root counts as local.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn file_system(_path: &Path) -> io::Result<FileSystem> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "file system detection exists on Linux only",
-    ))
+    Ok(classify(buf.f_type as u32 as u64))
 }
 
 #[cfg(test)]
@@ -128,17 +104,17 @@ mod tests {
 
     #[test]
     fn the_table_names_remote_and_local_file_systems() {
-        let fuse = FileSystem::classify(0x6573_5546);
-        assert_eq!((fuse.name, fuse.remote), (Some("fuse"), true));
-        let nfs = FileSystem::classify(0x6969);
-        assert_eq!((nfs.name, nfs.remote), (Some("nfs"), true));
-        assert!(FileSystem::classify(0xFF53_4D42).remote, "cifs");
-        let proc = FileSystem::classify(0x9FA0);
-        assert_eq!((proc.name, proc.remote), (Some("proc"), true), "no events");
-        let ext4 = FileSystem::classify(0xEF53);
-        assert_eq!((ext4.name, ext4.remote), (Some("ext4"), false));
-        let unknown = FileSystem::classify(0x1234_5678);
-        assert_eq!((unknown.name, unknown.remote), (None, false));
+        let named = |magic| {
+            let f = classify(magic);
+            assert_eq!(f.magic, Some(magic));
+            (f.name, f.remote)
+        };
+        assert_eq!(named(0x6573_5546), (Some("fuse".into()), true));
+        assert_eq!(named(0x6969), (Some("nfs".into()), true));
+        assert!(classify(0xFF53_4D42).remote, "cifs");
+        assert_eq!(named(0x9FA0), (Some("proc".into()), true), "no events");
+        assert_eq!(named(0xEF53), (Some("ext4".into()), false));
+        assert_eq!(named(0x1234_5678), (None, false));
     }
 
     #[test]
@@ -148,14 +124,5 @@ mod tests {
         let n = all.len();
         all.dedup();
         assert_eq!(all.len(), n);
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_temporary_directory_is_local_and_a_missing_path_an_error() {
-        let d = tempfile::tempdir().unwrap();
-        let fs = file_system(d.path()).unwrap();
-        assert!(!fs.remote, "{fs:?}");
-        assert!(file_system(&d.path().join("missing")).is_err());
     }
 }

@@ -8,32 +8,20 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::change::FileType;
 
-/// What tells two directories apart: device and inode.
-#[cfg(unix)]
+#[cfg(windows)]
+mod windows;
+
+/// What tells two directories apart: device and inode (on Windows, volume
+/// serial number and file index).
 pub(crate) type DirIdent = (u64, u64);
-/// What tells two directories apart: the canonical path.
-#[cfg(not(unix))]
-pub(crate) type DirIdent = PathBuf;
 
 /// The identity of the directory at `path`, following symlinks.
 pub(crate) fn dir_ident(path: &Path) -> Option<DirIdent> {
-    let m = std::fs::metadata(path).ok()?;
-    if !m.is_dir() {
-        return None;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some((m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::canonicalize(path).ok()
-    }
+    identity(path, true).ok()
 }
 
 /// Where the symlink at `path` leads, if it is to be followed: a directory
@@ -75,7 +63,21 @@ pub(crate) fn gone(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-    )
+    ) || wine_not_a_directory(e)
+}
+
+/// Listing a file as a directory fails with `ERROR_DIRECTORY` on Windows
+/// (`NotADirectory`), but with `ERROR_INVALID_NAME` under Wine, where the
+/// Windows tests run: both mean no directory is there.
+#[cfg(windows)]
+fn wine_not_a_directory(e: &io::Error) -> bool {
+    const ERROR_INVALID_NAME: i32 = 123;
+    e.raw_os_error() == Some(ERROR_INVALID_NAME)
+}
+
+#[cfg(not(windows))]
+fn wine_not_a_directory(_: &io::Error) -> bool {
+    false
 }
 
 /// The type of `path` without following a final symlink; `None` if absent.
@@ -290,10 +292,11 @@ pub(crate) fn is_cookie(name: &OsStr) -> bool {
 /// Whether the inode at `path` changed (content or metadata) at or after
 /// `since`, by its ctime, which user code cannot set back.
 pub(crate) fn changed_since(path: &Path, since: SystemTime) -> bool {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => ctime_of(&m) >= since,
-        Err(_) => false,
-    }
+    #[cfg(unix)]
+    let ctime = std::fs::symlink_metadata(path).map(|m| ctime_of(&m));
+    #[cfg(windows)]
+    let ctime = windows::stat(path, false).map(|s| ctime_from(s.ctime.0, s.ctime.1));
+    ctime.is_ok_and(|c| c >= since)
 }
 
 /// Those of `names` (entries of directory `dir`) whose inode changed at or
@@ -352,19 +355,13 @@ fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
     ctime_from(m.ctime(), m.ctime_nsec())
 }
 
-#[cfg(unix)]
 fn ctime_from(secs: i64, nanos: i64) -> SystemTime {
     let nanos = nanos.clamp(0, 999_999_999) as u32;
     if secs >= 0 {
-        SystemTime::UNIX_EPOCH + Duration::new(secs as u64, nanos)
+        SystemTime::UNIX_EPOCH + std::time::Duration::new(secs as u64, nanos)
     } else {
         SystemTime::UNIX_EPOCH
     }
-}
-
-#[cfg(not(unix))]
-fn ctime_of(m: &std::fs::Metadata) -> SystemTime {
-    m.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
 /// What a poll compares to tell that an entry changed without an OS event:
@@ -482,16 +479,26 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
 
 /// The identity (device, inode) of the directory at `dir` (`follow`: `dir`
 /// may be a symlink to one); "not a directory" for anything else.
-pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<(u64, u64)> {
-    let m = if follow {
-        std::fs::metadata(dir)?
-    } else {
-        std::fs::symlink_metadata(dir)?
+pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<DirIdent> {
+    #[cfg(unix)]
+    let (is_dir, ident) = {
+        use std::os::unix::fs::MetadataExt;
+        let m = if follow {
+            std::fs::metadata(dir)?
+        } else {
+            std::fs::symlink_metadata(dir)?
+        };
+        (m.is_dir(), (m.dev(), m.ino()))
     };
-    if !m.is_dir() {
+    #[cfg(windows)]
+    let (is_dir, ident) = {
+        let s = windows::stat(dir, follow)?;
+        (s.kind == FileType::Dir, s.ident)
+    };
+    if !is_dir {
         return Err(io::Error::from(io::ErrorKind::NotADirectory));
     }
-    Ok(ident_of(&m))
+    Ok(ident)
 }
 
 /// Reads directory `dir` and stats every entry (see the Linux version).
@@ -514,19 +521,6 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
     Ok(Scan { ident, entries })
-}
-
-fn ident_of(m: &std::fs::Metadata) -> (u64, u64) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (m.dev(), m.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        (0, 0)
-    }
 }
 
 /// The stat signature of an entry (polled directories only).
@@ -592,10 +586,10 @@ pub(crate) fn blocked_by(path: &Path) -> Option<PathBuf> {
 }
 
 pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
-    let m = std::fs::symlink_metadata(path).ok()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
         Some(Sig {
             kind: file_type_of(m.file_type()),
             size: m.size(),
@@ -604,19 +598,15 @@ pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
             ino: m.ino(),
         })
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        let t = m
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .unwrap_or_default();
+        let s = windows::stat(path, false).ok()?;
         Some(Sig {
-            kind: file_type_of(m.file_type()),
-            size: m.len(),
-            mtime: (t.as_secs() as i64, t.subsec_nanos() as i64),
-            ctime: (0, 0),
-            ino: 0,
+            kind: s.kind,
+            size: s.size,
+            mtime: s.mtime,
+            ctime: s.ctime,
+            ino: s.ident.1,
         })
     }
 }
@@ -640,7 +630,7 @@ mod tests {
         let old = ctime(&d.path().join("old"));
         // Wait (bounded) for the file system's clock to move on.
         let marker = d.path().join("marker");
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let since = loop {
             std::fs::write(&marker, "m").unwrap();
             let t = ctime(&marker);
