@@ -34,11 +34,14 @@ fn manager_is_send_and_sync_and_its_outputs_are_send() {
 fn errors_name_the_culprit_and_keep_their_source() {
     fn is_std_error<E: std::error::Error + Send + Sync + 'static>() {}
     is_std_error::<Error>();
+    // An absolute path on every platform (`/srv` has no drive on Windows).
+    let d = tempfile::tempdir().unwrap();
     let e = Manager::new()
         .unwrap()
         .apply(
             "web",
-            WatchSpec::new(["/srv"]).ignore(specwatch::IgnoreRule::new("/srv", ["ok", "[z-a]"])),
+            WatchSpec::new([d.path()])
+                .ignore(specwatch::IgnoreRule::new(d.path(), ["ok", "[z-a]"])),
         )
         .unwrap_err();
     let msg = e.to_string();

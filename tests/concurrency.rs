@@ -109,6 +109,7 @@ fn concurrent_specs(backend: Backend) {
     assert!(!c.has("final0", &f, ChangeKind::Created));
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn eight_threads_native() {
     concurrent_specs(Backend::Native);
@@ -126,7 +127,7 @@ fn shutdown_while_busy_is_prompt() {
     for i in 0..200 {
         fs::create_dir_all(root.join(format!("d{i}"))).unwrap();
     }
-    let m = Manager::builder().backend(Backend::Native).build().unwrap();
+    let m = Manager::builder().backend(EVENTS).build().unwrap();
     let _rx = m.subscribe(); // never read
     start(&m, "s", spec(&[&root]));
     let stop = Arc::new(AtomicBool::new(false));

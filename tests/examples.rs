@@ -100,6 +100,7 @@ impl Proc {
     /// As `expect`, but also accepts the line among those already seen
     /// (for output of the example's child, which may come before the
     /// example's own line about it).
+    #[cfg(target_os = "linux")]
     fn expect_any_order(&mut self, line: &str) {
         if !self.seen.iter().any(|l| l == line) {
             self.expect(line);
@@ -159,6 +160,7 @@ fn build_loop(dir: &Path, flags: &[&str], command: &[&str]) -> Proc {
 }
 
 /// The pid in `build_loop: run N started (pid P)`: the run's process group.
+#[cfg(target_os = "linux")]
 fn pid_in(line: &str) -> i32 {
     let p = line.rsplit("(pid ").next().unwrap().trim_end_matches(')');
     p.parse().unwrap_or_else(|_| panic!("no pid in {line:?}"))

@@ -1,5 +1,7 @@
 //! Lifecycle: alone in its own test binary, so that counting this process's
-//! threads and descriptors sees no other test's.
+//! threads and descriptors sees no other test's. Linux only: it counts them
+//! in `/proc/self`.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -18,7 +18,11 @@ both_backends!(
     deep_trees_and_long_names,
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
+    // Unix only: permission bits. Windows has ACLs instead, and Wine, where
+    // the Windows tests run, does not enforce them.
+    #[cfg(unix)]
     unreadable_subdirectory_is_named_and_recovers,
+    #[cfg(unix)]
     sync_on_unwritable_root_falls_back_to_a_rescan,
     os_watch_limit_falls_back_to_polling_and_back,
 );
@@ -132,6 +136,13 @@ fn mkdir_p_of_missing_root(b: Backend) {
 }
 
 fn root_renamed_away_counts_as_deleted(b: Backend) {
+    if b == Backend::Portable
+        && skip_on_wine(
+            "Wine renames or deletes a directory only when notify's handle on it closes",
+        )
+    {
+        return;
+    }
     let d = tmp();
     let root = d.path().join("r");
     fs::create_dir_all(root.join("x")).unwrap();
@@ -145,7 +156,7 @@ fn root_renamed_away_counts_as_deleted(b: Backend) {
     });
     c.wait("status degraded", |_| {
         m.status("s").is_some_and(
-            |s| matches!(s.phase, Phase::Degraded { ref reason } if reason.contains("/r")),
+            |s| matches!(s.phase, Phase::Degraded { ref reason } if reason.contains(&*root.to_string_lossy())),
         )
     });
     // Changes in the moved tree are not reported under the old path.
@@ -235,7 +246,9 @@ fn injected_overflow_is_recovered_precisely(b: Backend) {
 }
 
 /// A real kernel queue overflow: the reader stops reading while far more
-/// than `max_queued_events` (16,384 by default) events happen.
+/// than `max_queued_events` (16,384 by default) events happen. (inotify:
+/// Linux only.)
+#[cfg(target_os = "linux")]
 #[test]
 fn real_queue_overflow_is_recovered() {
     let d = tmp();
@@ -287,6 +300,16 @@ fn real_queue_overflow_is_recovered() {
 }
 
 fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
+    if b == Backend::Portable
+        && cfg!(windows)
+        && skip(
+            "notify 8.2 on Windows drops its watch, without a word, when \
+             ReadDirectoryChangesW's buffer overflows (notify-rs/notify#963), \
+             which 100,000 writes do",
+        )
+    {
+        return;
+    }
     let d = tmp();
     let root = d.path();
     let files: Vec<PathBuf> = (0..1000).map(|i| root.join(format!("f{i}"))).collect();
@@ -344,7 +367,9 @@ fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
 /// Beyond the OS watch budget (simulated by the manager's own cap, never by
 /// changing machine-wide limits), directories are polled, the status says
 /// so, nothing is missed, and they move back to OS watches once another
-/// spec releases its watches.
+/// spec releases its watches. (The manager's watch cap is the native
+/// backend's: Linux only.)
+#[cfg(target_os = "linux")]
 #[test]
 fn watch_limit_falls_back_to_polling_and_back() {
     let d = tmp();
@@ -470,7 +495,10 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
     }
     // A directory created at the limit is polled too (on the portable
     // backend its own recursive watch call is the one refused), and what
-    // it holds is reported.
+    // it holds is reported. On Windows and macOS the portable backend
+    // makes no such call: the OS's recursive watch of the root covers a
+    // new directory at once, so nothing is refused and nothing polled.
+    let covered_by_the_root = b == Backend::Portable && cfg!(any(windows, target_os = "macos"));
     m.inject_watch_limit(1).unwrap();
     let late = w.join("late");
     fs::create_dir(&late).unwrap();
@@ -479,8 +507,9 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
     c.drain();
     assert!(c.has("b", &late.join("f"), ChangeKind::Created), "{b:?}");
     // (Status is published after the pass that answered the sync.)
-    c.wait("late counted as polled", |_| {
-        m.status("b").is_some_and(|s| s.polled_dirs == 1)
+    let polled = if covered_by_the_root { 0 } else { 1 };
+    c.wait(&format!("late counted as polled ({polled})"), |_| {
+        m.status("b").is_some_and(|s| s.polled_dirs == polled)
     });
     fs::write(late.join("g"), "g").unwrap();
     m.sync("b", WAIT).unwrap();
@@ -491,7 +520,9 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
 
 /// A watch that fails for a transient reason (an injected I/O error) is
 /// retried with backoff; the status shows the attempts; what changed while
-/// the directory had no watch is reported once the watch lands.
+/// the directory had no watch is reported once the watch lands. (One
+/// watch per directory, as the native backend places them: Linux only.)
+#[cfg(target_os = "linux")]
 #[test]
 fn failed_watch_is_retried_with_backoff() {
     let d = tmp();
@@ -529,6 +560,7 @@ fn failed_watch_is_retried_with_backoff() {
 /// to apply even to root, see `permissions_apply`) leaves the rest watched;
 /// the status names it; once it is readable again it is watched and its
 /// contents are reported.
+#[cfg(unix)]
 fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
     use std::os::unix::fs::PermissionsExt;
     let d = tmp();
@@ -592,6 +624,7 @@ fn unreadable_subdirectory_is_named_and_recovers(b: Backend) {
 /// made to apply even to root): `sync` still returns, by a rescan of the
 /// root, and what was created, removed and written below it before the
 /// call is delivered.
+#[cfg(unix)]
 fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
     use std::os::unix::fs::PermissionsExt;
     let d = tmp();
@@ -637,7 +670,9 @@ fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
 /// parent is polled (no events from the parent): the old one's OS watch
 /// follows it away, so a poll that compares only names and types would
 /// never read the new one, and would report what happens in the old one
-/// (now elsewhere) under the new one's path.
+/// (now elsewhere) under the new one's path. (A watch per directory, the
+/// native backend's: Linux only.)
+#[cfg(target_os = "linux")]
 #[test]
 fn directory_replaced_below_a_polled_parent_is_read_again() {
     let d = tmp();

@@ -29,6 +29,8 @@ both_backends!(
     root_created_later,
     root_deleted_and_recreated,
     mirror_of_mixed_operations,
+    // Not on macOS: APFS and HFS+ refuse names that are not UTF-8.
+    #[cfg(not(target_os = "macos"))]
     non_utf8_names_are_kept,
     an_update_reports_what_it_shows_and_hides,
 );
@@ -505,6 +507,11 @@ fn root_created_later(b: Backend) {
 }
 
 fn root_deleted_and_recreated(b: Backend) {
+    if b == Backend::Portable
+        && skip_on_wine("Wine deletes a directory only when notify's handle on it closes")
+    {
+        return;
+    }
     let d = tmp();
     let root = d.path().join("r");
     fs::create_dir_all(root.join("sub")).unwrap();
@@ -556,41 +563,69 @@ fn mirror_of_mixed_operations(b: Backend) {
     std::os::unix::fs::symlink("a/c", root.join("link")).unwrap();
     fs::rename(root.join("x/y"), outside.path().join("y")).unwrap();
     fs::write(root.join("a/c/f1"), "changed").unwrap();
-    c.barrier("s", root);
+    // `sync`, not a marker file: a poller's look at `a` may have begun
+    // before the rename while its look at the root sees the marker.
+    m.sync("s", WAIT).unwrap();
+    c.drain();
     for x in c.changes("s") {
         mirror.apply(&x);
     }
     assert_eq!(mirror, Mirror::of_disk(root));
 }
 
-#[cfg(unix)]
+/// A name that is not valid UTF-8 (Unix: paths are bytes) travels through
+/// unchanged.
+#[cfg(all(unix, not(target_os = "macos")))]
 fn non_utf8_names_are_kept(b: Backend) {
     use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9-\xff.txt");
+    let got = name_reported(b, name);
+    assert!(got.as_os_str().as_bytes().ends_with(b"caf\xe9-\xff.txt"));
+}
+
+/// A name that is not valid UTF-16 (Windows: paths are 16-bit units, an
+/// unpaired surrogate included) travels through unchanged.
+#[cfg(windows)]
+fn non_utf8_names_are_kept(b: Backend) {
+    use std::os::windows::ffi::{OsStrExt, OsStringExt};
+    if skip_on_wine("Wine cannot create a name that is not valid UTF-16") {
+        return;
+    }
+    let units = [u16::from(b'c'), 0xD800, u16::from(b'.'), u16::from(b't')];
+    let name = std::ffi::OsString::from_wide(&units);
+    let got = name_reported(b, &name);
+    let wide: Vec<u16> = got.as_os_str().encode_wide().collect();
+    assert!(wide.ends_with(&units), "{got:?}");
+}
+
+/// Creates `name` in a watched root; the path reported for it.
+#[cfg(not(target_os = "macos"))]
+fn name_reported(b: Backend, name: &std::ffi::OsStr) -> PathBuf {
     let d = tmp();
     let root = d.path();
     let m = manager(b);
     let mut c = Collector::new(m.subscribe());
     start(&m, "s", spec(&[root]));
-    let name = std::ffi::OsStr::from_bytes(b"caf\xe9-\xff.txt");
     let f = root.join(name);
     fs::write(&f, "").unwrap();
-    c.wait("non-UTF-8 name created", |c| {
+    c.wait(&format!("{f:?} created"), |c| {
         c.has("s", &f, ChangeKind::Created)
     });
-    let got = c.changes("s").into_iter().find(|x| x.path == f).unwrap();
-    assert!(
-        got.path
-            .as_os_str()
-            .as_bytes()
-            .ends_with(b"caf\xe9-\xff.txt")
-    );
+    c.changes("s")
+        .into_iter()
+        .find(|x| x.path == f)
+        .unwrap()
+        .path
 }
 
 #[test]
 fn bad_input_is_a_typed_error() {
     let m = Manager::new().unwrap();
+    // Absolute on every platform (`/tmp` has no drive on Windows).
+    let d = tmp();
+    let abs = d.path();
     assert!(matches!(
-        m.apply("", WatchSpec::new(["/tmp"])),
+        m.apply("", WatchSpec::new([abs])),
         Err(specwatch::Error::EmptyName)
     ));
     assert!(matches!(
@@ -599,7 +634,7 @@ fn bad_input_is_a_typed_error() {
     ));
     match m.apply(
         "x",
-        WatchSpec::new(["/tmp"]).ignore(IgnoreRule::new("/tmp", ["[z-a]"])),
+        WatchSpec::new([abs]).ignore(IgnoreRule::new(abs, ["[z-a]"])),
     ) {
         Err(e @ specwatch::Error::InvalidPattern { .. }) => {
             let msg = e.to_string();
@@ -678,7 +713,9 @@ fn a_root_below_a_regular_file_is_named_as_blocked() {
 /// show, what was written before it: the update's own `Created` already
 /// says those paths are there. Writes the OS queued before the update to
 /// paths the old generation showed, and writes after it, are reported.
-/// (Native: the test holds the OS queue back with the reader's pause.)
+/// (Native: the test holds the OS queue back with the reader's pause;
+/// Linux only.)
+#[cfg(target_os = "linux")]
 #[test]
 fn an_update_does_not_report_older_writes_to_paths_it_adds() {
     let d = tmp();

@@ -15,19 +15,21 @@ use specwatch::{
 pub const WAIT: Duration = Duration::from_secs(20);
 
 /// Runs each named test body (`fn(Backend)`) once per backend, as tests
-/// in modules `native`, `portable` and `poll` (the poller looks every
-/// [`POLL`]).
+/// in modules `native` (Linux only: inotify), `portable` and `poll` (the
+/// poller looks every [`POLL`]). A name may carry attributes
+/// (`#[cfg(unix)] name`), given to each of its tests.
 #[macro_export]
 macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
+    ($($(#[$m:meta])* $name:ident),* $(,)?) => {
+        #[cfg(target_os = "linux")]
         mod native {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Native) })*
+            $($(#[$m])* #[test] fn $name() { super::$name(specwatch::Backend::Native) })*
         }
         mod portable {
-            $(#[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
+            $($(#[$m])* #[test] fn $name() { super::$name(specwatch::Backend::Portable) })*
         }
         mod poll {
-            $(#[test] fn $name() { super::$name($crate::common::POLL_BACKEND) })*
+            $($(#[$m])* #[test] fn $name() { super::$name($crate::common::POLL_BACKEND) })*
         }
     };
 }
@@ -37,6 +39,64 @@ pub const POLL: Duration = Duration::from_millis(20);
 
 /// The poll backend as tests use it.
 pub const POLL_BACKEND: Backend = Backend::Poll { interval: POLL };
+
+/// The backend that hears the OS's events here: `Native` (inotify) on
+/// Linux, `Portable` (notify: ReadDirectoryChangesW, FSEvents, kqueue)
+/// elsewhere. Tests about events in general use it; tests of inotify
+/// itself name `Native` and are Linux only.
+pub const EVENTS: Backend = if cfg!(target_os = "linux") {
+    Backend::Native
+} else {
+    Backend::Portable
+};
+
+/// The event backend a manager running [`EVENTS`] does not run.
+pub const OTHER_EVENTS: Backend = if cfg!(target_os = "linux") {
+    Backend::Portable
+} else {
+    Backend::Native
+};
+
+/// Whether this Windows test runs under Wine (its `ntdll.dll` exports
+/// `wine_get_version`), where a few of Windows' behaviours differ; a test
+/// that skips there says so with [`skip_on_wine`].
+#[cfg(windows)]
+pub fn wine() -> bool {
+    unsafe extern "system" {
+        fn GetModuleHandleA(name: *const u8) -> *mut std::ffi::c_void;
+        fn GetProcAddress(
+            module: *mut std::ffi::c_void,
+            name: *const u8,
+        ) -> Option<unsafe extern "system" fn()>;
+    }
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
+#[cfg(not(windows))]
+pub fn wine() -> bool {
+    false
+}
+
+/// Under Wine: prints `*** SKIPPED on Wine: why` and returns true (the
+/// caller returns). Elsewhere false.
+pub fn skip_on_wine(why: &str) -> bool {
+    let skip = wine();
+    if skip {
+        eprintln!("*** SKIPPED on Wine: {why}");
+    }
+    skip
+}
+
+/// Prints `*** SKIPPED: why` and returns true (for a skip decided by the
+/// caller, on a known problem that the README names).
+pub fn skip(why: &str) -> bool {
+    eprintln!("*** SKIPPED: {why}");
+    true
+}
 
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
@@ -221,7 +281,10 @@ impl Mirror {
                 } else if ft.is_symlink() {
                     if follow
                         && let Some(target) = ident(&p)
-                        && !p.ancestors().skip(1).any(|a| ident(a) == Some(target))
+                        && !p
+                            .ancestors()
+                            .skip(1)
+                            .any(|a| ident(a).as_ref() == Some(&target))
                     {
                         stack.push(p.clone());
                     }
@@ -270,50 +333,44 @@ impl Mirror {
     }
 }
 
-/// Capabilities, to make permission bits apply in tests run as root.
-#[cfg(target_os = "linux")]
+/// Permission bits, made to apply in tests run as root. Unix only: Windows
+/// has no mode bits (its ACLs would be another test).
+#[cfg(unix)]
 mod caps {
-    #[repr(C)]
-    struct CapHeader {
-        version: u32,
-        pid: i32,
-    }
+    /// Linux: capabilities are per thread, so root can drop the two that
+    /// override permission bits for the calling thread alone.
+    #[cfg(target_os = "linux")]
+    mod linux {
+        #[repr(C)]
+        struct CapHeader {
+            version: u32,
+            pid: i32,
+        }
 
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct CapData {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        pub struct CapData {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
 
-    const CAP_VERSION_3: u32 = 0x2008_0522;
+        const CAP_VERSION_3: u32 = 0x2008_0522;
 
-    /// `capset` for the calling thread.
-    fn capset(d: &[CapData; 2]) -> i64 {
-        let mut h = CapHeader {
-            version: CAP_VERSION_3,
-            pid: 0,
-        };
-        // SAFETY: a valid header and two data structs, as capset(2) wants.
-        unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) }
-    }
+        /// `capset` for the calling thread.
+        pub fn capset(d: &[CapData; 2]) -> i64 {
+            let mut h = CapHeader {
+                version: CAP_VERSION_3,
+                pid: 0,
+            };
+            // SAFETY: a valid header and two data structs, as capset(2) wants.
+            unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) }
+        }
 
-    /// Makes permission bits apply to the calling thread and the threads it
-    /// spawns from now on (a manager built afterwards: its engine and reader
-    /// threads), until the guard is dropped.
-    ///
-    /// As root, this drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH` from
-    /// the thread's effective capability set (capabilities are per thread on
-    /// Linux; the permitted set is kept, so the drop restores them). Nothing
-    /// machine-wide changes. Panics, naming what failed, if permission bits
-    /// still do not deny a read afterwards: a permission test must not pass
-    /// vacuously.
-    pub fn permissions_apply() -> CapsGuard {
-        const DAC_BITS: u32 = (1 << 1) | (1 << 2); // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-        let mut saved = None;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
+        /// Drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH` from the
+        /// calling thread's effective set; returns what to restore.
+        pub fn drop_dac() -> [CapData; 2] {
+            const DAC_BITS: u32 = (1 << 1) | (1 << 2);
             let mut h = CapHeader {
                 version: CAP_VERSION_3,
                 pid: 0,
@@ -322,12 +379,36 @@ mod caps {
             // SAFETY: a valid header and room for two data structs.
             let rc = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
             assert_eq!(rc, 0, "capget: {}", std::io::Error::last_os_error());
-            saved = Some(d);
             let mut lowered = d;
             lowered[0].effective &= !DAC_BITS;
             let rc = capset(&lowered);
             assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
+            d
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    type Saved = [linux::CapData; 2];
+    #[cfg(not(target_os = "linux"))]
+    type Saved = ();
+
+    /// Makes permission bits apply to the calling thread and the threads it
+    /// spawns from now on (a manager built afterwards: its engine and reader
+    /// threads), until the guard is dropped.
+    ///
+    /// As root on Linux, this drops `CAP_DAC_OVERRIDE` and
+    /// `CAP_DAC_READ_SEARCH` from the thread's effective capability set
+    /// (capabilities are per thread on Linux; the permitted set is kept, so
+    /// the drop restores them). Nothing machine-wide changes. Elsewhere it
+    /// changes nothing. Panics, naming what failed, if permission bits
+    /// still do not deny a read afterwards (root on another Unix): a
+    /// permission test must not pass vacuously.
+    pub fn permissions_apply() -> CapsGuard {
+        #[cfg(target_os = "linux")]
+        // SAFETY: geteuid has no preconditions.
+        let saved = (unsafe { libc::geteuid() } == 0).then(linux::drop_dac);
+        #[cfg(not(target_os = "linux"))]
+        let saved: Option<Saved> = None;
         let guard = CapsGuard(saved);
         // Prove it: a directory of mode 000 must now refuse to be read.
         use std::os::unix::fs::PermissionsExt;
@@ -341,22 +422,24 @@ mod caps {
             denied,
             "permission bits still do not deny reads to this thread (euid {}); \
              the permission test cannot run here",
+            // SAFETY: geteuid has no preconditions.
             unsafe { libc::geteuid() }
         );
         guard
     }
 
     /// Restores the thread's capabilities on drop (see [`permissions_apply`]).
-    pub struct CapsGuard(Option<[CapData; 2]>);
+    pub struct CapsGuard(Option<Saved>);
 
     impl Drop for CapsGuard {
         fn drop(&mut self) {
+            #[cfg(target_os = "linux")]
             if let Some(d) = &self.0 {
-                capset(d);
+                linux::capset(d);
             }
         }
     }
 }
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 #[allow(unused_imports)]
 pub use caps::{CapsGuard, permissions_apply};
