@@ -42,6 +42,8 @@ impl Engine {
                     && matches!(hint, Hint::Removed | Hint::Moved)
                 {
                     self.check_top(id, hint == Hint::Moved);
+                } else if hint != Hint::Removed {
+                    self.below_unknown(&path);
                 }
             }
             OsEvent::Listing {
@@ -55,6 +57,32 @@ impl Engine {
                 let all = self.specs.ids();
                 self.record_error(&all, &path, &message);
             }
+        }
+    }
+
+    /// A path backend named `path`, below a directory the index does not
+    /// hold: the creation of that directory was never reported (an OS that
+    /// coalesces or loses events: FSEvents, a ReadDirectoryChangesW buffer,
+    /// Wine's emulation of it). Looks again at the first unknown directory
+    /// on the way down from the nearest one the index holds, as a rescan of
+    /// that one name: if it is new, it is walked whole. Nothing is looked
+    /// at when every spec covering it prunes it (events below an ignored
+    /// `target/` cost a few lookups, no `lstat`).
+    fn below_unknown(&mut self, path: &Path) {
+        let mut child = path;
+        for dir in path.ancestors().skip(1) {
+            if let Some(id) = self.index.lookup(dir) {
+                let (Some(node), Some(name)) = (self.index.get(id), child.file_name()) else {
+                    return;
+                };
+                let needed = node.full().iter().any(|s| self.specs.needs(*s, child))
+                    || node.partial().iter().any(|p| p.name == name);
+                if needed {
+                    self.handle_name(id, name, Hint::Rescan);
+                }
+                return;
+            }
+            child = dir;
         }
     }
 

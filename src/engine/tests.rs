@@ -598,6 +598,44 @@ fn an_overflow_before_a_first_read_leaves_the_directory_alone() {
     assert_eq!(got, [ChangeKind::Modified]);
 }
 
+/// A path backend names a path below directories it never reported (an OS
+/// that coalesced or lost their creation): the engine looks at the first
+/// unknown one below what it knows and walks it, so everything in it is
+/// reported. Below a directory every spec prunes, it looks at nothing.
+#[test]
+fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
+    let mut h = harness(Config::default());
+    h.apply(
+        "s",
+        h.spec().quiet_window(10 * MS).ignore_patterns(["target/"]),
+    );
+    let deep = h.root.join("a/b/c");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("f"), "f").unwrap();
+    std::fs::create_dir_all(h.root.join("target/x")).unwrap();
+    h.os(vec![
+        OsEvent::Path {
+            path: h.root.join("target/x/y"),
+            hint: Hint::Created,
+        },
+        OsEvent::Path {
+            path: deep.join("f"),
+            hint: Hint::Modified,
+        },
+    ]);
+    h.after(10 * MS);
+    let batches = h.batches();
+    for p in ["a", "a/b", "a/b/c", "a/b/c/f"] {
+        let got = kinds(&batches, &h.root.join(p));
+        assert_eq!(got, [ChangeKind::Created], "{p}");
+    }
+    assert!(
+        h.engine.index.lookup(&h.root.join("target/x")).is_none(),
+        "nothing below a pruned directory is read"
+    );
+    assert!(h.engine.check_invariants().is_empty());
+}
+
 mod polling;
 mod updates;
 mod walks;
