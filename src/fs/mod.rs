@@ -247,9 +247,31 @@ pub(crate) fn read_listing(
     Ok(out)
 }
 
+/// Reads a directory's entries, with their types. Sync cookies are left out
+/// and their paths put in `cookies`. Windows: one handle that never stands
+/// in the way of a rename or delete (see `windows::list`).
+#[cfg(windows)]
+pub(crate) fn read_listing(
+    dir: &Path,
+    cookies: &mut Vec<PathBuf>,
+) -> io::Result<Vec<(OsString, FileType)>> {
+    #[cfg(test)]
+    staged_read_failure(dir)?;
+    let entries = windows::list(dir, true)?.entries;
+    let mut out = Vec::with_capacity(entries.len());
+    for (name, stat) in entries {
+        if is_cookie(&name) {
+            cookies.push(dir.join(name));
+        } else {
+            out.push((name, stat.kind));
+        }
+    }
+    Ok(out)
+}
+
 /// Reads a directory's entries (types from `d_type` where the file system
 /// gives them). Sync cookies are left out and their paths put in `cookies`.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn read_listing(
     dir: &Path,
     cookies: &mut Vec<PathBuf>,
@@ -501,8 +523,34 @@ pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<DirIdent> {
     Ok(ident)
 }
 
+/// Reads directory `dir` with every entry's signature (see the Linux
+/// version): Windows' listing carries them.
+#[cfg(windows)]
+pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
+    let listing = windows::list(dir, follow)?;
+    let mut entries: Vec<(OsString, Sig)> = listing
+        .entries
+        .into_iter()
+        .map(|(name, s)| {
+            let sig = Sig {
+                kind: s.kind,
+                size: s.size,
+                mtime: s.mtime,
+                ctime: s.ctime,
+                ino: s.ident.1,
+            };
+            (name, sig)
+        })
+        .collect();
+    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
+    Ok(Scan {
+        ident: listing.ident,
+        entries,
+    })
+}
+
 /// Reads directory `dir` and stats every entry (see the Linux version).
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let ident = identity(dir, follow)?;
     let mut cookies = Vec::new();

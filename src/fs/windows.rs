@@ -14,12 +14,17 @@ use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 
+use std::ffi::OsString;
+use std::os::windows::ffi::OsStringExt;
+
+use windows_sys::Win32::Foundation::ERROR_NO_MORE_FILES;
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
     FILE_ATTRIBUTE_TAG_INFO, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
-    FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
-    FILE_SHARE_WRITE, FileAttributeTagInfo, FileBasicInfo, GetFileInformationByHandle,
-    GetFileInformationByHandleEx,
+    FILE_FLAG_OPEN_REPARSE_POINT, FILE_ID_BOTH_DIR_INFO, FILE_LIST_DIRECTORY, FILE_READ_ATTRIBUTES,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FileAttributeTagInfo, FileBasicInfo,
+    FileIdBothDirectoryInfo, FileIdBothDirectoryRestartInfo, GetFileInformationByHandle,
+    GetFileInformationByHandleEx, SYNCHRONIZE,
 };
 
 use crate::change::FileType;
@@ -39,19 +44,7 @@ pub(super) struct Stat {
 
 /// The entry at `path` (`follow`: through a final symlink or junction).
 pub(super) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
-    // Directories open only with backup semantics; without following, a
-    // link is opened itself rather than what it points to.
-    let flags = FILE_FLAG_BACKUP_SEMANTICS
-        | if follow {
-            0
-        } else {
-            FILE_FLAG_OPEN_REPARSE_POINT
-        };
-    let file = std::fs::OpenOptions::new()
-        .access_mode(FILE_READ_ATTRIBUTES)
-        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
-        .custom_flags(flags)
-        .open(path)?;
+    let file = open(path, follow, FILE_READ_ATTRIBUTES)?;
     let handle = file.as_raw_handle();
     // SAFETY: a valid handle, and structs of the sizes passed, written by
     // the calls only.
@@ -97,12 +90,150 @@ pub(super) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
     })
 }
 
+/// Opens `path` for `access` with every sharing mode, so that no rename or
+/// delete by anyone waits on it. Directories open only with backup
+/// semantics; without `follow`, a link is opened itself rather than what
+/// it points to.
+fn open(path: &Path, follow: bool, access: u32) -> io::Result<std::fs::File> {
+    let flags = FILE_FLAG_BACKUP_SEMANTICS
+        | if follow {
+            0
+        } else {
+            FILE_FLAG_OPEN_REPARSE_POINT
+        };
+    std::fs::OpenOptions::new()
+        .access_mode(access)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+        .custom_flags(flags)
+        .open(path)
+}
+
+/// A directory's identity and its entries, as [`list`] read them.
+pub(super) struct Listing {
+    pub ident: (u64, u64),
+    pub entries: Vec<(OsString, Stat)>,
+}
+
+/// `IsReparseTagNameSurrogate` (winnt.h): a symlink's or a junction's tag.
+const NAME_SURROGATE: u32 = 0x2000_0000;
+
+/// The entries of directory `dir` (`follow`: `dir` may be a link to one),
+/// each as [`stat`] would say, and `dir`'s own identity; `.` and `..` left
+/// out. One handle, opened with every sharing mode (never in the way of a
+/// rename or delete of the directory or its entries, as `FindFirstFile`'s
+/// is under Wine), read with `FileIdBothDirectoryInfo`: names, types,
+/// sizes, times and file ids come with the listing, with no handle per
+/// entry.
+pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
+    let file = open(
+        dir,
+        follow,
+        FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+    )?;
+    let handle = file.as_raw_handle();
+    // SAFETY: a valid handle and a struct written by the call only.
+    let info = unsafe {
+        let mut info: BY_HANDLE_FILE_INFORMATION = std::mem::zeroed();
+        if GetFileInformationByHandle(handle, &mut info) == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        info
+    };
+    if info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0
+        || (!follow && info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0)
+    {
+        return Err(io::Error::from(io::ErrorKind::NotADirectory));
+    }
+    let high_low = |h: u32, l: u32| (u64::from(h) << 32) | u64::from(l);
+    let volume = u64::from(info.dwVolumeSerialNumber);
+    let ident = (volume, high_low(info.nFileIndexHigh, info.nFileIndexLow));
+    // 64 KiB, 8-byte aligned as the records are.
+    let mut buf = vec![0u64; 8 * 1024];
+    let mut class = FileIdBothDirectoryRestartInfo;
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: a valid directory handle and a buffer of the size passed.
+        let ok = unsafe {
+            GetFileInformationByHandleEx(
+                handle,
+                class,
+                buf.as_mut_ptr().cast(),
+                (buf.len() * 8) as u32,
+            )
+        };
+        if ok == 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(ERROR_NO_MORE_FILES as i32) {
+                return Ok(Listing {
+                    ident,
+                    entries: out,
+                });
+            }
+            return Err(e);
+        }
+        class = FileIdBothDirectoryInfo;
+        let bytes: &[u8] = bytemuck_bytes(&buf);
+        let mut at = 0usize;
+        loop {
+            let header = std::mem::offset_of!(FILE_ID_BOTH_DIR_INFO, FileName);
+            if at + header > bytes.len() {
+                return Err(io::Error::other("truncated directory record"));
+            }
+            // SAFETY: `at + header` is within the buffer, which the call
+            // filled with records; read unaligned, as Wine packs them.
+            let rec: FILE_ID_BOTH_DIR_INFO =
+                unsafe { std::ptr::read_unaligned(bytes[at..].as_ptr().cast()) };
+            let len = rec.FileNameLength as usize;
+            let name_at = at + header;
+            if name_at + len > bytes.len() {
+                return Err(io::Error::other("truncated directory record name"));
+            }
+            let units: Vec<u16> = bytes[name_at..name_at + len]
+                .chunks_exact(2)
+                .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+                .collect();
+            let dots = units == [u16::from(b'.')] || units == [u16::from(b'.'); 2];
+            if !dots {
+                let attrs = rec.FileAttributes;
+                // For a reparse point, EaSize holds its tag.
+                let kind = if attrs & FILE_ATTRIBUTE_REPARSE_POINT != 0
+                    && rec.EaSize & NAME_SURROGATE != 0
+                {
+                    FileType::Symlink
+                } else if attrs & FILE_ATTRIBUTE_DIRECTORY != 0 {
+                    FileType::Dir
+                } else {
+                    FileType::File
+                };
+                out.push((
+                    OsString::from_wide(&units),
+                    Stat {
+                        kind,
+                        size: rec.EndOfFile.max(0) as u64,
+                        mtime: unix_time(rec.LastWriteTime),
+                        ctime: unix_time(rec.ChangeTime),
+                        ident: (volume, rec.FileId as u64),
+                    },
+                ));
+            }
+            if rec.NextEntryOffset == 0 {
+                break;
+            }
+            at += rec.NextEntryOffset as usize;
+        }
+    }
+}
+
+/// The buffer's bytes.
+fn bytemuck_bytes(buf: &[u64]) -> &[u8] {
+    // SAFETY: any u64 slice is a valid byte slice of eight times its length.
+    unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), buf.len() * 8) }
+}
+
 /// Whether the reparse point open as `handle` is a link (a symlink or a
 /// junction: its tag is a "name surrogate", as `std` decides too) rather
 /// than, say, a cloud file's placeholder.
 fn is_link(handle: std::os::windows::io::RawHandle) -> io::Result<bool> {
-    /// `IsReparseTagNameSurrogate` (winnt.h).
-    const NAME_SURROGATE: u32 = 0x2000_0000;
     // SAFETY: a valid handle and a struct of the size passed.
     unsafe {
         let mut tag: FILE_ATTRIBUTE_TAG_INFO = std::mem::zeroed();
@@ -155,5 +286,34 @@ mod tests {
         assert_eq!((sf.kind, sf.size), (FileType::File, 4));
         assert!(sf.ctime.0 > 1_600_000_000, "a change time of today: {sf:?}");
         assert!(stat(&d.path().join("missing"), false).is_err());
+    }
+
+    #[test]
+    fn a_listing_says_what_stat_says_of_each_entry() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("f"), "five!").unwrap();
+        let Listing { ident, mut entries } = list(d.path(), false).unwrap();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(ident, stat(d.path(), false).unwrap().ident);
+        let names: Vec<_> = entries.iter().map(|(n, _)| n.to_str().unwrap()).collect();
+        assert_eq!(names, ["f", "sub"]);
+        for (name, listed) in &entries {
+            let s = stat(&d.path().join(name), false).unwrap();
+            assert_eq!(
+                (
+                    listed.kind,
+                    listed.size,
+                    listed.mtime,
+                    listed.ctime,
+                    listed.ident
+                ),
+                (s.kind, s.size, s.mtime, s.ctime, s.ident),
+                "{name:?}"
+            );
+        }
+        let f = d.path().join("f");
+        assert!(list(&f, false).is_err(), "a file is no directory");
+        assert!(list(&d.path().join("missing"), false).is_err());
     }
 }
