@@ -13,12 +13,15 @@
 //!
 //! - `queue` (the default): one more run after the current one, however many
 //!   batches arrived during it;
-//! - `restart`: the running command is stopped and started again. Stopping
-//!   is SIGTERM to its whole process group, then SIGKILL to what is left of
-//!   the group once the command exits (or two seconds later if it has not).
+//! - `restart`: the running command is stopped and started again. On Unix,
+//!   stopping is SIGTERM to its whole process group, then SIGKILL to what
+//!   is left of the group once the command exits (or two seconds later if
+//!   it has not). On Windows, which has no SIGTERM, it is the end of the
+//!   command's job object: every process it started, at once.
 //!
-//! The command runs in a process group of its own (so the terminal's Ctrl-C
-//! reaches `build_loop`, which stops the group itself). Lines on stderr:
+//! The command runs in a process group of its own on Unix (so the
+//! terminal's Ctrl-C reaches `build_loop`, which stops the group itself),
+//! in a job object of its own on Windows. Lines on stderr:
 //!
 //! ```text
 //! build_loop: run 2: created src/a.rs, modified src/b.rs, removed x.rs (+3 more)
@@ -27,29 +30,122 @@
 //! build_loop: run 2 exited with status 0
 //! ```
 //!
-//! (`exited with signal 15` when it was killed.) `.gitignore` and
+//! (`exited with signal 15` when it was killed, on Unix.) `.gitignore` and
 //! `.ignore` files are honoured, nested ones too, and followed when they
 //! change ([`WatchOptions::ignore_files`]); `.git/` and the other VCS
-//! directories are ignored by the library. Ctrl-C (SIGINT) or
-//! SIGTERM stops the running command and exits with the status of the last
-//! run that ended by itself (128 + N for signal N; 0 if none did); a second
-//! one kills the command's group at once. Unix only.
+//! directories are ignored by the library. Ctrl-C (SIGINT), SIGTERM or
+//! SIGHUP (on Windows: Ctrl-C, Ctrl-Break, the console closing) stops the
+//! running command and exits with the status of the last run that ended by
+//! itself (128 + N for signal N; 0 if none did); a second one kills the
+//! command's group at once.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 
-#[cfg(not(unix))]
-fn main() {
-    eprintln!("build_loop: Unix only (process groups and signals)");
-    std::process::exit(2)
-}
-
-#[cfg(unix)]
 fn main() -> std::process::ExitCode {
-    unix::main()
+    run::main()
 }
 
+/// The command's process group (Unix) or job object (Windows): what is
+/// stopped, as a whole, when a run is stopped.
 #[cfg(unix)]
-mod unix {
+mod group {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+
+    pub struct Group(Pid);
+
+    /// Starts `command` as the leader of a process group of its own.
+    pub fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
+        let child = command.process_group(0).spawn()?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        Ok((child, Group(pgid)))
+    }
+
+    impl Group {
+        /// Asks every process of the group to stop (SIGTERM).
+        pub fn stop(&self) {
+            let _ = killpg(self.0, Signal::SIGTERM);
+        }
+
+        /// Kills what is left of the group (SIGKILL).
+        pub fn kill(&self) {
+            let _ = killpg(self.0, Signal::SIGKILL);
+        }
+    }
+}
+
+#[cfg(windows)]
+mod group {
+    use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+    use std::process::{Child, Command};
+
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+        JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+        SetInformationJobObject, TerminateJobObject,
+    };
+
+    /// A job object holding the command and every process it starts (they
+    /// inherit the job); closing it ends them all.
+    pub struct Group(OwnedHandle);
+
+    /// Starts `command` in a job object of its own. (A process the command
+    /// starts before it is assigned to the job, in its first instant, is
+    /// not in it: std cannot start a process suspended.)
+    pub fn spawn(command: &mut Command) -> std::io::Result<(Child, Group)> {
+        // SAFETY: no security attributes, no name; the handle is checked
+        // and then owned.
+        let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if job.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a job handle just created, owned by nothing else.
+        let job = unsafe { OwnedHandle::from_raw_handle(job) };
+        // SAFETY: zeroed is a valid JOBOBJECT_EXTENDED_LIMIT_INFORMATION.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: a valid job handle and a struct of the size passed.
+        let set = unsafe {
+            SetInformationJobObject(
+                job.as_raw_handle(),
+                JobObjectExtendedLimitInformation,
+                (&raw const limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        if set == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let child = command.spawn()?;
+        // SAFETY: valid job and process handles.
+        if unsafe { AssignProcessToJobObject(job.as_raw_handle(), child.as_raw_handle()) } == 0 {
+            let e = std::io::Error::last_os_error();
+            let mut child = child;
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+        Ok((child, Group(job)))
+    }
+
+    impl Group {
+        /// Windows has no SIGTERM: the job's processes end at once.
+        pub fn stop(&self) {
+            self.kill();
+        }
+
+        /// Ends every process of the job.
+        pub fn kill(&self) {
+            // SAFETY: a valid job handle.
+            unsafe { TerminateJobObject(self.0.as_raw_handle(), 1) };
+        }
+    }
+}
+
+mod run {
     /// One whole line on stderr in one write: the command shares stderr,
     /// and `eprintln!` may write a line in pieces that its output splits.
     macro_rules! say {
@@ -61,7 +157,6 @@ mod unix {
     }
 
     use std::collections::BTreeMap;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::path::{Path, PathBuf};
     use std::process::{Command, ExitCode, ExitStatus};
     use std::time::{Duration, Instant};
@@ -69,9 +164,11 @@ mod unix {
     use specwatch::crossbeam_channel::{self as channel, Receiver, Sender, select};
     use specwatch::{Change, ChangeKind, Event, Manager, Phase, WatchSpec};
 
+    use crate::group::Group;
+
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
          [--watch PATH]... -- COMMAND [ARGS...]";
-    /// How long a stopped command gets between SIGTERM and SIGKILL.
+    /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
     const SHOWN: usize = 3;
@@ -130,35 +227,21 @@ mod unix {
         Ok(args)
     }
 
-    /// SIGINT and SIGTERM, taken synchronously by one thread (blocked here,
-    /// in the main thread, before any other thread starts: threads inherit
-    /// the mask; `Command` clears it in the child).
-    fn signals() -> Receiver<i32> {
+    /// Ctrl-C and termination requests, through `ctrlc` (a handler thread
+    /// of its own; on Windows, the console's control events).
+    fn signals() -> Receiver<()> {
         let (tx, rx) = channel::unbounded();
-        // SAFETY: plain libc signal-set calls on a local sigset_t.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            std::thread::spawn(move || {
-                let mut sig = 0;
-                while libc::sigwait(&set, &mut sig) == 0 && tx.send(sig).is_ok() {}
-            });
+        if let Err(e) = ctrlc::set_handler(move || {
+            let _ = tx.send(());
+        }) {
+            say!("build_loop: cannot take Ctrl-C: {e}");
         }
         rx
     }
 
-    /// Sends `sig` to every process of the group `pgid`.
-    fn kill_group(pgid: i32, sig: i32) {
-        // SAFETY: kill(2) on a process group this program created.
-        unsafe { libc::kill(-pgid, sig) };
-    }
-
     struct Running {
         n: u64,
-        pgid: i32,
+        group: Group,
         /// Stopped by us (SIGTERM sent to its group).
         stopping: bool,
         /// When SIGKILL follows that SIGTERM.
@@ -172,12 +255,9 @@ mod unix {
         command: &[String],
         exits: &Sender<(u64, ExitStatus)>,
     ) -> std::io::Result<Running> {
-        let mut child = Command::new(&command[0])
-            .args(&command[1..])
-            .process_group(0)
-            .spawn()?;
-        let pgid = child.id() as i32;
-        say!("build_loop: run {n} started (pid {pgid})");
+        let (mut child, group) =
+            crate::group::spawn(Command::new(&command[0]).args(&command[1..]))?;
+        say!("build_loop: run {n} started (pid {})", child.id());
         let exits = exits.clone();
         std::thread::spawn(move || {
             let status = child.wait().expect("wait for our own child");
@@ -185,7 +265,7 @@ mod unix {
         });
         Ok(Running {
             n,
-            pgid,
+            group,
             stopping: false,
             kill_at: None,
         })
@@ -193,7 +273,7 @@ mod unix {
 
     fn stop(run: &mut Running) {
         if !run.stopping {
-            kill_group(run.pgid, libc::SIGTERM);
+            run.group.stop();
             run.stopping = true;
             run.kill_at = Some(Instant::now() + GRACE);
         }
@@ -216,17 +296,28 @@ mod unix {
     /// about the command.
     fn ended(run: &Running, status: ExitStatus) -> Option<u8> {
         let n = run.n;
-        match (status.code(), status.signal()) {
+        match (status.code(), signal(status)) {
             (Some(code), _) => say!("build_loop: run {n} exited with status {code}"),
             (None, Some(sig)) => say!("build_loop: run {n} exited with signal {sig}"),
             _ => say!("build_loop: run {n} exited with {status}"),
         }
         if run.stopping {
-            kill_group(run.pgid, libc::SIGKILL);
+            run.group.kill();
             return None;
         }
-        let code = status.code().or(status.signal().map(|s| 128 + s));
+        let code = status.code().or(signal(status).map(|s| 128 + s));
         Some(code.map_or(1, |c| c.clamp(0, 255) as u8))
+    }
+
+    /// The signal that ended a process (Unix; Windows has none).
+    fn signal(status: ExitStatus) -> Option<i32> {
+        #[cfg(unix)]
+        return std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        {
+            let _ = status;
+            None
+        }
     }
 
     /// `created a.rs, modified b.rs (+3 more)`, paths relative to `cwd`.
@@ -347,7 +438,7 @@ mod unix {
                 recv(stop_signals) -> _ => {
                     if let Some(run) = &mut running {
                         if shutting_down {
-                            kill_group(run.pgid, libc::SIGKILL); // asked twice
+                            run.group.kill(); // asked twice
                         }
                         stop(run);
                     }
@@ -355,7 +446,7 @@ mod unix {
                 }
                 recv(kill_timer) -> _ => {
                     if let Some(run) = &mut running {
-                        kill_group(run.pgid, libc::SIGKILL);
+                        run.group.kill();
                         run.kill_at = None;
                     }
                 }

@@ -8,8 +8,12 @@
 //!
 //! Output (the public contract): `READY` once watching is established, then
 //! one line per change: `created`, `modified` or `removed`, a TAB, the
-//! absolute path as raw bytes (never a lossy rendering), a newline. Flushed
-//! after every line. Ctrl-C (SIGINT) or SIGTERM exits cleanly with status 0.
+//! absolute path as the platform writes it, never a lossy rendering (on
+//! Unix its raw bytes; on Windows its UTF-16 as WTF-8: UTF-8 for every
+//! valid name, an unpaired surrogate as the three bytes of its code
+//! point), a newline. Flushed after every line. Ctrl-C (SIGINT), SIGTERM
+//! or SIGHUP (on Windows: Ctrl-C, Ctrl-Break, the console closing) exits
+//! cleanly with status 0.
 //! Patterns given with `--ignore` apply relative to each PATH.
 //! `--follow-symlinks` sets [`WatchOptions::follow_symlinks`]: changes below
 //! a link to a directory are printed under the link's path. `--backend poll`
@@ -141,30 +145,16 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-#[cfg(unix)]
+/// Ctrl-C and termination requests (SIGINT, SIGTERM, SIGHUP; on Windows
+/// the console's Ctrl-C, Ctrl-Break and close), through `ctrlc`.
 fn signals() -> Receiver<()> {
-    // Block SIGINT and SIGTERM in this thread before any other thread starts
-    // (threads inherit the mask), and take them synchronously in one thread.
     let (tx, rx) = crossbeam_channel::bounded(1);
-    // SAFETY: plain libc signal-set manipulation on a local sigset_t.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        std::thread::spawn(move || {
-            let mut sig = 0;
-            libc::sigwait(&set, &mut sig);
-            let _ = tx.send(());
-        });
+    if let Err(e) = ctrlc::set_handler(move || {
+        let _ = tx.try_send(());
+    }) {
+        eprintln!("watch: cannot take Ctrl-C: {e}");
     }
     rx
-}
-
-#[cfg(not(unix))]
-fn signals() -> Receiver<()> {
-    crossbeam_channel::never()
 }
 
 fn write_path(out: &mut impl Write, kind: &str, path: &std::path::Path) -> std::io::Result<()> {
@@ -175,12 +165,36 @@ fn write_path(out: &mut impl Write, kind: &str, path: &std::path::Path) -> std::
         use std::os::unix::ffi::OsStrExt;
         out.write_all(path.as_os_str().as_bytes())?;
     }
-    #[cfg(not(unix))]
-    {
-        out.write_all(path.to_string_lossy().as_bytes())?;
-    }
+    #[cfg(windows)]
+    out.write_all(&wtf8(path.as_os_str()))?;
+    #[cfg(not(any(unix, windows)))]
+    out.write_all(path.to_string_lossy().as_bytes())?;
     out.write_all(b"\n")?;
     out.flush()
+}
+
+/// A Windows path's 16-bit units as WTF-8: UTF-8 for every valid name, and
+/// an unpaired surrogate (which no UTF-8 can hold) as the three bytes UTF-8
+/// would give its code point (`ED A0 80` for U+D800), so that nothing is
+/// lost or replaced. <https://simonsapin.github.io/wtf-8/>
+#[cfg(windows)]
+fn wtf8(s: &std::ffi::OsStr) -> Vec<u8> {
+    use std::os::windows::ffi::OsStrExt;
+    let mut out = Vec::with_capacity(s.len());
+    for unit in char::decode_utf16(s.encode_wide()) {
+        match unit {
+            Ok(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            Err(e) => {
+                let u = e.unpaired_surrogate();
+                out.extend_from_slice(&[
+                    0xE0 | (u >> 12) as u8,
+                    0x80 | ((u >> 6) & 0x3F) as u8,
+                    0x80 | (u & 0x3F) as u8,
+                ]);
+            }
+        }
+    }
+    out
 }
 
 /// What has been said on stderr about the watch, so that a line is
