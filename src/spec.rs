@@ -260,13 +260,15 @@ impl WatchSpec {
     ///
     /// ```
     /// use specwatch::WatchSpec;
+    /// # // Absolute on Windows too, which wants a drive.
+    /// # let srv = std::path::Path::new(if cfg!(windows) { r"C:\srv" } else { "/srv" });
     ///
-    /// let spec = WatchSpec::new(["/srv/a", "/srv/b"])
+    /// let spec = WatchSpec::new([srv.join("a"), srv.join("b")])
     ///     .ignore_patterns(["node_modules/", "*.log"])
     ///     .normalized("web")
     ///     .unwrap();
     /// assert_eq!(spec.ignores.len(), 2, "one rule per path");
-    /// assert_eq!(spec.ignores[1].base, std::path::Path::new("/srv/b"));
+    /// assert_eq!(spec.ignores[1].base, srv.join("b"));
     /// ```
     #[must_use]
     pub fn ignore_patterns<I, S>(mut self, patterns: I) -> Self
@@ -290,7 +292,8 @@ impl WatchSpec {
     /// ```
     /// use specwatch::WatchSpec;
     ///
-    /// let spec = WatchSpec::new(["/charts"]).only(["*.tgz"]).normalized("c").unwrap();
+    /// # let charts = if cfg!(windows) { r"C:\charts" } else { "/charts" };
+    /// let spec = WatchSpec::new([charts]).only(["*.tgz"]).normalized("c").unwrap();
     /// assert_eq!(spec.ignores[0].patterns, ["*", "!*.tgz"]);
     /// ```
     #[must_use]

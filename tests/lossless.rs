@@ -136,13 +136,6 @@ fn mkdir_p_of_missing_root(b: Backend) {
 }
 
 fn root_renamed_away_counts_as_deleted(b: Backend) {
-    if b == Backend::Portable
-        && skip_on_wine(
-            "Wine renames or deletes a directory only when notify's handle on it closes",
-        )
-    {
-        return;
-    }
     let d = tmp();
     let root = d.path().join("r");
     fs::create_dir_all(root.join("x")).unwrap();
