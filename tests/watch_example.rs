@@ -1,12 +1,11 @@
 //! The `watch` example's flags and output lines are a public contract:
-//! `READY`, then `created|modified|removed<TAB>path` (raw bytes), exit 0 on
-//! SIGTERM, 2 on a bad flag. Run against the built example binary.
-#![cfg(unix)]
+//! `READY`, then `created|modified|removed<TAB>path` (raw bytes on Unix,
+//! WTF-8 on Windows), exit 0 on SIGTERM, 2 on a bad flag. Run against the
+//! built example binary.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -19,7 +18,9 @@ use common::WAIT;
 fn example() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile = exe.parent().unwrap().parent().unwrap();
-    let bin = profile.join("examples").join("watch");
+    let bin = profile
+        .join("examples")
+        .join(format!("watch{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
         "the watch example is not built at {} (cargo test builds examples)",
@@ -80,12 +81,28 @@ impl Running {
         }
     }
 
-    /// SIGTERM; the example must exit 0.
-    fn stop(mut self) {
-        // SAFETY: kill on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
+    /// SIGTERM; the example must exit 0. (On Windows, where no console
+    /// event can be sent to one child alone, it is ended, and its status
+    /// says nothing.)
+    fn stop(self) {
+        #[cfg(windows)]
+        {
+            let mut child = self.child;
+            let _ = child.kill();
+            let _ = child.wait();
         }
+        #[cfg(unix)]
+        {
+            // SAFETY: kill on our own child's pid.
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            self.wait_for_a_clean_exit();
+        }
+    }
+
+    #[cfg(unix)]
+    fn wait_for_a_clean_exit(mut self) {
         let (tx, rx) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
             let _ = tx.send(self.child.wait());
@@ -98,26 +115,51 @@ impl Running {
     }
 }
 
+/// The line the example prints for a change: on Unix the path's raw
+/// bytes, on Windows its UTF-8 (the tests' names are valid UTF-16, whose
+/// WTF-8 is UTF-8).
 fn line(kind: &str, p: &Path) -> Vec<u8> {
     let mut l = kind.as_bytes().to_vec();
     l.push(b'\t');
-    l.extend_from_slice(p.as_os_str().as_bytes());
+    #[cfg(unix)]
+    l.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()));
+    #[cfg(windows)]
+    l.extend_from_slice(p.to_str().expect("a valid UTF-16 name").as_bytes());
     l
+}
+
+/// The directory as the example will print it: resolved on Unix (macOS's
+/// `/tmp` is a link); as it is on Windows (resolving gives a `\\?\` path).
+fn real(dir: &Path) -> PathBuf {
+    if cfg!(windows) {
+        dir.to_path_buf()
+    } else {
+        dir.canonicalize().unwrap()
+    }
 }
 
 fn changes_are_printed(args: &[&str]) {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().canonicalize().unwrap();
+    let dir = real(d.path());
     let w = Running::start(args, &dir);
     let f = dir.join("f.txt");
     std::fs::write(&f, "1").unwrap();
     w.expect(&line("created", &f));
     std::fs::write(&f, "22").unwrap();
     w.expect(&line("modified", &f));
-    // A name that is not UTF-8 comes out as its raw bytes.
-    let odd = dir.join(std::ffi::OsStr::from_bytes(b"odd\xff.txt"));
-    std::fs::write(&odd, "x").unwrap();
-    w.expect(&line("created", &odd));
+    // A name that is not UTF-8 comes out as its raw bytes (not on macOS,
+    // whose file systems refuse it).
+    #[cfg(all(unix, not(target_os = "macos")))]
+    {
+        let odd =
+            dir.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"odd\xff.txt"));
+        std::fs::write(&odd, "x").unwrap();
+        w.expect(&line("created", &odd));
+    }
+    // Beyond ASCII, as UTF-8.
+    let accents = dir.join("café-ü.txt");
+    std::fs::write(&accents, "x").unwrap();
+    w.expect(&line("created", &accents));
     std::fs::remove_file(&f).unwrap();
     w.expect(&line("removed", &f));
     w.stop();
@@ -180,11 +222,11 @@ fn bad_flags_exit_2_with_usage() {
 #[test]
 fn initial_scan_prints_what_exists_as_created() {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().canonicalize().unwrap();
+    let dir = real(d.path());
     std::fs::create_dir(dir.join("sub")).unwrap();
     std::fs::write(dir.join("sub/old.txt"), "x").unwrap();
     let w = Running::start(&["--debounce", "10", "--initial-scan"], &dir);
-    w.expect(&line("created", &dir.join("sub/old.txt")));
+    w.expect(&line("created", &dir.join("sub").join("old.txt")));
     let f = dir.join("new.txt");
     std::fs::write(&f, "1").unwrap();
     w.expect(&line("created", &f));
@@ -194,9 +236,16 @@ fn initial_scan_prints_what_exists_as_created() {
 #[test]
 fn stderr_says_which_backend_each_root_got() {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().canonicalize().unwrap();
+    let dir = real(d.path());
     for (args, want) in [
-        (vec![], "watch: root: native: "),
+        (
+            vec![],
+            if cfg!(target_os = "linux") {
+                "watch: root: native: "
+            } else {
+                "watch: root: portable: "
+            },
+        ),
         (
             vec!["--backend", "poll", "--poll-interval", "20"],
             "watch: root: poll every 20ms: chosen at ",
@@ -238,7 +287,8 @@ fn stderr_says_which_backend_each_root_got() {
 
 /// On a terminal (a pty from `script`), indexing a large tree draws a
 /// progress line on stderr before `READY`; the other tests run without a
-/// terminal and see no such line.
+/// terminal and see no such line. (Unix: `script` makes the pty.)
+#[cfg(unix)]
 #[test]
 fn a_terminal_gets_a_progress_line_while_indexing() {
     if Command::new("script").arg("--version").output().is_err() {
@@ -246,7 +296,7 @@ fn a_terminal_gets_a_progress_line_while_indexing() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().canonicalize().unwrap();
+    let dir = real(d.path());
     // Large enough that the first walk takes well over the 100 ms between
     // progress lines (about a second in a debug build).
     for i in 0..200 {
