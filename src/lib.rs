@@ -156,9 +156,17 @@
 //!   Ignore rules prune ignored directories, which is the cheapest fix;
 //!   else raise the limit as root, e.g. `sysctl fs.inotify.max_user_watches=524288`
 //!   (and in `/etc/sysctl.d/` to keep it). specwatch never changes it.
-//! - **Platforms**: Linux is the platform tested (both backends, FUSE);
-//!   macOS, Windows and the BSDs build through `notify` and are not tested
-//!   here. See the README's "Platforms" section.
+//! - **Platforms**: Linux is tested on every backend (and FUSE); Windows
+//!   runs the whole suite under Wine, whose emulation of
+//!   ReadDirectoryChangesW is not Windows' own; macOS and FreeBSD are
+//!   built and linted, not run. Off Linux the event backend is notify's
+//!   recursive watch per root: no pruning of ignored directories (their
+//!   events arrive and are dropped). On Windows, notify 8.2 drops a watch,
+//!   or a batch of events, without a word when ReadDirectoryChangesW's
+//!   buffer overflows under a burst (notify-rs/notify#963):
+//!   [`WatchOptions::rescan_every`] or [`Backend::Poll`] for such trees.
+//!   On FreeBSD, kqueue holds a descriptor per entry. See the README's
+//!   "Platforms" table.
 //! - **Network file systems**: see the README's section "Several replicas
 //!   over shared storage" for what is polled, its cost, and how to size
 //!   the interval.
