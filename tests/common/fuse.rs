@@ -45,6 +45,10 @@ impl Drop for BindMount {
 /// `SPECWATCH_REQUIRE_FUSE` is set (CI installs bindfs and sets it), else
 /// a skip.
 pub fn bind_mount(src: &Path, mnt: &Path) -> Option<BindMount> {
+    if !cfg!(target_os = "linux") {
+        eprintln!("\n*** SKIPPED: the FUSE tests mount with bindfs, on Linux only\n");
+        return None;
+    }
     match BindMount::mount(src, mnt) {
         Ok(m) => Some(m),
         Err(why) if std::env::var_os("SPECWATCH_REQUIRE_FUSE").is_some() => {
