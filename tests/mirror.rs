@@ -417,9 +417,6 @@ fn run_spec(
         .editor_ignores(false)
         .follow_symlinks(follow);
     start(&m, "s", spec);
-    // Under Wine, a raw notify watcher beside the engine: the witness of
-    // what Wine's ReadDirectoryChangesW said at all (see `Witness`).
-    let witness = wine().then(|| Witness::start(d.path()));
     let mut mirror = listing(&root, follow);
     let mut written: BTreeSet<PathBuf> = BTreeSet::new();
     let mut serial = 0;
@@ -430,15 +427,19 @@ fn run_spec(
     // directory renamed within the tree under its old path, and nothing
     // below a directory moved in from outside (Windows' own does both
     // right): on the portable backend under Wine, no such moves.
-    let skip_ops: &[usize] = if backend == Backend::Portable && wine() {
-        eprintln!(
+    let wine_events = wine() && backend == Backend::Portable && spec_backend.is_none();
+    let skip_ops: &[usize] = if wine_events {
+        note(
             "*** on Wine: no directory renamed within the tree or moved in \
-             (Wine reports changes below them under stale paths, or not at all)"
+             (Wine reports changes below them under stale paths, or not at all)",
         );
         &[6, 7]
     } else {
         &[]
     };
+    // Under Wine, a raw notify watcher beside the engine: the witness of
+    // what Wine's ReadDirectoryChangesW said at all (see `Witness`).
+    let witness = wine_events.then(|| Witness::start(d.path()));
     // Most paths seen through followed links at one checkpoint.
     let mut through_links = 0;
     let mut wine_losses = 0;
@@ -503,11 +504,11 @@ fn run_spec(
             && let Some(w) = &witness
             && let Some(paths) = w.explains(&mirror, &disk)
         {
-            eprintln!(
+            note(&format!(
                 "*** on Wine, seed {seed}, checkpoint {checkpoints}: {} paths wrong that Wine's \
                  ReadDirectoryChangesW never named (raw notify, watching beside): {paths:?}",
                 paths.len()
-            );
+            ));
             wine_losses += paths.len();
             written.retain(|p| !paths.contains(p));
             mirror = disk.clone();
@@ -536,11 +537,11 @@ fn run_spec(
                 if let Some(w) = &witness
                     && !w.named(p)
                 {
-                    eprintln!(
+                    note(&format!(
                         "*** on Wine, seed {seed}, checkpoint {checkpoints}: {} written, \
                          never named by Wine's ReadDirectoryChangesW",
                         p.display()
-                    );
+                    ));
                     wine_losses += 1;
                     continue;
                 }
@@ -569,10 +570,15 @@ fn run_spec(
     } else {
         String::new()
     };
-    eprintln!(
+    let summary = format!(
         "seed {seed} ({backend:?}, follow {follow}): {n} operations, {checkpoints} checkpoints, \
          mirror equal{links}{wine}"
     );
+    if witness.is_some() {
+        note(&summary);
+    } else {
+        eprintln!("{summary}");
+    }
     if follow && n >= 500 {
         assert!(
             through_links > 0,

@@ -81,21 +81,48 @@ pub fn wine() -> bool {
     false
 }
 
-/// Under Wine: prints `*** SKIPPED on Wine: why` and returns true (the
-/// caller returns). Elsewhere false.
+/// Under Wine: says `*** SKIPPED on Wine: why` (see [`note`]) and returns
+/// true (the caller returns). Elsewhere false.
 pub fn skip_on_wine(why: &str) -> bool {
     let skip = wine();
     if skip {
-        eprintln!("*** SKIPPED on Wine: {why}");
+        note(&format!("*** SKIPPED on Wine: {why}"));
     }
     skip
 }
 
-/// Prints `*** SKIPPED: why` and returns true (for a skip decided by the
-/// caller, on a known problem that the README names).
+/// Says `*** SKIPPED: why` (see [`note`]) and returns true (for a skip
+/// decided by the caller, on a known problem that the README names).
 pub fn skip(why: &str) -> bool {
-    eprintln!("*** SKIPPED: {why}");
+    note(&format!("*** SKIPPED: {why}"));
     true
+}
+
+/// Prints `line` on stderr, and, where `SPECWATCH_NOTES` names a file,
+/// adds it there with the test's name: libtest hides a passing test's
+/// output, and CI prints that file after the run, so that what was
+/// skipped (and why) is seen.
+pub fn note(line: &str) {
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("SPECWATCH_NOTES") {
+        let test = std::thread::current().name().unwrap_or("?").to_owned();
+        let exe = std::env::current_exe().ok();
+        let binary = exe
+            .as_deref()
+            .and_then(Path::file_stem)
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.split('-').next())
+            .unwrap_or("?")
+            .to_owned();
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{binary}::{test}: {line}");
+        }
+    }
 }
 
 pub fn tmp() -> tempfile::TempDir {
