@@ -105,13 +105,16 @@
 //! # Known problems
 //!
 //! - **Portable backend under heavy directory renames**: notify keys its
-//!   recursive watches by path and re-adds them lazily after rename events.
-//!   specwatch works around both (it never unwatches a recursive root while
-//!   anything below is needed, and makes its own watch call for every new
-//!   directory before reading it), and the randomized mirror test runs on
-//!   it, but a rare loss under heavy directory renames is still open (one
-//!   long seeded run of that test fails now and then; see the README's
-//!   soak section): on Linux, prefer the native backend.
+//!   recursive watches by path (the kernel by inode) and re-adds them
+//!   lazily after rename events. specwatch works around that (it never
+//!   unwatches a recursive root while anything below is needed, makes its
+//!   own watch call for every new directory before reading it, and first
+//!   checks that no symlink is on the way, since a watch by path through a
+//!   link re-labels the watch of the directory it leads to), and the
+//!   randomized mirror test runs on it. A directory above a new one that is
+//!   replaced by a link within the round trip of that watch call to
+//!   notify's thread can still slip through: on Linux, prefer the native
+//!   backend.
 //! - **Symlinks are not followed by default**, roots included: a root that
 //!   is itself a symlink is watched as a link entry. With
 //!   [`WatchOptions::follow_symlinks`] links to directories are followed

@@ -409,8 +409,12 @@ pub(crate) trait PathWatcher: Send {
 
     /// A directory just appeared below a recursive watch: watch it on its
     /// own before it is read, to close the gap until the backend's own
-    /// recursion reaches it. Injected faults apply.
-    fn watch_new_dir(&mut self, dir: &Path) -> Result<(), WatchError>;
+    /// recursion reaches it. Injected faults apply. False, with nothing
+    /// watched, when `dir` is not a directory reached through directories
+    /// from the watch above (gone, or reached through a symlink that
+    /// replaced a directory above it): a watch by path through a link
+    /// would land on the directory it leads to.
+    fn watch_new_dir(&mut self, dir: &Path) -> Result<bool, WatchError>;
 
     /// Whether `path` has the watch [`watch`](Self::watch) would give it.
     fn has_watch(&self, path: &Path, recursive: bool) -> bool;

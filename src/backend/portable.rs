@@ -16,6 +16,7 @@ use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 #[cfg(any(test, feature = "test-hooks"))]
 use super::Fault;
 use super::{Faults, Hint, Inner, OsEvent, OsMsg, PathWatcher, Read, Sink, WatchError};
+use crate::change::FileType;
 
 /// Whether notify's recursive watch leaves a new directory unwatched until
 /// notify's thread adds a watch for it (inotify, kqueue: one OS watch per
@@ -119,6 +120,44 @@ impl Portable {
             faults: Faults::default(),
         })
     }
+
+    /// Whether `dir` is a directory reached through directories only, from
+    /// the nearest path watched as asked (a root or an ancestor of one)
+    /// down: no symlink on the way, none at the end.
+    ///
+    /// notify keys its watches by path, the kernel by inode, and a watch
+    /// call through a symlink lands on the directory the link leads to.
+    /// When that directory is watched already, the kernel hands back its
+    /// watch and notify files it under the new path: the directory's
+    /// events arrive under the link's path from then on (for nodes the
+    /// index does not have, so they are dropped), and unwatching the
+    /// link's path removes the directory's only watch. The engine asks for
+    /// such a path when it looks at a name in a directory that was
+    /// replaced by a link after the event it handles (`d/g` moved away, `d`
+    /// then replaced by a link to its sibling `f`: the event for `d/g`
+    /// finds a directory there, `f/g`).
+    ///
+    /// The look comes before the call, so a link made in between (within
+    /// the round trip to notify's thread) is not seen.
+    fn own_path(&self, dir: &Path) -> bool {
+        // Paths above the nearest one watched as asked are the user's, and
+        // may go through links. With none above (a recursive watch that
+        // failed part of the way), those above the outermost new directory.
+        let outer = dir
+            .ancestors()
+            .skip(1)
+            .find(|a| self.watched.contains_key(*a))
+            .or_else(|| {
+                dir.ancestors()
+                    .filter(|a| self.extra.contains(*a))
+                    .last()
+                    .and_then(Path::parent)
+            })
+            .or(dir.parent());
+        dir.ancestors()
+            .take_while(|a| Some(*a) != outer)
+            .all(|a| matches!(crate::fs::lstat_type(a), Ok(Some(FileType::Dir))))
+    }
 }
 
 impl PathWatcher for Portable {
@@ -140,28 +179,35 @@ impl PathWatcher for Portable {
     /// that, so once it returns the new directory and all below it are
     /// watched.
     ///
-    /// On failure: the error and the directory it is about, as
-    /// [`watch`](PathWatcher::watch) gives them.
+    /// False, watching nothing, when `dir` is not a directory of its own
+    /// (see [`own_path`](Portable::own_path)). On failure: the error and
+    /// the directory it is about, as [`watch`](PathWatcher::watch) gives
+    /// them.
     ///
     /// On Windows and macOS the OS's recursive watch (ReadDirectoryChangesW
     /// with its subtree, FSEvents) covers a new directory from the moment
-    /// it exists: there is no gap, and nothing is done. A handle of our own
-    /// on each new directory would there cost a buffer and report every
-    /// change twice, and on Windows it would stop the directory's parents
-    /// from being renamed or deleted while it is open.
-    fn watch_new_dir(&mut self, dir: &Path) -> Result<(), WatchError> {
-        if !RECURSIVE_WATCH_HAS_A_GAP || self.watched.contains_key(dir) || self.extra.contains(dir)
-        {
-            return Ok(());
+    /// it exists: there is no gap, and no watch call is made. A handle of
+    /// our own on each new directory would there cost a buffer and report
+    /// every change twice, and on Windows it would stop the directory's
+    /// parents from being renamed or deleted while it is open.
+    fn watch_new_dir(&mut self, dir: &Path) -> Result<bool, WatchError> {
+        if self.watched.contains_key(dir) || self.extra.contains(dir) {
+            return Ok(true);
+        }
+        if !RECURSIVE_WATCH_HAS_A_GAP {
+            return Ok(self.own_path(dir));
         }
         if self.faults.take_limit() {
             return Err(limit_error(dir));
+        }
+        if !self.own_path(dir) {
+            return Ok(false);
         }
         self.watcher
             .watch(dir, RecursiveMode::Recursive)
             .map_err(|e| watch_error(e, dir))?;
         self.extra.insert(dir.to_path_buf());
-        Ok(())
+        Ok(true)
     }
 
     /// Watches `path` unless a recursive watch above it already covers it;
@@ -326,6 +372,62 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Waits (at most 10 s) for the first event at a path among `paths`.
+    fn first_event_among(rx: &crossbeam_channel::Receiver<OsMsg>, paths: &[PathBuf]) -> PathBuf {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let msg = rx
+                .recv_deadline(deadline)
+                .unwrap_or_else(|_| panic!("no event at any of {paths:?} within 10 s"));
+            if let Read::Events { events, .. } = msg.read() {
+                for e in events {
+                    if let OsEvent::Path { path, .. } = e
+                        && paths.contains(&path)
+                    {
+                        return path;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `r/d` replaced by a link to its sibling `r/f`: a new-directory
+    /// watch asked for `r/d/g` (the engine looking at an event for `d/g`
+    /// after the replacement) would reach the watched `r/f/g`, and notify
+    /// would file `f/g`'s watch under `d/g`. It is refused, and `f/g`
+    /// keeps its watch and its path, also once `d/g` is forgotten.
+    #[cfg(unix)]
+    #[test]
+    fn a_new_directory_is_never_watched_through_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir_all(r.join("f/g")).unwrap();
+        std::os::unix::fs::symlink("f", r.join("d")).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut p = Portable::start(Sink::new(move |m| tx.send(m).is_ok())).unwrap();
+        p.watch(&r, true).unwrap();
+
+        assert!(!p.watch_new_dir(&r.join("d/g")).unwrap(), "refused");
+        assert_eq!(p.count(), 1, "nothing recorded for d/g");
+
+        let write_and_see = |name: &str| {
+            std::fs::write(r.join("f/g").join(name), "x").unwrap();
+            first_event_among(&rx, &[r.join("f/g").join(name), r.join("d/g").join(name)])
+        };
+        assert_eq!(write_and_see("one"), r.join("f/g/one"), "f/g's own path");
+        // What the engine does when the stale node goes.
+        p.forget_dir(&r.join("d/g"));
+        assert_eq!(write_and_see("two"), r.join("f/g/two"), "still watched");
+
+        // A real new directory is watched; a gone one, or a link, refused.
+        std::fs::create_dir(r.join("f/g/new")).unwrap();
+        assert!(p.watch_new_dir(&r.join("f/g/new")).unwrap());
+        assert_eq!(p.count(), 2, "f/g/new watched on its own");
+        assert!(!p.watch_new_dir(&r.join("f/none")).unwrap());
+        assert!(!p.watch_new_dir(&r.join("d")).unwrap());
+        assert_eq!(p.count(), 2);
     }
 
     #[test]

@@ -305,14 +305,26 @@ impl Engine {
                 && report
                 && !self.below_link(id)
                 && self.watches.covers(&path)
-                && let Err(e) = self.watches.watch_new_dir(&path)
             {
-                if e.at_limit() {
-                    // Covered by the watch above only in name: poll it.
-                    self.poll_at_limit(id, &e);
-                    at_limit = true;
-                } else {
-                    self.record_error(&specs, &e.at, &format!("cannot watch: {}", e.error));
+                match self.watches.watch_new_dir(&path) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        // No directory of its own is at the path (gone, or
+                        // reached through a link that replaced a directory
+                        // above it, whose events are still queued): the node
+                        // is stale. Drop it with its entry; those events say
+                        // what is there now.
+                        self.drop_stale(id, report);
+                        return None;
+                    }
+                    Err(e) if e.at_limit() => {
+                        // Covered by the watch above only in name: poll it.
+                        self.poll_at_limit(id, &e);
+                        at_limit = true;
+                    }
+                    Err(e) => {
+                        self.record_error(&specs, &e.at, &format!("cannot watch: {}", e.error));
+                    }
                 }
             }
             watched = !at_limit && self.watch_node(id, false, &specs);

@@ -347,11 +347,13 @@ impl WatchTable {
         self.paths().is_some_and(|p| p.covers(path))
     }
 
-    /// Path backends: a watch of its own for a new directory.
-    pub(super) fn watch_new_dir(&mut self, path: &Path) -> Result<(), WatchError> {
+    /// Path backends: a watch of its own for a new directory (false: no
+    /// directory of its own is at `path`, see
+    /// [`PathWatcher::watch_new_dir`]).
+    pub(super) fn watch_new_dir(&mut self, path: &Path) -> Result<bool, WatchError> {
         match &mut self.os {
             Os::Paths(p) => p.watch_new_dir(path),
-            Os::Dirs(_) => Ok(()),
+            Os::Dirs(_) => Ok(true),
         }
     }
 
