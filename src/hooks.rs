@@ -48,8 +48,10 @@ impl Manager {
     }
 
     /// Stops (true) or resumes (false) reading the backend's event queue,
-    /// so that a real kernel queue overflow can be provoked. No effect on
-    /// the portable backend.
+    /// so that a real kernel queue overflow can be provoked. On the
+    /// portable backend notify's thread goes on reading (it also serves
+    /// the watch calls), and its events are held back from the engine
+    /// until the resume hands them over, in order.
     pub fn pause_os_reader(&self, paused: bool) {
         if let Some(p) = &self.engine.pause {
             p.set(paused);

@@ -21,6 +21,7 @@ both_backends!(
     link_loops_are_not_followed,
     retargeted_removed_and_dangling_links,
     root_that_is_a_link_is_followed,
+    directory_replaced_by_a_link_while_its_events_wait,
 );
 
 fn follow(root: &Path) -> WatchSpec {
@@ -286,4 +287,59 @@ fn root_that_is_a_link_is_followed(b: Backend) {
     m.apply("s", spec(&[&root])).unwrap();
     m.sync("s", WAIT).unwrap();
     assert_eq!(m.stats().indexed_dirs, 1, "only the root's parent");
+}
+
+/// `d/g` moved away and `d` replaced by a link to its sibling `f`, all
+/// before the engine sees the first event: when it looks at `d/g` for the
+/// move, the path leads through the new link to `f/g`. Links are not
+/// followed: nothing may be indexed or watched under `d/g`, and `f/g` keeps
+/// its changes. (The portable backend asked notify to watch `d/g`; notify,
+/// keyed by path, filed `f/g`'s watch under `d/g`, and dropped it when `d`
+/// was found to be a link: `f/g`'s changes were lost from then on.)
+fn directory_replaced_by_a_link_while_its_events_wait(b: Backend) {
+    let d = tmp();
+    let root = d.path().join("root");
+    let out = d.path().join("out");
+    fs::create_dir_all(root.join("d/g")).unwrap();
+    fs::create_dir_all(root.join("f/g")).unwrap();
+    fs::create_dir_all(&out).unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&root]).editor_ignores(false));
+    let mut mirror = Mirror::of_disk(&root);
+    let mut settle = |c: &mut Collector, step: &str| {
+        m.sync("s", WAIT)
+            .unwrap_or_else(|e| panic!("{step}: sync failed: {e}"));
+        c.drain();
+        for x in c.changes("s") {
+            mirror.apply(&x);
+        }
+        assert_eq!(
+            mirror,
+            Mirror::of_disk(&root),
+            "{step}: the tree rebuilt from changes differs from the disk; reported: {:?}",
+            c.changes("s")
+        );
+        let broken = m.check_index().unwrap();
+        assert!(broken.is_empty(), "{step}: index inconsistent: {broken:?}");
+    };
+    // The engine sees the events once the disk has its final shape.
+    m.pause_os_reader(true);
+    fs::rename(root.join("d/g"), out.join("g")).unwrap();
+    fs::rename(root.join("d"), out.join("d")).unwrap();
+    symlink("f", root.join("d")).unwrap();
+    m.pause_os_reader(false);
+    settle(&mut c, "d replaced by a link to f");
+    c.clear();
+    fs::write(root.join("f/g/x"), "x").unwrap();
+    fs::create_dir(root.join("f/g/sub")).unwrap();
+    fs::write(root.join("f/g/sub/y"), "y").unwrap();
+    settle(&mut c, "writes in f/g");
+    for p in ["f/g/x", "f/g/sub/y"] {
+        assert!(
+            c.has("s", &root.join(p), ChangeKind::Created),
+            "{p} not reported: {:?}",
+            c.changes("s")
+        );
+    }
 }

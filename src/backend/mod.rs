@@ -312,17 +312,43 @@ fn take_one(n: &mut u32) -> bool {
 
 /// A switch that makes a backend's reader stop reading (test hook: lets
 /// the OS's queue overflow for real without touching machine-wide
-/// settings).
-#[derive(Debug, Default)]
+/// settings), or, for a reader that must not wait, hold back what it
+/// reads.
+#[derive(Default)]
 pub(crate) struct ReaderPause {
     paused: Mutex<bool>,
     resumed: Condvar,
+    /// What [`hand_over`](Self::hand_over) held back while paused, and
+    /// where it goes on resume. Locked before `paused`.
+    held: Mutex<(Vec<OsMsg>, Option<Sink>)>,
 }
 
 impl ReaderPause {
     pub(crate) fn set(&self, paused: bool) {
+        let mut held = self.held.lock();
         *self.paused.lock() = paused;
+        if !paused && let (msgs, Some(sink)) = &mut *held {
+            for m in msgs.drain(..) {
+                sink.send(m);
+            }
+        }
         self.resumed.notify_all();
+    }
+
+    /// For a reader that must not wait (notify's thread also serves watch
+    /// calls): hands `msg` to `sink`, or, while paused, holds it until the
+    /// resume hands everything held over, in order. False once the engine
+    /// is gone.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn hand_over(&self, sink: &Sink, msg: OsMsg) -> bool {
+        let mut held = self.held.lock();
+        if *self.paused.lock() {
+            held.0.push(msg);
+            held.1.get_or_insert_with(|| sink.clone());
+            true
+        } else {
+            sink.send(msg)
+        }
     }
 
     /// Whether the reader is asked to stop reading.
@@ -438,6 +464,10 @@ pub(crate) trait PathWatcher: Send {
     /// Test hook: make the next watch calls fail.
     #[cfg(any(test, feature = "test-hooks"))]
     fn inject(&mut self, fault: Fault);
+
+    /// Test hook: the switch that holds back the events read.
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause(&self) -> Arc<ReaderPause>;
 }
 
 /// A started backend, by shape.

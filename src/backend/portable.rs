@@ -8,13 +8,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+#[cfg(any(test, feature = "test-hooks"))]
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use notify::event::ModifyKind;
 use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 #[cfg(any(test, feature = "test-hooks"))]
-use super::Fault;
+use super::{Fault, ReaderPause};
 use super::{Faults, Hint, Inner, OsEvent, OsMsg, PathWatcher, Read, Sink, WatchError};
 use crate::change::FileType;
 
@@ -32,6 +34,9 @@ pub(crate) struct Portable {
     /// before notify adds its watch (see `watch_new_dir`).
     extra: BTreeSet<PathBuf>,
     faults: Faults,
+    /// Test hook: holds the events back (notify's thread goes on).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pause: Arc<ReaderPause>,
 }
 
 /// A notify event as notify's thread handed it over, with when.
@@ -90,6 +95,11 @@ fn decode(res: notify::Result<notify::Event>) -> Vec<OsEvent> {
 
 impl Portable {
     pub(crate) fn start(sink: Sink) -> io::Result<Portable> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        let (pause, held) = {
+            let p = Arc::new(ReaderPause::default());
+            (p.clone(), p)
+        };
         let watcher = RecommendedWatcher::new(
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
@@ -104,11 +114,15 @@ impl Portable {
                 {
                     return;
                 }
-                sink.send(OsMsg(Inner::Portable(Undecoded {
+                let msg = OsMsg(Inner::Portable(Undecoded {
                     res,
                     read_at: SystemTime::now(),
                     read_mono: std::time::Instant::now(),
-                })));
+                }));
+                #[cfg(any(test, feature = "test-hooks"))]
+                held.hand_over(&sink, msg);
+                #[cfg(not(any(test, feature = "test-hooks")))]
+                sink.send(msg);
             },
             Config::default().with_follow_symlinks(false),
         )
@@ -118,6 +132,8 @@ impl Portable {
             watched: BTreeMap::new(),
             extra: BTreeSet::new(),
             faults: Faults::default(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            pause,
         })
     }
 
@@ -284,6 +300,11 @@ impl PathWatcher for Portable {
         if let Fault::Limit(_) = fault {
             self.faults.set(fault);
         }
+    }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause(&self) -> Arc<ReaderPause> {
+        self.pause.clone()
     }
 }
 

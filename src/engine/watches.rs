@@ -371,7 +371,7 @@ impl WatchTable {
     pub(super) fn pause(&self) -> Option<std::sync::Arc<crate::backend::ReaderPause>> {
         match &self.os {
             Os::Dirs(d) => d.pause(),
-            Os::Paths(_) => None,
+            Os::Paths(p) => Some(p.pause()),
         }
     }
 
