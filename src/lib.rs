@@ -108,9 +108,11 @@
 //!   recursive watches by path (the kernel by inode) and re-adds them
 //!   lazily after rename events. specwatch works around that (it never
 //!   unwatches a recursive root while anything below is needed, makes its
-//!   own watch call for every new directory before reading it, and first
-//!   checks that no symlink is on the way, since a watch by path through a
-//!   link re-labels the watch of the directory it leads to), and the
+//!   own watch call for every new directory before reading it where notify
+//!   leaves a gap (inotify, kqueue; not on Windows and macOS, whose OS
+//!   watch covers new directories at once), and first checks that no
+//!   symlink is on the way, since a watch by path through a link
+//!   re-labels the watch of the directory it leads to), and the
 //!   randomized mirror test runs on it. A directory above a new one that is
 //!   replaced by a link within the round trip of that watch call to
 //!   notify's thread can still slip through: on Linux, prefer the native

@@ -396,6 +396,7 @@ mod tests {
     }
 
     /// Waits (at most 10 s) for the first event at a path among `paths`.
+    #[cfg(unix)]
     fn first_event_among(rx: &crossbeam_channel::Receiver<OsMsg>, paths: &[PathBuf]) -> PathBuf {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
