@@ -89,7 +89,9 @@ mod group {
     };
 
     /// A job object holding the command and every process it starts (they
-    /// inherit the job); closing it ends them all.
+    /// inherit the job); closing it ends them all, so a run's processes
+    /// left in the background end with the run (on Unix they stay unless
+    /// the run is stopped), and with `build_loop` itself.
     pub struct Group(OwnedHandle);
 
     /// Starts `command` in a job object of its own. (A process the command
@@ -119,7 +121,12 @@ mod group {
         if set == 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let child = command.spawn()?;
+        // A process group of its own: the console's Ctrl-C reaches
+        // build_loop, which stops the job, and not the command directly
+        // (which would then end "by itself", with 0xC000013A).
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        use std::os::windows::process::CommandExt;
+        let child = command.creation_flags(CREATE_NEW_PROCESS_GROUP).spawn()?;
         // SAFETY: valid job and process handles.
         if unsafe { AssignProcessToJobObject(job.as_raw_handle(), child.as_raw_handle()) } == 0 {
             let e = std::io::Error::last_os_error();
@@ -306,7 +313,9 @@ mod run {
             return None;
         }
         let code = status.code().or(signal(status).map(|s| 128 + s));
-        Some(code.map_or(1, |c| c.clamp(0, 255) as u8))
+        // A Windows status out of 0..=255 (an NTSTATUS such as
+        // 0xC0000005) is a failure, not 0 or 255 by chance.
+        Some(code.map_or(1, |c| u8::try_from(c).unwrap_or(1)))
     }
 
     /// The signal that ended a process (Unix; Windows has none).

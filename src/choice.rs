@@ -25,8 +25,8 @@ pub enum Backend {
     /// see other machines' writes: NFS, SMB/CIFS, FUSE (sshfs, s3fs,
     /// gcsfuse, rclone, virtiofs, Docker Desktop shares), 9p, Ceph, AFS,
     /// Lustre, GPFS, OCFS2, GFS2 and the like, found with `statfs` when
-    /// the root is attached (Linux; elsewhere nothing is detected). Those
-    /// are polled every
+    /// the root is attached (`statfs` on Linux, macOS and FreeBSD; on
+    /// Windows, network drives and FUSE volumes). Those are polled every
     /// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval).
     /// A root is judged by its own file system: a different mount further
     /// below it is not detected.

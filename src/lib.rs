@@ -162,8 +162,9 @@
 //!   else raise the limit as root, e.g. `sysctl fs.inotify.max_user_watches=524288`
 //!   (and in `/etc/sysctl.d/` to keep it). specwatch never changes it.
 //! - **Platforms**: Linux is tested on every backend (and FUSE); Windows
-//!   runs the whole suite under Wine, whose emulation of
-//!   ReadDirectoryChangesW is not Windows' own; macOS and FreeBSD are
+//!   runs the test suite under Wine (less the tests of Linux-only
+//!   facilities, and those that need what Wine's emulation of
+//!   ReadDirectoryChangesW lacks, which say so); macOS and FreeBSD are
 //!   built and linted, not run. Off Linux the event backend is notify's
 //!   recursive watch per root: no pruning of ignored directories (their
 //!   events arrive and are dropped). On Windows, notify 8.2 drops a watch,

@@ -163,6 +163,16 @@ fn root_renamed_away_counts_as_deleted(b: Backend) {
 }
 
 fn deep_trees_and_long_names(b: Backend) {
+    if b == Backend::Portable
+        && cfg!(windows)
+        && skip(
+            "200 nested directories made at once overflow ReadDirectoryChangesW's \
+             16 KiB buffer (each event names its whole path below the root), and \
+             notify 8.2 then drops the watch without a word (notify-rs/notify#963)",
+        )
+    {
+        return;
+    }
     let d = tmp();
     let root = d.path();
     let m = manager(b);

@@ -352,13 +352,19 @@ impl ReaderPause {
     }
 
     /// Whether the reader is asked to stop reading.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "inotify's reader (Linux) asks")
+    )]
     pub(crate) fn is_paused(&self) -> bool {
         *self.paused.lock()
     }
 
     /// Waits while paused, checking `stop` every 50 ms.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "inotify's reader (Linux) waits")
+    )]
     pub(crate) fn wait_while_paused(&self, stop: impl Fn() -> bool) {
         let mut p = self.paused.lock();
         while *p {

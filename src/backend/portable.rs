@@ -445,11 +445,13 @@ mod tests {
 
         // A real new directory is watched; a gone one, or a link, refused.
         std::fs::create_dir(r.join("f/g/new")).unwrap();
+        // (On macOS the OS's watch of r covers it: no watch of its own.)
+        let own = if RECURSIVE_WATCH_HAS_A_GAP { 2 } else { 1 };
         assert!(p.watch_new_dir(&r.join("f/g/new")).unwrap());
-        assert_eq!(p.count(), 2, "f/g/new watched on its own");
+        assert_eq!(p.count(), own, "f/g/new watched on its own where needed");
         assert!(!p.watch_new_dir(&r.join("f/none")).unwrap());
         assert!(!p.watch_new_dir(&r.join("d")).unwrap());
-        assert_eq!(p.count(), 2);
+        assert_eq!(p.count(), own);
     }
 
     #[test]

@@ -77,7 +77,10 @@ impl Engine {
                 };
                 let needed = node.full().iter().any(|s| self.specs.needs(*s, child))
                     || node.partial().iter().any(|p| p.name == name);
-                if needed {
+                // Known as a directory already (its walk is still to come,
+                // or under way): nothing to look at.
+                let known = node.entries().get(name) == Some(FileType::Dir);
+                if needed && !known {
                     self.handle_name(id, name, Hint::Rescan);
                 }
                 return;

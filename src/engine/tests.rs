@@ -633,6 +633,17 @@ fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
         h.engine.index.lookup(&h.root.join("target/x")).is_none(),
         "nothing below a pruned directory is read"
     );
+    let root = h.engine.index.lookup(&h.root).unwrap();
+    assert_eq!(
+        h.engine
+            .index
+            .get(root)
+            .unwrap()
+            .entries()
+            .get(std::ffi::OsStr::new("target")),
+        None,
+        "target/ (made with no event) was not even looked at"
+    );
     assert!(h.engine.check_invariants().is_empty());
 }
 

@@ -63,21 +63,7 @@ pub(crate) fn gone(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-    ) || wine_not_a_directory(e)
-}
-
-/// Listing a file as a directory fails with `ERROR_DIRECTORY` on Windows
-/// (`NotADirectory`), but with `ERROR_INVALID_NAME` under Wine, where the
-/// Windows tests run: both mean no directory is there.
-#[cfg(windows)]
-fn wine_not_a_directory(e: &io::Error) -> bool {
-    const ERROR_INVALID_NAME: i32 = 123;
-    e.raw_os_error() == Some(ERROR_INVALID_NAME)
-}
-
-#[cfg(not(windows))]
-fn wine_not_a_directory(_: &io::Error) -> bool {
-    false
+    )
 }
 
 /// The type of `path` without following a final symlink; `None` if absent.
@@ -524,24 +510,34 @@ pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<DirIdent> {
 }
 
 /// Reads directory `dir` with every entry's signature (see the Linux
-/// version): Windows' listing carries them.
+/// version). Windows' listing carries them, but NTFS brings a directory
+/// entry's size and times up to date lazily (when a handle closes): a
+/// file's signature comes from its own handle, so that a log written
+/// through a handle kept open is seen. One that vanished since the
+/// listing is left out.
 #[cfg(windows)]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
-    let mut entries: Vec<(OsString, Sig)> = listing
-        .entries
-        .into_iter()
-        .map(|(name, s)| {
-            let sig = Sig {
-                kind: s.kind,
-                size: s.size,
-                mtime: s.mtime,
-                ctime: s.ctime,
-                ino: s.ident.1,
-            };
-            (name, sig)
-        })
-        .collect();
+    let mut entries: Vec<(OsString, Sig)> = Vec::with_capacity(listing.entries.len());
+    for (name, listed) in listing.entries {
+        let s = if listed.kind == FileType::File {
+            match windows::stat(&dir.join(&name), false) {
+                Ok(s) => s,
+                Err(e) if gone(&e) => continue,
+                Err(_) => listed,
+            }
+        } else {
+            listed
+        };
+        let sig = Sig {
+            kind: s.kind,
+            size: s.size,
+            mtime: s.mtime,
+            ctime: s.ctime,
+            ino: s.ident.1,
+        };
+        entries.push((name, sig));
+    }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
     Ok(Scan {
         ident: listing.ident,

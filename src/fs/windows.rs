@@ -73,21 +73,36 @@ pub(super) fn stat(path: &Path, follow: bool) -> io::Result<Stat> {
     } else {
         FileType::File
     };
-    let high_low = |h: u32, l: u32| (u64::from(h) << 32) | u64::from(l);
     let write = high_low(
         info.ftLastWriteTime.dwHighDateTime,
         info.ftLastWriteTime.dwLowDateTime,
-    );
+    ) as i64;
     Ok(Stat {
         kind,
         size: high_low(info.nFileSizeHigh, info.nFileSizeLow),
-        mtime: unix_time(write as i64),
-        ctime: unix_time(basic.ChangeTime),
-        ident: (
-            u64::from(info.dwVolumeSerialNumber),
-            high_low(info.nFileIndexHigh, info.nFileIndexLow),
-        ),
+        mtime: unix_time(write),
+        ctime: unix_time(change_time(basic.ChangeTime, write)),
+        ident: identity(&info),
     })
+}
+
+/// Two 32-bit halves as one number.
+fn high_low(high: u32, low: u32) -> u64 {
+    (u64::from(high) << 32) | u64::from(low)
+}
+
+/// Volume serial number and file index.
+fn identity(info: &BY_HANDLE_FILE_INFORMATION) -> (u64, u64) {
+    (
+        u64::from(info.dwVolumeSerialNumber),
+        high_low(info.nFileIndexHigh, info.nFileIndexLow),
+    )
+}
+
+/// The change time, or the last write where the file system keeps none
+/// (FAT and exFAT report 0).
+fn change_time(change: i64, write: i64) -> i64 {
+    change.max(write)
 }
 
 /// Opens `path` for `access` with every sharing mode, so that no rename or
@@ -139,14 +154,18 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
         }
         info
     };
+    // Without `follow`, a link (symlink, junction) is no directory; another
+    // reparse point (a cloud file's placeholder, a deduplicated directory)
+    // is one.
     if info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0
-        || (!follow && info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0)
+        || (!follow
+            && info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0
+            && is_link(handle)?)
     {
         return Err(io::Error::from(io::ErrorKind::NotADirectory));
     }
-    let high_low = |h: u32, l: u32| (u64::from(h) << 32) | u64::from(l);
     let volume = u64::from(info.dwVolumeSerialNumber);
-    let ident = (volume, high_low(info.nFileIndexHigh, info.nFileIndexLow));
+    let ident = identity(&info);
     // 64 KiB, 8-byte aligned as the records are.
     let mut buf = vec![0u64; 8 * 1024];
     let mut class = FileIdBothDirectoryRestartInfo;
@@ -179,14 +198,28 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
             if at + header > bytes.len() {
                 return Err(io::Error::other("truncated directory record"));
             }
-            // SAFETY: `at + header` is within the buffer, which the call
-            // filled with records; read unaligned, as Wine packs them.
-            let rec: FILE_ID_BOTH_DIR_INFO =
-                unsafe { std::ptr::read_unaligned(bytes[at..].as_ptr().cast()) };
+            // The record's fixed part, copied out (the last record may end
+            // before the struct's padding would); unaligned, as Wine packs
+            // records.
+            let mut rec = FILE_ID_BOTH_DIR_INFO::default();
+            let take = (bytes.len() - at).min(size_of::<FILE_ID_BOTH_DIR_INFO>());
+            // SAFETY: `take` bytes from `at` are within `bytes`, and at most
+            // the size of `rec`, a plain struct of integers.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes[at..].as_ptr(),
+                    (&raw mut rec).cast::<u8>(),
+                    take,
+                );
+            }
             let len = rec.FileNameLength as usize;
             let name_at = at + header;
-            if name_at + len > bytes.len() {
-                return Err(io::Error::other("truncated directory record name"));
+            let next = rec.NextEntryOffset as usize;
+            if name_at + len > bytes.len()
+                || !len.is_multiple_of(2)
+                || (next != 0 && next < header + len)
+            {
+                return Err(io::Error::other("malformed directory record"));
             }
             let units: Vec<u16> = bytes[name_at..name_at + len]
                 .chunks_exact(2)
@@ -211,7 +244,7 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
                         kind,
                         size: rec.EndOfFile.max(0) as u64,
                         mtime: unix_time(rec.LastWriteTime),
-                        ctime: unix_time(rec.ChangeTime),
+                        ctime: unix_time(change_time(rec.ChangeTime, rec.LastWriteTime)),
                         ident: (volume, rec.FileId as u64),
                     },
                 ));

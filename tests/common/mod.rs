@@ -468,5 +468,5 @@ mod caps {
     }
 }
 #[cfg(unix)]
-#[allow(unused_imports)]
+#[allow(unused_imports, reason = "each test binary uses only some helpers")]
 pub use caps::{CapsGuard, permissions_apply};

@@ -45,15 +45,7 @@ pub(crate) fn classify(name: &str) -> FileSystem {
 /// The file system `path` is on (following symlinks).
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 pub(super) fn file_system(path: &std::path::Path) -> std::io::Result<FileSystem> {
-    use std::io;
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
-    // SAFETY: `c` is a valid C string; `buf` is written by statfs only.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let buf = super::statfs(path)?;
     // A NUL-terminated name in a fixed array (MFSTYPENAMELEN, MFSNAMELEN).
     let bytes: Vec<u8> = buf
         .f_fstypename

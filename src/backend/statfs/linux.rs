@@ -84,17 +84,12 @@ pub(crate) fn classify(magic: u64) -> FileSystem {
 /// The file system `path` is on (following symlinks).
 #[cfg(target_os = "linux")]
 pub(super) fn file_system(path: &std::path::Path) -> std::io::Result<FileSystem> {
-    use std::io;
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
-    // SAFETY: `c` is a valid C string; `buf` is written by statfs only.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let buf = super::statfs(path)?;
     // `f_type` is signed on some targets: the magic is its bit pattern.
-    #[allow(clippy::unnecessary_cast)]
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "f_type is i64 on some targets, u32 or i32 on others"
+    )]
     Ok(classify(buf.f_type as u32 as u64))
 }
 

@@ -62,6 +62,21 @@ pub(crate) fn file_system(path: &Path) -> io::Result<FileSystem> {
     }
 }
 
+/// `statfs(2)` of `path` (Linux, macOS, FreeBSD: each reads its own
+/// fields of the answer).
+#[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd"))]
+fn statfs(path: &Path) -> io::Result<libc::statfs> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+    // SAFETY: `c` is a valid C string; `buf` is written by statfs only.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut buf) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

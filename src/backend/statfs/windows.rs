@@ -45,9 +45,10 @@ pub(super) fn file_system(path: &std::path::Path) -> std::io::Result<FileSystem>
     use windows_sys::Win32::Storage::FileSystem::{
         GetDriveTypeW, GetVolumeInformationW, GetVolumePathNameW,
     };
-    // The volume's root (`C:\`, `\\server\share\`): the path must exist.
-    std::fs::metadata(path)?;
-    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    // The volume's root (`C:\`, `\\server\share\`) of where the path
+    // leads (a link into a share is on the share): the path must exist.
+    let real = std::fs::canonicalize(path)?;
+    let wide: Vec<u16> = real.as_os_str().encode_wide().chain([0]).collect();
     let mut root = [0u16; 1024];
     // SAFETY: `wide` is NUL-terminated; `root` is written up to its length.
     if unsafe { GetVolumePathNameW(wide.as_ptr(), root.as_mut_ptr(), root.len() as u32) } == 0 {
