@@ -32,6 +32,52 @@ impl std::fmt::Display for ChangeKind {
     }
 }
 
+impl ChangeKind {
+    /// The netting rule, the one place it is written: a path that existed
+    /// before (`existed`) and exists now (`exists`) changed by this kind;
+    /// `None` when it neither existed nor exists (created, then removed).
+    /// A path that existed and exists is `Modified`, whatever happened in
+    /// between (removed and created again included).
+    pub(crate) fn between(existed: bool, exists: bool) -> Option<ChangeKind> {
+        match (existed, exists) {
+            (false, false) => None,
+            (false, true) => Some(ChangeKind::Created),
+            (true, true) => Some(ChangeKind::Modified),
+            (true, false) => Some(ChangeKind::Removed),
+        }
+    }
+
+    /// Whether a change of this kind says its path existed before it.
+    pub(crate) fn existed_before(self) -> bool {
+        self != ChangeKind::Created
+    }
+
+    /// Whether a change of this kind says its path exists after it.
+    pub(crate) fn exists_after(self) -> bool {
+        self != ChangeKind::Removed
+    }
+}
+
+/// The net change of a path that was `before` and is `now` (its type, or
+/// `None` for absent), by [`ChangeKind::between`]: the type is the one it
+/// has now, or for `Removed` the one it had.
+pub(crate) fn net(
+    before: Option<FileType>,
+    now: Option<FileType>,
+) -> Option<(ChangeKind, FileType)> {
+    let kind = ChangeKind::between(before.is_some(), now.is_some())?;
+    Some((kind, now.or(before)?))
+}
+
+/// What a change of `kind` to an entry of type `ft` says the path was
+/// before it and is after it (the inverse of [`net`]).
+pub(crate) fn ends(kind: ChangeKind, ft: FileType) -> (Option<FileType>, Option<FileType>) {
+    (
+        kind.existed_before().then_some(ft),
+        kind.exists_after().then_some(ft),
+    )
+}
+
 /// The type of a changed entry (for `Removed`: the type it had).
 ///
 /// Symbolic links are not followed: a link is reported as `Symlink`, and a
@@ -110,4 +156,45 @@ pub struct ChangeBatch {
     pub time: SystemTime,
     /// The changes, sorted by path.
     pub changes: Vec<Change>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChangeKind::{Created, Modified, Removed};
+    use super::FileType::{Dir, File};
+    use super::*;
+
+    /// The netting rule's whole table, and its inverse.
+    #[test]
+    fn netting_table() {
+        type Row = (
+            Option<FileType>,
+            Option<FileType>,
+            Option<(ChangeKind, FileType)>,
+        );
+        let rows: [Row; 7] = [
+            (None, None, None),
+            (None, Some(File), Some((Created, File))),
+            (Some(Dir), None, Some((Removed, Dir))),
+            (Some(File), Some(File), Some((Modified, File))),
+            // Replaced by another type: modified, with the type it has now.
+            (Some(Dir), Some(File), Some((Modified, File))),
+            (Some(File), Some(Dir), Some((Modified, Dir))),
+            (None, Some(Dir), Some((Created, Dir))),
+        ];
+        for (before, now, want) in rows {
+            assert_eq!(net(before, now), want, "net({before:?}, {now:?})");
+            if let Some((kind, ft)) = want {
+                let (b, a) = ends(kind, ft);
+                assert_eq!(
+                    (b.is_some(), a.is_some()),
+                    (before.is_some(), now.is_some()),
+                    "ends({kind:?}) inverts net({before:?}, {now:?})"
+                );
+            }
+        }
+        assert_eq!(ends(Created, File), (None, Some(File)));
+        assert_eq!(ends(Modified, File), (Some(File), Some(File)));
+        assert_eq!(ends(Removed, Dir), (Some(Dir), None));
+    }
 }

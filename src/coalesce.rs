@@ -56,29 +56,10 @@ impl Coalescer {
         self.first.get_or_insert(now);
         self.last = Some(now);
         match self.pending.entry(path) {
-            Entry::Occupied(mut e) => {
-                let net = e.get_mut();
-                match kind {
-                    ChangeKind::Created | ChangeKind::Modified => net.now = Some(ft),
-                    ChangeKind::Removed => net.now = None,
-                }
-            }
+            Entry::Occupied(mut e) => e.get_mut().now = crate::change::ends(kind, ft).1,
             Entry::Vacant(e) => {
-                let net = match kind {
-                    ChangeKind::Created => Net {
-                        before: None,
-                        now: Some(ft),
-                    },
-                    ChangeKind::Modified => Net {
-                        before: Some(ft),
-                        now: Some(ft),
-                    },
-                    ChangeKind::Removed => Net {
-                        before: Some(ft),
-                        now: None,
-                    },
-                };
-                e.insert(net);
+                let (before, now) = crate::change::ends(kind, ft);
+                e.insert(Net { before, now });
             }
         }
         opened
@@ -114,12 +95,7 @@ impl Coalescer {
             .pending
             .drain()
             .filter_map(|(path, net)| {
-                let (kind, file_type) = match (net.before, net.now) {
-                    (None, None) => return None,
-                    (None, Some(t)) => (ChangeKind::Created, t),
-                    (Some(t), None) => (ChangeKind::Removed, t),
-                    (Some(_), Some(t)) => (ChangeKind::Modified, t),
-                };
+                let (kind, file_type) = crate::change::net(net.before, net.now)?;
                 Some(Change {
                     path,
                     kind,

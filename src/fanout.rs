@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "stream")]
 use std::task::Waker;
 
-use crate::change::{Change, ChangeBatch, ChangeKind, FileType};
+use crate::change::{Change, ChangeBatch};
 use crate::status::WatchStatus;
 
 /// One message to a subscriber.
@@ -45,20 +45,9 @@ pub enum Event {
 /// Combines two net changes of one path (`first` older) into one; `None`
 /// when they cancel out (created, then removed).
 pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
-    let before: Option<FileType> = match first.kind {
-        ChangeKind::Created => None,
-        ChangeKind::Modified | ChangeKind::Removed => Some(first.file_type),
-    };
-    let after: Option<FileType> = match then.kind {
-        ChangeKind::Removed => None,
-        ChangeKind::Created | ChangeKind::Modified => Some(then.file_type),
-    };
-    let (kind, file_type) = match (before, after) {
-        (None, None) => return None,
-        (None, Some(t)) => (ChangeKind::Created, t),
-        (Some(t), None) => (ChangeKind::Removed, t),
-        (Some(_), Some(t)) => (ChangeKind::Modified, t),
-    };
+    let (before, _) = crate::change::ends(first.kind, first.file_type);
+    let (_, after) = crate::change::ends(then.kind, then.file_type);
+    let (kind, file_type) = crate::change::net(before, after)?;
     Some(Change {
         path: then.path.clone(),
         kind,
@@ -375,9 +364,10 @@ impl Drop for Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::change::ChangeKind::*;
+    use crate::change::FileType::*;
+    use crate::change::{ChangeKind, FileType};
     use crate::ids::{Generation, Seq};
-    use ChangeKind::*;
-    use FileType::*;
     use std::time::SystemTime;
 
     fn ch(p: &str, kind: ChangeKind, t: FileType) -> Change {

@@ -142,7 +142,7 @@ impl Journal {
                     self.evict_oldest();
                 }
                 let k: Arc<Path> = Arc::from(c.path.as_path());
-                let exists_before = c.kind != ChangeKind::Created;
+                let exists_before = c.kind.existed_before();
                 self.paths.insert(
                     k.clone(),
                     Entry {
@@ -159,7 +159,7 @@ impl Journal {
         if e.last != 0 {
             self.by_last.remove(&(e.last, key.clone()));
         }
-        let exists = c.kind != ChangeKind::Removed;
+        let exists = c.kind.exists_after();
         if exists != e.exists {
             e.flips.push(seq);
             if e.flips.len() > MAX_FLIPS {
@@ -205,12 +205,7 @@ impl Journal {
                 let e = &self.paths[path];
                 let flips_after = e.flips.iter().filter(|f| **f > seq).count();
                 let existed = e.exists ^ (flips_after % 2 == 1);
-                let kind = match (existed, e.exists) {
-                    (false, true) => ChangeKind::Created,
-                    (true, true) => ChangeKind::Modified,
-                    (true, false) => ChangeKind::Removed,
-                    (false, false) => return None,
-                };
+                let kind = ChangeKind::between(existed, e.exists)?;
                 Some(Change::new(PathBuf::from(&**path), kind, e.file_type))
             })
             .collect();
