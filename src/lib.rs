@@ -233,6 +233,7 @@
 //!   caused that rebuild?". The engine's handling of an applied spec runs
 //!   in an `apply` span. Adds the `tracing` dependency; without the
 //!   feature nothing of it is compiled.
+#![warn(unreachable_pub)]
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
 

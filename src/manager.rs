@@ -208,9 +208,9 @@ impl Manager {
     }
 
     fn check_alive(&self) -> Result<()> {
-        match &*self.engine.shared.dead.lock() {
+        match self.engine.shared.dead() {
             Some(reason) => Err(Error::Engine {
-                message: reason.clone(),
+                message: reason,
                 source: None,
             }),
             None => Ok(()),
@@ -493,10 +493,8 @@ impl Manager {
     pub fn status(&self, name: &str) -> Option<WatchStatus> {
         self.engine
             .shared
-            .statuses
-            .lock()
-            .get(name)
-            .map(|s| WatchStatus::clone(s))
+            .status(name)
+            .map(|s| WatchStatus::clone(&s))
     }
 
     /// All published statuses, sorted by name.
@@ -505,9 +503,8 @@ impl Manager {
         let mut v: Vec<WatchStatus> = self
             .engine
             .shared
-            .statuses
-            .lock()
-            .values()
+            .statuses()
+            .iter()
             .map(|s| WatchStatus::clone(s))
             .collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
@@ -624,45 +621,38 @@ impl Manager {
     /// its watch failed, [`Error::Timeout`] if `timeout` passed first.
     pub fn wait_watching(&self, name: &str, timeout: Duration) -> Result<WatchStatus> {
         let deadline = Instant::now() + timeout;
-        let mut statuses = self.engine.shared.statuses.lock();
-        loop {
+        let answer = self.engine.shared.wait_for(deadline, |statuses| {
             let want = self.specs.lock().get(name).map(|a| a.generation);
             let Some(want) = want else {
-                return Err(Error::NotFound {
+                return Some(Err(Error::NotFound {
                     spec: name.to_owned(),
-                });
+                }));
             };
             if let Some(s) = statuses.get(name)
                 && s.observed_generation >= want
             {
                 match &s.phase {
                     Phase::Watching | Phase::Degraded { .. } => {
-                        return Ok(WatchStatus::clone(s));
+                        return Some(Ok(WatchStatus::clone(s)));
                     }
                     Phase::Failed { error } => {
-                        return Err(Error::Failed {
+                        return Some(Err(Error::Failed {
                             spec: name.to_owned(),
                             message: error.clone(),
-                        });
+                        }));
                     }
                     _ => {}
                 }
             }
-            self.check_alive()?;
-            if self
-                .engine
-                .shared
-                .changed
-                .wait_until(&mut statuses, deadline)
-                .timed_out()
-            {
-                return Err(Error::Timeout {
-                    spec: name.to_owned(),
-                    waited_for: "the spec to be watched",
-                    timeout,
-                });
-            }
-        }
+            self.check_alive().err().map(Err)
+        });
+        answer.unwrap_or_else(|| {
+            Err(Error::Timeout {
+                spec: name.to_owned(),
+                waited_for: "the spec to be watched",
+                timeout,
+            })
+        })
     }
 
     /// A barrier: returns once every change made to the spec's paths before

@@ -120,11 +120,47 @@ fn the_pure_core_imports_nothing_with_io() {
     }
 }
 
-#[test]
-fn os_vocabulary_stays_in_the_backend() {
+/// Each line of code (comments aside: docs may name what the OS does)
+/// outside the files `exempt` names (paths relative to `src/`), that
+/// contains one of `words`: "file:line: word". With `tests_too`, the files'
+/// `#[cfg(test)] mod tests` are searched as well. Also returns how many
+/// files were searched.
+fn lines_naming(
+    words: &[&str],
+    exempt: impl Fn(&Path) -> bool,
+    tests_too: bool,
+) -> (Vec<String>, usize) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
+    let mut found = Vec::new();
+    let mut searched = 0;
+    for f in files {
+        if exempt(f.strip_prefix(&src).unwrap()) {
+            continue;
+        }
+        searched += 1;
+        let text = if tests_too {
+            std::fs::read_to_string(&f).unwrap()
+        } else {
+            code(&f)
+        };
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for w in words {
+                if line.contains(w) {
+                    found.push(format!("{}:{}: `{w}`", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    (found, searched)
+}
+
+#[test]
+fn os_vocabulary_stays_in_the_backend() {
     let words = [
         "notify::",
         "inotify::",
@@ -138,24 +174,48 @@ fn os_vocabulary_stays_in_the_backend() {
         "IN_MOVE",
         "IN_DELETE",
     ];
-    for f in files {
-        if f.starts_with(src.join("backend")) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            // Docs may name what the OS does; code may not.
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            for w in words {
-                assert!(
-                    !line.contains(w),
-                    "{}:{}: {w} outside src/backend/",
-                    f.display(),
-                    n + 1
-                );
-            }
-        }
-    }
+    let (found, searched) = lines_naming(&words, |f| f.starts_with("backend"), true);
+    assert!(
+        found.is_empty(),
+        "outside src/backend/:\n{}",
+        found.join("\n")
+    );
+    assert!(searched > 20, "the scan found the sources ({searched})");
+}
+
+/// Only the I/O layer (`src/backend/`, `src/fs/`) touches the OS: the
+/// engine and everything above it reach the file system and the C
+/// library through `fs`'s functions (ARCHITECTURE.md, "Layers").
+#[test]
+fn only_the_io_layer_touches_the_os() {
+    let words = [
+        "std::fs",
+        "libc::",
+        "OpenOptions",
+        "File::open",
+        "File::create",
+        "read_dir(",
+        "symlink_metadata(",
+        ".metadata(",
+        ".is_dir()",
+        ".is_file()",
+        ".exists()",
+        "canonicalize(",
+        "read_link(",
+        "windows_sys::",
+    ];
+    // Test code may make the trees it watches.
+    let exempt = |f: &Path| {
+        f.starts_with("backend")
+            || f.starts_with("fs")
+            || f.starts_with("engine/tests")
+            || f.ends_with("tests.rs")
+    };
+    let (found, searched) = lines_naming(&words, exempt, false);
+    assert!(
+        found.is_empty(),
+        "outside the I/O layer (src/backend/, src/fs/): add a function to src/fs/ and call it\n{}",
+        found.join("\n")
+    );
+    assert!(searched > 20, "the scan found the sources ({searched})");
 }

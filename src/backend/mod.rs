@@ -236,8 +236,8 @@ pub(crate) struct WatchError {
 }
 
 mod errno {
-    pub const ENOSPC: i32 = 28;
-    pub const EMFILE: i32 = 24;
+    pub(super) const ENOSPC: i32 = 28;
+    pub(super) const EMFILE: i32 = 24;
 }
 
 impl WatchError {

@@ -115,7 +115,7 @@ impl Engine {
             if hint != Hint::Removed {
                 let cookie = node.path().join(name);
                 self.specs.cookie_seen(&cookie);
-                self.syncs.found().push(cookie);
+                self.syncs.cookie_found(cookie);
             }
             return;
         }
@@ -215,7 +215,7 @@ impl Engine {
         for (n, _) in listing {
             if fs::is_cookie(n) {
                 let p = node.path().join(n);
-                self.syncs.found().push(p);
+                self.syncs.cookie_found(p);
             }
         }
         if !node.complete() {

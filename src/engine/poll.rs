@@ -427,7 +427,7 @@ impl Engine {
             return;
         };
         let path = node.path().clone();
-        let mut listing = match fs::read_listing(&path, self.syncs.found()) {
+        let mut listing = match self.list_dir(&path) {
             Ok(l) => l,
             Err(e) if fs::gone(&e) => {
                 self.check_top(id, false);

@@ -29,11 +29,11 @@ use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 /// What the engine publishes for the manager to read: written by the
 /// engine alone.
 pub(crate) struct Shared {
-    pub statuses: Mutex<HashMap<String, Arc<WatchStatus>>>,
+    statuses: Mutex<HashMap<String, Arc<WatchStatus>>>,
     /// Notified whenever statuses change or the engine stops.
-    pub changed: Condvar,
+    changed: Condvar,
     /// Set when the engine stopped for good, with the reason.
-    pub dead: Mutex<Option<String>>,
+    dead: Mutex<Option<String>>,
     /// The changes-since journal of each spec's current generation.
     journals: Mutex<HashMap<String, Journal>>,
     /// The newest seq issued.
@@ -48,6 +48,41 @@ impl Shared {
             dead: Mutex::new(None),
             journals: Mutex::new(HashMap::new()),
             newest: AtomicU64::new(0),
+        }
+    }
+
+    /// Why the engine stopped for good, if it did.
+    pub(crate) fn dead(&self) -> Option<String> {
+        self.dead.lock().clone()
+    }
+
+    /// The latest status published for spec `name`.
+    pub(crate) fn status(&self, name: &str) -> Option<Arc<WatchStatus>> {
+        self.statuses.lock().get(name).cloned()
+    }
+
+    /// Every published status, in no order.
+    pub(crate) fn statuses(&self) -> Vec<Arc<WatchStatus>> {
+        self.statuses.lock().values().cloned().collect()
+    }
+
+    /// Calls `look` with the published statuses now and after each change
+    /// (or the engine's end) until it answers, or `deadline` passes
+    /// (`None`). `look` runs with the statuses locked: a change published
+    /// between two looks is never missed.
+    pub(crate) fn wait_for<T>(
+        &self,
+        deadline: std::time::Instant,
+        mut look: impl FnMut(&HashMap<String, Arc<WatchStatus>>) -> Option<T>,
+    ) -> Option<T> {
+        let mut statuses = self.statuses.lock();
+        loop {
+            if let Some(answer) = look(&statuses) {
+                return Some(answer);
+            }
+            if self.changed.wait_until(&mut statuses, deadline).timed_out() {
+                return None;
+            }
         }
     }
 

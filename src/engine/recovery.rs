@@ -423,10 +423,10 @@ impl Engine {
         }
         let (listing, on_disk) = match look {
             Some(l) => {
-                self.syncs.found().extend(l.cookies);
+                self.syncs.cookies_found(l.cookies);
                 (l.listing, Some(l.changed))
             }
-            None => (fs::read_listing(&path, self.syncs.found()), None),
+            None => (self.list_dir(&path), None),
         };
         let Some(diffs) = self.diff_read(id, listing) else {
             return;

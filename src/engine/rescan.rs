@@ -169,8 +169,11 @@ impl Engine {
             return 0;
         };
         let path = node.path().clone();
-        let Ok(mut listing) = fs::read_listing(&path, self.syncs.found()) else {
+        let Ok(mut listing) = self.list_dir(&path) else {
             return 0; // gone or unreadable: its events and retries tell
+        };
+        let Some(node) = self.index.get(id) else {
+            return 0;
         };
         listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
         let old = self.rescans.sigs.get(&id);

@@ -20,7 +20,7 @@ use crossbeam_channel::Sender;
 use super::Engine;
 use crate::index::SpecId;
 
-use crate::fs::COOKIE_PREFIX;
+use crate::fs::{self, COOKIE_PREFIX};
 
 struct Wait {
     name: String,
@@ -60,9 +60,14 @@ static NEXT_BARRIER: AtomicU64 = AtomicU64::new(1);
 pub(super) const INTERNAL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Syncs {
-    /// Where reads and events put the cookies they find.
-    pub(super) fn found(&mut self) -> &mut Vec<PathBuf> {
-        &mut self.found
+    /// A read or an event found the cookie at `path`.
+    pub(super) fn cookie_found(&mut self, path: PathBuf) {
+        self.found.push(path);
+    }
+
+    /// A read found these cookies.
+    pub(super) fn cookies_found(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.found.extend(paths);
     }
 
     pub(super) fn next_deadline(&self) -> Option<Instant> {
@@ -100,22 +105,6 @@ impl Syncs {
     }
 }
 
-/// Where a root's sync cookie goes: the root if it is a directory, else
-/// (a file) its parent directory (which the engine watches for it).
-fn cookie_dir(root: &Path) -> PathBuf {
-    if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
-        return root.to_path_buf();
-    }
-    let mut dir = root.parent().unwrap_or(root);
-    while !dir.is_dir() {
-        match dir.parent() {
-            Some(p) => dir = p,
-            None => break,
-        }
-    }
-    dir.to_path_buf()
-}
-
 /// A cookie path for each root, unique in the process, with its root.
 fn cookies_for(roots: Vec<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
     let id = NEXT_BARRIER.fetch_add(1, Ordering::Relaxed);
@@ -123,8 +112,8 @@ fn cookies_for(roots: Vec<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
         .into_iter()
         .enumerate()
         .map(|(i, root)| {
-            let c =
-                cookie_dir(&root).join(format!("{COOKIE_PREFIX}{}-{id}-{i}", std::process::id()));
+            let c = fs::cookie_dir(&root)
+                .join(format!("{COOKIE_PREFIX}{}-{id}-{i}", std::process::id()));
             (c, root)
         })
         .collect()
@@ -132,7 +121,7 @@ fn cookies_for(roots: Vec<PathBuf>) -> Vec<(PathBuf, PathBuf)> {
 
 fn remove_cookies(w: &Wait) {
     for c in &w.created {
-        let _ = std::fs::remove_file(c);
+        fs::remove_cookie(c);
     }
 }
 
@@ -162,9 +151,8 @@ impl Engine {
         // ancestor, outside the spec's paths, even `/`): the name its
         // nearest existing ancestor waits for is looked at instead, which
         // is exact (nothing is there to be stale).
-        let (roots, missing): (Vec<PathBuf>, Vec<PathBuf>) = all
-            .into_iter()
-            .partition(|r| std::fs::symlink_metadata(r).is_ok());
+        let (roots, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+            all.into_iter().partition(|r| fs::exists(r));
         for root in missing {
             self.look_for_missing_root(sid, &root);
         }
@@ -182,10 +170,7 @@ impl Engine {
         self.watches.barrier(&paths);
         for (cookie, root) in cookies {
             let polled_only = cookie.parent().is_some_and(|d| self.polled_only(d));
-            let made = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&cookie);
+            let made = fs::create_cookie(&cookie);
             let w = self.syncs.waits.last_mut().expect("just pushed");
             match made {
                 Ok(_) if polled_only => {
@@ -226,7 +211,7 @@ impl Engine {
         let roots: Vec<PathBuf> = st
             .roots()
             .iter()
-            .filter(|r| std::fs::symlink_metadata(r).is_ok())
+            .filter(|r| fs::exists(r))
             .cloned()
             .collect();
         let mut created = Vec::new();
@@ -240,14 +225,8 @@ impl Engine {
             });
             // Removed at once: its creation's event is the marker, and no
             // one sees the file after the apply (nor reads it as theirs).
-            if heard
-                && std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&cookie)
-                    .is_ok()
-            {
-                let _ = std::fs::remove_file(&cookie);
+            if heard && fs::create_cookie(&cookie).is_ok() {
+                fs::remove_cookie(&cookie);
                 created.push(cookie);
             }
         }
@@ -387,11 +366,11 @@ mod tests {
         let (a, _ra) = wait("a", &["/r/c1", "/q/c2"], t0 + Duration::from_secs(1));
         let (b, _rb) = wait("b", &["/r/c3"], t0 + Duration::from_secs(1));
         s.waits.extend([a, b]);
-        s.found().push("/r/c1".into());
-        s.found().push("/stray".into());
+        s.cookie_found("/r/c1".into());
+        s.cookie_found("/stray".into());
         assert!(s.take_ready().is_empty());
         assert!(s.found.is_empty(), "found cookies are used up");
-        s.found().push("/q/c2".into());
+        s.cookie_found("/q/c2".into());
         let ready = s.take_ready();
         assert_eq!(ready.len(), 1);
         assert_eq!(ready[0].name, "a");
@@ -411,19 +390,5 @@ mod tests {
         drop(gone);
         assert!(ra.recv().is_err(), "the reply is dropped, not sent");
         assert_eq!(s.next_deadline(), None);
-    }
-
-    #[test]
-    fn cookies_go_in_the_nearest_existing_directory() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path();
-        assert_eq!(cookie_dir(root), root);
-        std::fs::write(root.join("f"), "x").unwrap();
-        assert_eq!(cookie_dir(&root.join("f")), root, "a file root: its parent");
-        assert_eq!(
-            cookie_dir(&root.join("a/b/c")),
-            root,
-            "a missing root: the nearest ancestor"
-        );
     }
 }

@@ -137,7 +137,7 @@ impl Harness {
     }
 
     fn status(&self, name: &str) -> WatchStatus {
-        WatchStatus::clone(&self.shared.statuses.lock()[name])
+        WatchStatus::clone(&self.shared.status(name).expect("a published status"))
     }
 
     fn spec(&self) -> WatchSpec {

@@ -138,6 +138,18 @@ struct Covered {
 }
 
 impl Engine {
+    /// Reads directory `path`'s entries; the sync cookies among them go to
+    /// the sync table, not into the listing.
+    pub(super) fn list_dir(
+        &mut self,
+        path: &Path,
+    ) -> io::Result<Vec<(std::ffi::OsString, FileType)>> {
+        let mut cookies = Vec::new();
+        let listing = fs::read_listing(path, &mut cookies);
+        self.syncs.cookies_found(cookies);
+        listing
+    }
+
     /// Covers `dir` and what is below it (minus what each spec prunes) for
     /// `specs`: watch first, then read, so nothing created in between is
     /// missed. With `report`, entries read are reported as created.
@@ -237,7 +249,7 @@ impl Engine {
             let mut look = if c.batched { looks.next() } else { None };
             if let Some(l) = &mut look {
                 // What is on disk, whatever became of the node.
-                self.syncs.found().append(&mut l.cookies);
+                self.syncs.cookies_found(l.cookies.drain(..));
             }
             // The same node (not one made again at the path since: its
             // path is another allocation), not read since.
@@ -353,7 +365,7 @@ impl Engine {
         report: bool,
     ) -> bool {
         let mut read_at = self.clock.now();
-        let mut listing = fs::read_listing(path, self.syncs.found());
+        let mut listing = self.list_dir(path);
         // The watch was refused because no directory was at the path
         // (gone: no retry is scheduled), yet one was read there just
         // after: it was replaced in between. Watch the one there now and
@@ -365,7 +377,7 @@ impl Engine {
             watched = self.watch_node(id, false, specs);
             if watched {
                 read_at = self.clock.now();
-                listing = fs::read_listing(path, self.syncs.found());
+                listing = self.list_dir(path);
             }
         }
         if self.index.get(id).is_none() {

@@ -106,26 +106,13 @@ impl Engine {
     pub(super) fn trim_if_idle(&mut self) {
         if self.walk.trim_due && self.inbox.is_empty() {
             self.walk.trim_due = false;
-            trim_heap();
+            crate::fs::trim_heap();
         }
     }
 }
 
 /// Directories a walk reads before the heap is trimmed after it.
 const TRIM_AFTER: usize = 10_000;
-
-/// Gives the heap memory freed during a big walk back to the OS: glibc
-/// keeps it otherwise, and a start-up's transient allocations (notify's
-/// events on the portable backend: 10 bytes per entry) would stay resident
-/// for the life of the process. A few milliseconds, once per big walk.
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only releases free memory; any thread may call
-    // it at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
 
 #[cfg(test)]
 mod tests {

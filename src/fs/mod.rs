@@ -297,6 +297,53 @@ pub(crate) fn is_cookie(name: &OsStr) -> bool {
         .starts_with(COOKIE_PREFIX.as_bytes())
 }
 
+/// Whether anything is at `path` (a symlink counts as itself).
+pub(crate) fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// Where a sync cookie for `root` goes: `root` if it is a directory (not
+/// a link to one), else its nearest existing ancestor directory (a file
+/// root's directory, which the engine watches for it).
+pub(crate) fn cookie_dir(root: &Path) -> PathBuf {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| m.is_dir()) {
+        return root.to_path_buf();
+    }
+    let mut dir = root.parent().unwrap_or(root);
+    while !dir.is_dir() {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    dir.to_path_buf()
+}
+
+/// Creates the (empty) cookie file `path`; fails if anything is there.
+pub(crate) fn create_cookie(path: &Path) -> io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map(drop)
+}
+
+/// Removes cookie file `path`, if it is still there.
+pub(crate) fn remove_cookie(path: &Path) {
+    let _ = std::fs::remove_file(path);
+}
+
+/// Gives the heap memory freed (by a big walk) back to the OS: glibc keeps
+/// it otherwise. A few milliseconds; nothing elsewhere.
+pub(crate) fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory; any thread may call
+    // it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Whether the inode at `path` changed (content or metadata) at or after
 /// `since`, by its ctime, which user code cannot set back.
 pub(crate) fn changed_since(path: &Path, since: SystemTime) -> bool {
@@ -824,5 +871,19 @@ mod tests {
         std::fs::write(&f, "bbbb").unwrap();
         assert_ne!(content_hash(&f), Some(a));
         assert_eq!(content_hash(&d.path().join("missing")), None);
+    }
+
+    #[test]
+    fn cookies_go_in_the_nearest_existing_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        assert_eq!(cookie_dir(root), root);
+        std::fs::write(root.join("f"), "x").unwrap();
+        assert_eq!(cookie_dir(&root.join("f")), root, "a file root: its parent");
+        assert_eq!(
+            cookie_dir(&root.join("a/b/c")),
+            root,
+            "a missing root: the nearest ancestor"
+        );
     }
 }
