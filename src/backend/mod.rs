@@ -410,6 +410,11 @@ pub(crate) trait DirWatcher: Send {
     /// once do nothing.
     fn look_now(&mut self) {}
 
+    /// Compare the contents of racy files in watch `id`'s directory too
+    /// (`WatchOptions::content_hash`), or stop. Backends that hear from the
+    /// OS do nothing: the OS tells of every write.
+    fn hash_contents(&mut self, _id: WatchId, _on: bool) {}
+
     /// Whether its watches are a limited OS resource (counted in
     /// `Stats::os_watches`, capped by `max_os_watches`). A poller holds
     /// none.

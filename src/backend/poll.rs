@@ -45,13 +45,22 @@ use parking_lot::{Condvar, Mutex};
 use super::{DirWatcher, Faults, OsEvent, OsMsg, Sink, WatchError, WatchId};
 #[cfg(any(test, feature = "test-hooks"))]
 use super::{Fault, ReaderPause};
-use crate::fs::{self, Sig};
+use crate::fs::{self, Picture};
 
 type Ident = (u64, u64);
-type Picture = Vec<(OsString, Sig)>;
-/// One directory to scan: id, path, identity, whether its path may be a
-/// link, and its first picture if it was just watched.
-type Job = (i32, PathBuf, Ident, bool, Option<Picture>);
+
+/// One directory to scan.
+struct Job {
+    id: i32,
+    path: PathBuf,
+    ident: Ident,
+    /// Its path may be a link.
+    follow: bool,
+    /// Compare racy files' contents.
+    hash: bool,
+    /// Its first picture, if it was just watched.
+    first: Option<Picture>,
+}
 
 struct Watched {
     path: PathBuf,
@@ -60,6 +69,8 @@ struct Watched {
     /// The picture taken when the watch was added, for the scanner to start
     /// from.
     first: Option<Picture>,
+    /// Compare racy files' contents ([`DirWatcher::hash_contents`]).
+    hash: bool,
 }
 
 #[derive(Default)]
@@ -168,7 +179,8 @@ impl DirWatcher for Poll {
                 path: dir.to_path_buf(),
                 ident: scan.ident,
                 follow,
-                first: Some(scan.entries),
+                first: Some(Picture::of(scan.entries)),
+                hash: false,
             },
         );
         Ok(WatchId(id))
@@ -199,6 +211,12 @@ impl DirWatcher for Poll {
         if let Some(w) = self.shared.table.lock().dirs.get_mut(&id.0) {
             w.path = dir.to_path_buf();
             w.follow = follow;
+        }
+    }
+
+    fn hash_contents(&mut self, id: WatchId, on: bool) {
+        if let Some(w) = self.shared.table.lock().dirs.get_mut(&id.0) {
+            w.hash = on;
         }
     }
 
@@ -239,26 +257,6 @@ impl DirWatcher for Poll {
     }
 }
 
-/// The entries of picture `new` written (`false`) or replaced (`true`)
-/// since picture `old` (both sorted by name); names added or gone are not
-/// listed (the listing says those).
-fn modified(old: &[(OsString, Sig)], new: &[(OsString, Sig)]) -> Vec<(OsString, bool)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    for (name, now) in new {
-        while i < old.len() && old[i].0.as_encoded_bytes() < name.as_encoded_bytes() {
-            i += 1;
-        }
-        if let Some((n, before)) = old.get(i)
-            && n == name
-            && before.changed(now)
-        {
-            out.push((name.clone(), before.replaced(now)));
-        }
-    }
-    out
-}
-
 fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
     let mut pictures: HashMap<i32, Picture> = HashMap::new();
     loop {
@@ -274,22 +272,30 @@ fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
             let jobs = t
                 .dirs
                 .iter_mut()
-                .map(|(id, w)| (*id, w.path.clone(), w.ident, w.follow, w.first.take()))
+                .map(|(id, w)| Job {
+                    id: *id,
+                    path: w.path.clone(),
+                    ident: w.ident,
+                    follow: w.follow,
+                    hash: w.hash,
+                    first: w.first.take(),
+                })
                 .collect();
             (t.barriers, jobs)
         };
         let read_at = SystemTime::now();
         let mut dropped = Vec::new();
-        let mut scans: Vec<(i32, Picture)> = Vec::new();
-        for (id, path, ident, follow, first) in jobs {
-            if let Some(f) = first {
-                pictures.insert(id, f);
+        let mut scans: Vec<(i32, fs::Look)> = Vec::new();
+        for job in jobs {
+            if let Some(f) = job.first {
+                pictures.insert(job.id, f);
             }
-            match fs::scan_dir(&path, follow) {
-                Ok(scan) if scan.ident == ident => scans.push((id, scan.entries)),
+            let before = pictures.get(&job.id);
+            match fs::look(&job.path, job.follow, before, job.hash, SystemTime::now()) {
+                Ok(look) if look.ident == job.ident => scans.push((job.id, look)),
                 // Another directory at the path: the watched one is gone.
-                Ok(_) => dropped.push(id),
-                Err(e) if fs::gone(&e) => dropped.push(id),
+                Ok(_) => dropped.push(job.id),
+                Err(e) if fs::gone(&e) => dropped.push(job.id),
                 // Possibly transient: keep the picture, read again next time.
                 Err(_) => {}
             }
@@ -311,23 +317,22 @@ fn scan_loop(shared: &Shared, sink: &Sink, interval: Duration) {
             late
         };
         let mut events = Vec::new();
-        for (id, mut entries) in scans {
-            if !late.is_empty() {
-                // A scan reads one directory after another: one during
-                // which a sync barrier began may find that barrier's
-                // cookie in a directory read late, having read others
-                // before the changes the barrier must cover. It leaves
-                // those cookies out (the next scan reports them); other
-                // barriers' cookies it reports.
-                entries.retain(|(n, _)| !late.contains(n));
+        for (id, mut look) in scans {
+            // A scan reads one directory after another: one during which a
+            // sync barrier began may find that barrier's cookie in a
+            // directory read late, having read others before the changes
+            // the barrier must cover. It leaves those cookies out (the next
+            // scan reports them); other barriers' cookies it reports.
+            for c in &late {
+                look.picture.set(c, None);
+                look.modified.retain(|(n, _)| n != c);
             }
-            let old = pictures.remove(&id).unwrap_or_default();
             events.push(OsEvent::Listing {
                 watch: WatchId(id),
-                modified: modified(&old, &entries),
-                entries: entries.iter().map(|(n, s)| (n.clone(), s.kind)).collect(),
+                entries: look.picture.listing(),
+                modified: look.modified,
             });
-            pictures.insert(id, entries);
+            pictures.insert(id, look.picture);
         }
         if dropped.is_empty() && events.is_empty() {
             continue;
@@ -392,40 +397,6 @@ mod tests {
                 .collect(),
             other => panic!("{other:?}"),
         }
-    }
-
-    fn sig(ino: u64, size: u64) -> Sig {
-        Sig {
-            kind: crate::change::FileType::File,
-            size,
-            mtime: (1, 0),
-            ctime: (1, 0),
-            ino,
-        }
-    }
-
-    #[test]
-    fn pictures_compare_to_written_and_replaced_entries() {
-        let n = |s: &str| OsString::from(s);
-        let old = vec![
-            (n("a"), sig(1, 1)),
-            (n("b"), sig(2, 1)),
-            (n("c"), sig(3, 1)),
-            (n("e"), sig(5, 1)),
-        ];
-        let new = vec![
-            (n("a"), sig(1, 1)),
-            (n("b"), sig(2, 9)),
-            (n("c"), sig(33, 1)),
-            (n("d"), sig(4, 1)),
-        ];
-        assert_eq!(
-            modified(&old, &new),
-            vec![(n("b"), false), (n("c"), true)],
-            "added and removed names are the listing's business"
-        );
-        assert!(modified(&[], &new).is_empty());
-        assert!(modified(&new, &new).is_empty());
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl Engine {
         let new = if self.rescans.tracks(id) {
             // A rescan compares against what events saw.
             let sig = fs::sig_of(&node.path().join(name));
-            self.rescans.saw(id, &name.to_os_string(), sig);
+            self.rescans.saw(id, name, sig);
             sig.map(|s| s.kind)
         } else {
             fs::lstat_type(&node.path().join(name)).unwrap_or_default()

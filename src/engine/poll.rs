@@ -11,7 +11,7 @@ use super::Engine;
 use super::trace;
 use crate::backend::WatchError;
 use crate::change::FileType;
-use crate::fs::{self, Sig};
+use crate::fs::{self, Picture};
 use crate::index::{DirId, SpecId};
 
 /// Default interval of polling for directories without an OS watch.
@@ -28,9 +28,6 @@ pub(super) enum Why {
     Link,
 }
 
-/// Stat signatures of a polled directory's entries, by name.
-pub(super) type Sigs = BTreeMap<OsString, Sig>;
-
 #[derive(Debug)]
 pub(super) struct Polled {
     /// Polled in place of an OS watch, and why (`Link` wins over `Limit`).
@@ -38,14 +35,10 @@ pub(super) struct Polled {
     /// Polled because a covering spec's root is polled (by choice, or
     /// `Auto` found a shared file system), at this interval.
     chosen: Option<Duration>,
-    sigs: Sigs,
-    /// Content hashes of the files that were racy at the last look (see
-    /// `WatchOptions::content_hash`), and when that look was.
-    hashes: Hashes,
+    /// What the last look saw: entries' signatures, racy files' content
+    /// hashes (see `WatchOptions::content_hash`).
+    picture: Picture,
 }
-
-/// Content hashes of racy files, by name.
-pub(super) type Hashes = BTreeMap<OsString, u64>;
 
 /// Which directories are polled, why, and when.
 #[derive(Debug)]
@@ -66,8 +59,7 @@ impl Polled {
         Polled {
             instead: None,
             chosen: None,
-            sigs: Sigs::new(),
-            hashes: Hashes::new(),
+            picture: Picture::default(),
         }
     }
 
@@ -173,24 +165,15 @@ impl PollSet {
         self.changed |= self.dirs.remove(&id).is_some();
     }
 
-    pub(super) fn sigs(&self, id: DirId) -> Option<&Sigs> {
-        self.dirs.get(&id).map(|p| &p.sigs)
+    /// What the last look at `id` saw, if it is polled.
+    pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
+        self.dirs.get(&id).map(|p| &p.picture)
     }
 
-    /// Replaces the signatures of `id`, if it is polled.
-    pub(super) fn set_sigs(&mut self, id: DirId, sigs: Sigs) {
+    /// Replaces the picture of `id`, if it is polled.
+    pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id) {
-            p.sigs = sigs;
-        }
-    }
-
-    fn hashes(&self, id: DirId) -> Option<&Hashes> {
-        self.dirs.get(&id).map(|p| &p.hashes)
-    }
-
-    fn set_hashes(&mut self, id: DirId, hashes: Hashes) {
-        if let Some(p) = self.dirs.get_mut(&id) {
-            p.hashes = hashes;
+            p.picture = picture;
         }
     }
 
@@ -335,36 +318,29 @@ impl Engine {
         self.poll_instead(id, Why::Limit);
     }
 
-    /// Takes the stat signatures of polled directory `id`'s entries (after
-    /// its first read).
+    /// Takes the first picture of polled directory `id` (after its first
+    /// read). One that cannot be read now gets each indexed entry with a
+    /// signature no entry has: whatever the next poll finds there is
+    /// looked at again.
     pub(super) fn sign(&mut self, id: DirId) {
         let Some(node) = self.index.get(id) else {
             return;
         };
-        // An entry that cannot be `stat`ed now (it went since the read)
-        // gets a signature no entry has: if the next poll finds one there,
-        // it is looked at again, whatever its own signature.
+        let path = node.path().clone();
         let hash = self.wants_hash(id);
-        let wall = self.clock.wall();
-        let mut hashes = Hashes::new();
-        let sigs = node
-            .entries()
-            .iter()
-            .map(|(n, _)| {
-                let path = node.path().join(n);
-                let sig = fs::sig_of(&path).unwrap_or(Sig::UNKNOWN);
-                if hash
-                    && sig.kind == FileType::File
-                    && fs::racy(sig.mtime, wall)
-                    && let Some(h) = fs::content_hash(&path)
-                {
-                    hashes.insert(n.to_os_string(), h);
-                }
-                (n.to_os_string(), sig)
-            })
-            .collect();
-        self.polls.set_sigs(id, sigs);
-        self.polls.set_hashes(id, hashes);
+        let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
+            Ok(mut look) => {
+                self.syncs.cookies_found(look.take_cookies(&path));
+                look.picture
+            }
+            Err(_) => Picture::of(
+                node.entries()
+                    .iter()
+                    .map(|(n, _)| (n.to_os_string(), fs::Sig::UNKNOWN))
+                    .collect(),
+            ),
+        };
+        self.polls.set_picture(id, picture);
     }
 
     /// Takes the signature of entry `name` of polled directory `id` if it
@@ -375,10 +351,10 @@ impl Engine {
         };
         let path = node.path().join(name);
         if let Some(p) = self.polls.dirs.get_mut(&id)
-            && !p.sigs.contains_key(name)
+            && p.picture.get(name).is_none()
             && let Some(sig) = fs::sig_of(&path)
         {
-            p.sigs.insert(name.to_os_string(), sig);
+            p.picture.set(name, Some(sig));
         }
     }
 
@@ -394,7 +370,7 @@ impl Engine {
 
     /// Whether a spec covering directory `id` compares racy files'
     /// contents when polling.
-    fn wants_hash(&self, id: DirId) -> bool {
+    pub(super) fn wants_hash(&self, id: DirId) -> bool {
         self.index.get(id).is_some_and(|n| {
             n.full()
                 .iter()
@@ -427,7 +403,9 @@ impl Engine {
             return;
         };
         let path = node.path().clone();
-        let mut listing = match self.list_dir(&path) {
+        let hash = self.wants_hash(id);
+        let before = self.polls.picture(id);
+        let mut look = match fs::look(&path, true, before, hash, self.clock.wall()) {
             Ok(l) => l,
             Err(e) if fs::gone(&e) => {
                 self.check_top(id, false);
@@ -435,54 +413,9 @@ impl Engine {
             }
             Err(_) => return,
         };
-        listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-        let old = self.polls.sigs(id);
-        let old_hashes = self.polls.hashes(id);
-        let hash = self.wants_hash(id);
-        let wall = self.clock.wall();
-        let mut modified = Vec::new();
-        let mut sigs = Sigs::new();
-        let mut hashes = Hashes::new();
-        let mut vanished = Vec::new();
-        for (name, _) in &listing {
-            let Some(sig) = fs::sig_of(&path.join(name)) else {
-                // Gone between the read and the `stat`: gone as of this
-                // poll (kept, it could come back unnoticed, replaced).
-                vanished.push(name.clone());
-                continue;
-            };
-            let before = old.and_then(|o| o.get(name));
-            let mut now_hash = None;
-            if let Some(before) = before
-                && before.changed(&sig)
-            {
-                modified.push((name.clone(), before.replaced(&sig)));
-            } else if hash
-                && sig.kind == FileType::File
-                && let Some(h0) = old_hashes.and_then(|h| h.get(name))
-            {
-                // Racy at the last look, and its signature did not move:
-                // only its content can tell.
-                now_hash = fs::content_hash(&path.join(name));
-                if now_hash != Some(*h0) {
-                    modified.push((name.clone(), false));
-                }
-            }
-            if hash
-                && sig.kind == FileType::File
-                && fs::racy(sig.mtime, wall)
-                && let Some(h) = now_hash.or_else(|| fs::content_hash(&path.join(name)))
-            {
-                hashes.insert(name.clone(), h);
-            }
-            sigs.insert(name.clone(), sig);
-        }
-        if !vanished.is_empty() {
-            listing.retain(|(n, _)| !vanished.contains(n));
-        }
-        self.apply_listing(id, &listing, &modified);
-        self.polls.set_sigs(id, sigs);
-        self.polls.set_hashes(id, hashes);
+        self.syncs.cookies_found(look.take_cookies(&path));
+        self.apply_listing(id, &look.picture.listing(), &look.modified);
+        self.polls.set_picture(id, look.picture);
     }
 
     /// A directory entry of `id` that lost its node, or whose node has
@@ -670,20 +603,20 @@ mod tests {
         let t0 = Instant::now();
         let mut p = PollSet::new(Some(I));
         p.add(1, Why::Limit, t0);
-        let sig = Sig {
+        let sig = fs::Sig {
             kind: crate::change::FileType::File,
             size: 1,
             mtime: (2, 3),
             ctime: (4, 5),
             ino: 6,
         };
-        p.set_sigs(1, [(OsString::from("f"), sig)].into());
+        p.set_picture(1, Picture::of(vec![(OsString::from("f"), sig)]));
         p.add(1, Why::Limit, t0);
         p.choose(1, I, t0);
-        assert_eq!(p.sigs(1).unwrap().get(OsStr::new("f")), Some(&sig));
+        assert_eq!(p.picture(1).unwrap().get(OsStr::new("f")), Some(&sig));
         p.remove(1);
-        assert!(p.sigs(1).is_none());
-        p.set_sigs(1, Sigs::new()); // not polled: ignored
+        assert!(p.picture(1).is_none());
+        p.set_picture(1, Picture::default()); // not polled: ignored
         assert!(!p.contains(1));
     }
 

@@ -14,13 +14,12 @@
 //! if no event did.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Engine;
-use super::poll::Sigs;
 use super::trace;
-use crate::fs::{self, Sig};
+use crate::fs::{self, Picture, Sig};
 use crate::index::{DirId, SpecId};
 
 #[derive(Debug, Default)]
@@ -29,7 +28,7 @@ pub(super) struct Rescans {
     next: HashMap<SpecId, Instant>,
     /// Signatures of the entries of directories some rescanning spec
     /// covers, from the last rescan and the events since.
-    sigs: HashMap<DirId, Sigs>,
+    sigs: HashMap<DirId, Picture>,
     missed: HashMap<SpecId, u64>,
     touched: Vec<SpecId>,
 }
@@ -78,16 +77,9 @@ impl Rescans {
     }
 
     /// An event's look at `id/name` found `sig` (`None`: nothing there).
-    pub(super) fn saw(&mut self, id: DirId, name: &OsString, sig: Option<Sig>) {
+    pub(super) fn saw(&mut self, id: DirId, name: &OsStr, sig: Option<Sig>) {
         if let Some(s) = self.sigs.get_mut(&id) {
-            match sig {
-                Some(sig) => {
-                    s.insert(name.clone(), sig);
-                }
-                None => {
-                    s.remove(name);
-                }
-            }
+            s.set(name, sig);
         }
     }
 
@@ -169,49 +161,51 @@ impl Engine {
             return 0;
         };
         let path = node.path().clone();
-        let Ok(mut listing) = self.list_dir(&path) else {
+        let hash = self.wants_hash(id);
+        let old = self.rescans.sigs.get(&id);
+        let baseline = old.is_none();
+        let Ok(mut look) = fs::look(&path, true, old, hash, self.clock.wall()) else {
             return 0; // gone or unreadable: its events and retries tell
         };
+        self.syncs.cookies_found(look.take_cookies(&path));
         let Some(node) = self.index.get(id) else {
             return 0;
         };
-        listing.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
         let old = self.rescans.sigs.get(&id);
-        let baseline = old.is_none();
-        let mut sigs = Sigs::new();
-        let mut modified = Vec::new();
-        let mut vanished = Vec::new();
+        let mut picture = look.picture;
+        let mut modified = look.modified;
         let mut missed = 0;
-        for (name, t) in &listing {
-            let Some(sig) = fs::sig_of(&path.join(name)) else {
-                vanished.push(name.clone());
-                continue;
-            };
+        let mut later = Vec::new();
+        for (name, sig) in picture.entries() {
             let known = node.entries().get(name);
-            let old_sig = old.and_then(|o| o.get(name));
             let recent = !before(sig.ctime, began);
-            if known != Some(*t) && !fs::is_cookie(name) {
+            let written = modified.iter().any(|(n, _)| n == name);
+            if known != Some(sig.kind) {
                 if known.is_none() && recent {
                     // Made since the barrier: its event may be on the way.
                     // Left for the next rescan, which counts it if not.
-                    vanished.push(name.clone());
+                    later.push((name.clone(), None));
                     continue;
                 }
                 // Created or retyped without an event.
                 missed += 1;
-            } else if let Some(b) = old_sig
-                && b.changed(&sig)
-            {
+            } else if written {
                 if recent {
-                    sigs.insert(name.clone(), *b); // as above
+                    // As above: compared again at the next rescan.
+                    later.push((name.clone(), old.and_then(|o| o.get(name)).copied()));
                     continue;
                 }
-                modified.push((name.clone(), b.replaced(&sig)));
                 missed += 1;
             }
-            sigs.insert(name.clone(), sig);
         }
-        listing.retain(|(n, _)| !vanished.contains(n));
+        let mut listing = picture.listing();
+        for (name, keep) in later {
+            modified.retain(|(n, _)| *n != name);
+            if keep.is_none() {
+                listing.retain(|(n, _)| *n != name);
+            }
+            picture.revert(&name, keep);
+        }
         // Removed without an event (when, no one can tell: counted).
         missed += node
             .entries()
@@ -228,7 +222,7 @@ impl Engine {
         }
         self.apply_listing(id, &listing, &modified);
         if self.index.get(id).is_some() {
-            self.rescans.sigs.insert(id, sigs);
+            self.rescans.sigs.insert(id, picture);
         }
         missed
     }
@@ -256,14 +250,14 @@ mod tests {
     fn events_keep_the_signatures_of_tracked_directories_only() {
         let mut r = Rescans::default();
         assert!(!r.tracks(1));
-        r.sigs.insert(1, Sigs::new());
+        r.sigs.insert(1, Picture::default());
         assert!(r.tracks(1) && !r.tracks(2));
-        r.saw(1, &"a".into(), Some(Sig::UNKNOWN));
-        r.saw(2, &"a".into(), Some(Sig::UNKNOWN));
-        assert_eq!(r.sigs[&1].len(), 1);
+        r.saw(1, OsStr::new("a"), Some(Sig::UNKNOWN));
+        r.saw(2, OsStr::new("a"), Some(Sig::UNKNOWN));
+        assert_eq!(r.sigs[&1].entries().len(), 1);
         assert!(!r.sigs.contains_key(&2));
-        r.saw(1, &"a".into(), None);
-        assert!(r.sigs[&1].is_empty());
+        r.saw(1, OsStr::new("a"), None);
+        assert!(r.sigs[&1].entries().is_empty());
     }
 
     #[test]

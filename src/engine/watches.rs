@@ -137,6 +137,14 @@ impl WatchTable {
         }
     }
 
+    /// Asks a backend that looks by itself (a poller) to compare racy
+    /// files' contents in watch `w`'s directory too.
+    fn hash_contents(&mut self, w: WatchId) {
+        if let Os::Dirs(d) = &mut self.os {
+            d.hash_contents(w, true);
+        }
+    }
+
     /// Asks the backend to look for changes now (a sync barrier waits).
     pub(super) fn look_now(&mut self) {
         if let Os::Dirs(d) = &mut self.os {
@@ -456,6 +464,13 @@ impl Engine {
                         return false;
                     }
                     self.watches.record(id, w);
+                    let hash = self.wants_hash(id)
+                        || specs
+                            .iter()
+                            .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()));
+                    if hash {
+                        self.watches.hash_contents(w);
+                    }
                     Ok(())
                 }
                 Err(e) => Err(e),

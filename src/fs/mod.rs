@@ -12,8 +12,10 @@ use std::time::SystemTime;
 
 use crate::change::FileType;
 
+mod picture;
 #[cfg(windows)]
 mod windows;
+pub(crate) use picture::{Look, Picture, look};
 
 /// What tells two directories apart: device and inode (on Windows, volume
 /// serial number and file index).

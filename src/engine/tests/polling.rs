@@ -157,9 +157,10 @@ fn content_hash_finds_a_rewrite_that_the_signature_hides() {
         // match, as on a file system whose timestamps did not move.
         std::fs::write(&f, "bbbb").unwrap();
         let id = h.engine.index.lookup(&h.root).unwrap();
-        let mut sigs = h.engine.polls.sigs(id).unwrap().clone();
-        sigs.insert("f".into(), crate::fs::sig_of(&f).unwrap());
-        h.engine.polls.set_sigs(id, sigs);
+        let mut picture = h.engine.polls.picture(id).unwrap().clone();
+        // (`revert` keeps the content hash the first look took.)
+        picture.revert(std::ffi::OsStr::new("f"), crate::fs::sig_of(&f));
+        h.engine.polls.set_picture(id, picture);
         h.after(30 * MS);
         h.after(10 * MS);
         let b = h.batches();
