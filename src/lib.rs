@@ -270,6 +270,7 @@ mod journal;
 mod manager;
 mod reads;
 mod reconcile;
+mod scanner;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod spec;

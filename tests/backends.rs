@@ -282,3 +282,58 @@ fn switching_to_poll_releases_the_portable_backends_watches() {
         m.stats().os_watches == 0
     });
 }
+
+/// A mount whose server stopped answering (bindfs stopped with SIGSTOP)
+/// holds up the polls of the spec on it, not the engine: another spec's
+/// changes are reported and its barriers pass while every look below the
+/// mount hangs; once the server answers again, the hung spec catches up.
+#[test]
+fn a_hung_mount_holds_up_its_own_polls_not_the_engine() {
+    let Some((_d, src, mnt, mut mount)) = shared_storage() else {
+        return;
+    };
+    let every = Duration::from_millis(20);
+    let m = Manager::builder().poll_interval(every).build().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    let local = tmp();
+    let s = start(&m, "shared", spec(&[&mnt]));
+    assert_eq!(s.roots[0].backend, Backend::Poll { interval: every });
+    start(&m, "local", spec(&[local.path()]));
+    mount.pause();
+    // While many poll intervals pass (a poll of the mount is due every
+    // 20 ms, and hangs): the other spec is served. (On failure the server
+    // is let go first: a manager whose engine hangs would hang its drop.)
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let began = std::time::Instant::now();
+        let mut n = 0;
+        // (Two seconds: FUSE caches entries and attributes for one, so
+        // some looks are answered without the server for a while.)
+        while began.elapsed() < Duration::from_secs(2) || n < 5 {
+            let f = local.path().join(format!("f{n}"));
+            fs::write(&f, "x").unwrap();
+            m.sync("local", Duration::from_secs(5)).unwrap_or_else(|e| {
+                panic!("the local spec's barrier, {n} writes in, with the mount hung: {e}")
+            });
+            c.drain();
+            assert!(
+                c.has("local", &f, ChangeKind::Created),
+                "the local write {} was not reported while the mount hung",
+                f.display()
+            );
+            n += 1;
+        }
+    }));
+    if let Err(e) = served {
+        mount.resume();
+        std::panic::resume_unwind(e);
+    }
+    assert!(m.status("local").is_some(), "status answers");
+    // The server answers again: the hung spec's polls go on.
+    fs::write(src.join("late.tgz"), "x").unwrap();
+    mount.resume();
+    let late = mnt.join("late.tgz");
+    c.wait("the write below the mount, once it answers again", |c| {
+        c.has("shared", &late, ChangeKind::Created)
+    });
+    m.sync("shared", WAIT).unwrap();
+}

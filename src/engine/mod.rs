@@ -108,6 +108,8 @@ pub(crate) enum Msg {
     Stats { reply: Sender<Stats> },
     /// What the backend read.
     Os(OsMsg),
+    /// What the scanner found in polled directories.
+    Looked(Vec<crate::scanner::Finding>),
     /// Test hooks.
     #[cfg(feature = "test-hooks")]
     Hook(Hook),
@@ -211,7 +213,10 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let watches = WatchTable::new(os, config.max_watches);
     #[cfg(feature = "test-hooks")]
     let pause = watches.pause();
-    let engine = Engine::new(inbox, clock, watches, out, &config);
+    let mut engine = Engine::new(inbox, clock, watches, out, &config);
+    let to_engine = tx.clone();
+    engine.scanner =
+        crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
     let thread = std::thread::Builder::new()
         .name("specwatch-engine".into())
         .spawn(move || engine.run_guarded())
@@ -240,6 +245,9 @@ pub(crate) struct Engine {
     specs: SpecTable,
     watches: WatchTable,
     polls: PollSet,
+    /// Looks at the directories polled without an OS watch (on its own
+    /// thread, but in the engine's tests).
+    scanner: crate::scanner::Scanner,
     backends: Backends,
     recovery: Recovery,
     rescans: Rescans,
@@ -280,6 +288,7 @@ impl Engine {
             specs: SpecTable::default(),
             watches,
             polls: PollSet::new(config.poll_interval),
+            scanner: crate::scanner::Scanner::inline(),
             backends: Backends {
                 default: config.backend,
                 running: backend::resolve(config.backend),
@@ -412,6 +421,7 @@ impl Engine {
                 }
                 Read::Failed(error) => self.out.fail(&error, self.clock.wall()),
             },
+            Msg::Looked(findings) => self.looked(findings),
             Msg::Sync {
                 name,
                 deadline,

@@ -13,6 +13,7 @@ use crate::backend::WatchError;
 use crate::change::FileType;
 use crate::fs::{self, Picture};
 use crate::index::{DirId, SpecId};
+use crate::scanner::{Finding, Job};
 
 /// Default interval of polling for directories without an OS watch.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
@@ -38,6 +39,12 @@ pub(super) struct Polled {
     /// What the last look saw: entries' signatures, racy files' content
     /// hashes (see `WatchOptions::content_hash`).
     picture: Picture,
+    /// The look the scanner is making of it, if one is under way.
+    in_flight: Option<u64>,
+    /// The newest look asked for, and the newest one done with (applied,
+    /// or overtaken by a read of the engine's own).
+    issued: u64,
+    applied: u64,
 }
 
 /// Which directories are polled, why, and when.
@@ -52,6 +59,8 @@ pub(super) struct PollSet {
     limit_reason: Option<String>,
     /// Whether the set changed since [`take_changed`](Self::take_changed).
     changed: bool,
+    /// The last token handed to a look (tokens are never reused).
+    tokens: u64,
 }
 
 impl Polled {
@@ -60,6 +69,9 @@ impl Polled {
             instead: None,
             chosen: None,
             picture: Picture::default(),
+            in_flight: None,
+            issued: 0,
+            applied: 0,
         }
     }
 
@@ -83,6 +95,7 @@ impl PollSet {
             next: BTreeMap::new(),
             limit_reason: None,
             changed: false,
+            tokens: 0,
         }
     }
 
@@ -163,6 +176,50 @@ impl PollSet {
     /// Stops polling `id` (it left the index).
     pub(super) fn remove(&mut self, id: DirId) {
         self.changed |= self.dirs.remove(&id).is_some();
+    }
+
+    /// A look at `id` is handed to the scanner: its token (`None`: not
+    /// polled). A newer look overtakes one under way.
+    fn issue(&mut self, id: DirId) -> Option<u64> {
+        let p = self.dirs.get_mut(&id)?;
+        self.tokens += 1;
+        p.in_flight = Some(self.tokens);
+        p.issued = self.tokens;
+        Some(self.tokens)
+    }
+
+    /// Whether the scanner is looking at `id`.
+    fn in_flight(&self, id: DirId) -> bool {
+        self.dirs.get(&id).is_some_and(|p| p.in_flight.is_some())
+    }
+
+    /// The engine looked at `id` itself (read it, or polled it on its own
+    /// thread): a look of the scanner's under way is older, and is not
+    /// applied when it comes.
+    pub(super) fn outdate(&mut self, id: DirId) {
+        if let Some(p) = self.dirs.get_mut(&id) {
+            p.in_flight = None;
+            p.applied = p.issued;
+        }
+    }
+
+    /// The scanner's look `token` at `id` came back: whether it is the
+    /// one to apply (not overtaken, nor outdated).
+    fn take_finding(&mut self, id: DirId, token: u64) -> bool {
+        match self.dirs.get_mut(&id) {
+            Some(p) if p.in_flight == Some(token) => {
+                p.in_flight = None;
+                p.applied = token;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether look `token` at `id` is done with (or `id` is polled no
+    /// more): what a sync barrier waits for.
+    pub(super) fn done(&self, id: DirId, token: u64) -> bool {
+        self.dirs.get(&id).is_none_or(|p| p.applied >= token)
     }
 
     /// What the last look at `id` saw, if it is polled.
@@ -328,6 +385,7 @@ impl Engine {
         };
         let path = node.path().clone();
         let hash = self.wants_hash(id);
+        self.polls.outdate(id);
         let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
             Ok(mut look) => {
                 self.syncs.cookies_found(look.take_cookies(&path));
@@ -378,17 +436,88 @@ impl Engine {
         })
     }
 
-    /// Polls the polled directories whose interval is up.
+    /// Polls the polled directories whose interval is up: those without an
+    /// OS watch on the scanner (one whose previous look is still under way
+    /// waits for it), the others here.
     pub(super) fn poll_due(&mut self) {
         let (ids, due) = self.polls.due(self.clock.now());
         if due.is_empty() {
             return;
         }
         self.now = self.clock.now();
+        let mut jobs = Vec::new();
         for id in ids {
-            self.poll_node(id);
+            if !self.polled_only(id) {
+                self.poll_node(id);
+            } else if !self.polls.in_flight(id)
+                && let Some(job) = self.poll_job(id)
+            {
+                jobs.push(job);
+            }
         }
+        self.scan(jobs);
         self.polls.rearm(&due, self.clock.now());
+    }
+
+    /// Whether directory `id` is polled and has no OS watch: nothing but
+    /// its polls tells of its changes.
+    pub(super) fn polled_only(&self, id: DirId) -> bool {
+        self.polls.contains(id)
+            && !self
+                .index
+                .get(id)
+                .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
+    }
+
+    /// A look at polled directory `id` for the scanner.
+    fn poll_job(&mut self, id: DirId) -> Option<Job> {
+        let path = self.index.get(id)?.path().to_path_buf();
+        let hash = self.wants_hash(id);
+        let token = self.polls.issue(id)?;
+        Some(Job {
+            dir: id,
+            token,
+            path,
+            before: self.polls.picture(id).cloned().unwrap_or_default(),
+            hash,
+            wall: self.clock.wall(),
+        })
+    }
+
+    /// Hands `jobs` to the scanner; what it finds at once (inline) is
+    /// applied now, the rest when it comes ([`looked`](Self::looked)).
+    fn scan(&mut self, jobs: Vec<Job>) {
+        if let Some(found) = self.scanner.submit(jobs) {
+            self.looked(found);
+        }
+    }
+
+    /// The scanner's findings: each applied as a poll of the directory, if
+    /// it is still the look to apply (the directory is still polled, at
+    /// the same path, and the engine has not looked at it since).
+    pub(super) fn looked(&mut self, findings: Vec<Finding>) {
+        for f in findings {
+            if !self.polls.take_finding(f.dir, f.token)
+                || self.index.get(f.dir).is_none_or(|n| **n.path() != *f.path)
+            {
+                continue;
+            }
+            match f.look {
+                Ok(look) => self.apply_look(f.dir, &f.path, look),
+                Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
+                // Possibly transient: the next poll reads it again.
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Applies a poll's look at directory `id` (at `path`): cookies to the
+    /// sync table, the listing and the modified entries to the index, the
+    /// picture kept for the next poll.
+    fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
+        self.syncs.cookies_found(look.take_cookies(path));
+        self.apply_listing(id, &look.picture.listing(), &look.modified);
+        self.polls.set_picture(id, look.picture);
     }
 
     /// One poll of a directory without an OS watch: read it, tell from the
@@ -404,18 +533,14 @@ impl Engine {
         };
         let path = node.path().clone();
         let hash = self.wants_hash(id);
+        // Newer than any look of the scanner's under way.
+        self.polls.outdate(id);
         let before = self.polls.picture(id);
-        let mut look = match fs::look(&path, true, before, hash, self.clock.wall()) {
-            Ok(l) => l,
-            Err(e) if fs::gone(&e) => {
-                self.check_top(id, false);
-                return;
-            }
-            Err(_) => return,
-        };
-        self.syncs.cookies_found(look.take_cookies(&path));
-        self.apply_listing(id, &look.picture.listing(), &look.modified);
-        self.polls.set_picture(id, look.picture);
+        match fs::look(&path, true, before, hash, self.clock.wall()) {
+            Ok(look) => self.apply_look(id, &path, look),
+            Err(e) if fs::gone(&e) => self.check_top(id, false),
+            Err(_) => {}
+        }
     }
 
     /// A directory entry of `id` that lost its node, or whose node has
@@ -443,8 +568,9 @@ impl Engine {
     }
 
     /// Polls the polled directories spec `sid` covers (a sync's barrier:
-    /// they have no events to wait for).
-    pub(super) fn poll_spec(&mut self, sid: SpecId) {
+    /// they have no events to wait for). Returns the looks handed to the
+    /// scanner and not done yet, which the barrier waits for.
+    pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(DirId, u64)> {
         let ids: Vec<DirId> = self
             .polls
             .ids()
@@ -455,9 +581,22 @@ impl Engine {
                     .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
             })
             .collect();
+        let mut jobs = Vec::new();
         for id in ids {
-            self.poll_node(id);
+            if !self.polled_only(id) {
+                self.poll_node(id);
+            } else if let Some(job) = self.poll_job(id) {
+                // (A look under way may have begun before the barrier:
+                // this one overtakes it.)
+                jobs.push(job);
+            }
         }
+        let asked: Vec<(DirId, u64)> = jobs.iter().map(|j| (j.dir, j.token)).collect();
+        self.scan(jobs);
+        asked
+            .into_iter()
+            .filter(|(id, t)| !self.polls.done(*id, *t))
+            .collect()
     }
 
     /// Watches freed up: move directories polled for want of them back to

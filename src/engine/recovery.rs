@@ -475,7 +475,11 @@ impl Engine {
         read: std::io::Result<Vec<(OsString, FileType)>>,
     ) -> Option<Vec<EntryDiff>> {
         match read {
-            Ok(list) => Some(diff(self.index.get(id)?.entries(), list)),
+            Ok(list) => {
+                // Newer than any look of the scanner's under way.
+                self.polls.outdate(id);
+                Some(diff(self.index.get(id)?.entries(), list))
+            }
             Err(e) if fs::gone(&e) => {
                 self.check_top(id, false);
                 None

@@ -18,7 +18,7 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::Sender;
 
 use super::Engine;
-use crate::index::SpecId;
+use crate::index::{DirId, SpecId};
 
 use crate::fs::{self, COOKIE_PREFIX};
 
@@ -37,6 +37,11 @@ struct Wait {
     /// An apply's guard (see `specs::Guard`): nothing to do when it
     /// passes but remove its cookies.
     guard: bool,
+    /// Its cookies are all seen and the spec looked at; it waits for the
+    /// scanner's looks at the spec's polled directories (directory,
+    /// token) in `scans`.
+    parked: bool,
+    scans: Vec<(DirId, u64)>,
 }
 
 /// A barrier whose cookies have all been seen.
@@ -90,7 +95,20 @@ impl Syncs {
         }
         let (ready, waiting) = std::mem::take(&mut self.waits)
             .into_iter()
-            .partition(|w| w.remaining.is_empty());
+            .partition(|w| w.remaining.is_empty() && !w.parked);
+        self.waits = waiting;
+        ready
+    }
+
+    /// Takes the waits whose cookies were seen earlier and whose polled
+    /// directories' looks are all `done` now.
+    fn take_scanned(&mut self, done: impl Fn(DirId, u64) -> bool) -> Vec<Wait> {
+        for w in &mut self.waits {
+            w.scans.retain(|(id, t)| !done(*id, *t));
+        }
+        let (ready, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.parked && w.scans.is_empty());
         self.waits = waiting;
         ready
     }
@@ -165,11 +183,16 @@ impl Engine {
             reply,
             rescan,
             guard: false,
+            parked: false,
+            scans: Vec::new(),
         });
         let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
         self.watches.barrier(&paths);
         for (cookie, root) in cookies {
-            let polled_only = cookie.parent().is_some_and(|d| self.polled_only(d));
+            let polled_only = cookie
+                .parent()
+                .and_then(|d| self.index.lookup(d))
+                .is_some_and(|id| self.polled_only(id));
             let made = fs::create_cookie(&cookie);
             let w = self.syncs.waits.last_mut().expect("just pushed");
             match made {
@@ -239,6 +262,8 @@ impl Engine {
                 reply: None,
                 rescan: None,
                 guard: true,
+                parked: false,
+                scans: Vec::new(),
             });
         }
         created
@@ -273,33 +298,30 @@ impl Engine {
         }
     }
 
-    /// Whether directory `dir` is indexed, polled and without an OS watch.
-    fn polled_only(&self, dir: &Path) -> bool {
-        self.index.lookup(dir).is_some_and(|id| {
-            self.polls.contains(id)
-                && !self
-                    .index
-                    .get(id)
-                    .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
-        })
-    }
-
     /// The barriers whose cookies have all been seen, made complete: the
     /// spec's polled directories polled once more (they have no events to
     /// wait for) and its links looked at again (a link's target can change
     /// without an event). Their batches are closed by the caller.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
+        let polls = &self.polls;
+        let scanned = self.syncs.take_scanned(|id, t| polls.done(id, t));
         let (guards, ready): (Vec<Wait>, Vec<Wait>) =
             self.syncs.take_ready().into_iter().partition(|w| w.guard);
         for g in guards {
             remove_cookies(&g);
         }
-        let mut out = Vec::with_capacity(ready.len());
-        for wait in ready {
+        let mut out = Vec::with_capacity(ready.len() + scanned.len());
+        for wait in scanned {
+            out.push(Ready {
+                sid: self.specs.id_of(&wait.name),
+                wait,
+            });
+        }
+        for mut wait in ready {
             let sid = self.specs.id_of(&wait.name);
             if let Some(sid) = sid {
                 self.specs.end_guard(sid);
-                self.poll_spec(sid);
+                let scans = self.poll_spec(sid);
                 self.look_outside(true);
                 if let Some(began) = wait.rescan {
                     self.rescan_spec(sid, began);
@@ -307,6 +329,14 @@ impl Engine {
                 self.revalidate_links_of(sid);
                 if !self.roots.is_empty() {
                     self.settle();
+                }
+                if !scans.is_empty() {
+                    // The scanner's looks come later: the barrier passes
+                    // once they are applied.
+                    wait.parked = true;
+                    wait.scans = scans;
+                    self.syncs.waits.push(wait);
+                    continue;
                 }
             }
             out.push(Ready { sid, wait });
@@ -354,6 +384,8 @@ mod tests {
                 reply: Some(tx),
                 rescan: None,
                 guard: false,
+                parked: false,
+                scans: Vec::new(),
             },
             rx,
         )

@@ -9,6 +9,8 @@ use std::process::Command;
 /// mount (no event on the mount). Unmounted on drop.
 pub struct BindMount {
     mnt: PathBuf,
+    /// Stopped with SIGSTOP (a server that stopped answering).
+    paused: bool,
 }
 
 impl BindMount {
@@ -28,12 +30,63 @@ impl BindMount {
         }
         Ok(BindMount {
             mnt: mnt.to_path_buf(),
+            paused: false,
         })
+    }
+
+    /// The bindfs process serving this mount (found by its command line).
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that include this file"
+    )]
+    fn pid(&self) -> String {
+        let want = self.mnt.as_os_str().as_encoded_bytes();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            if args.first().is_some_and(|a| a.ends_with(b"bindfs")) && args.contains(&want) {
+                return e.file_name().to_string_lossy().into_owned();
+            }
+        }
+        panic!("no bindfs process serves {}", self.mnt.display())
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.pid()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} bindfs for {}", self.mnt.display());
+    }
+
+    /// Stops the mount's server (SIGSTOP): every look below the mount
+    /// hangs until [`resume`](Self::resume).
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that include this file"
+    )]
+    pub fn pause(&mut self) {
+        self.signal("-STOP");
+        self.paused = true;
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that include this file"
+    )]
+    pub fn resume(&mut self) {
+        if std::mem::take(&mut self.paused) {
+            self.signal("-CONT");
+        }
     }
 }
 
 impl Drop for BindMount {
     fn drop(&mut self) {
+        self.resume();
         let _ = Command::new("fusermount")
             .args(["-u", "-z"])
             .arg(&self.mnt)

@@ -1,0 +1,172 @@
+//! The scanner: the thread that looks at the directories the engine polls
+//! without an OS watch ([`fs::look`]: a listing, a `stat` of every entry,
+//! the comparison with the previous picture), so that a slow or hung file
+//! system (a network mount whose server stopped answering) holds up its
+//! own polls, never the engine: events, other specs, `status` and
+//! `sync` of other specs go on.
+//!
+//! The engine keeps the schedule (with its clock) and the pictures; it
+//! hands the scanner [`Job`]s and applies the [`Finding`]s that come back,
+//! in order, as any poll's. Pure I/O: no index, no engine state. In the
+//! engine's own tests the scanner runs inline ([`Scanner::inline`]), so
+//! that a manual clock drives polls deterministically.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use crossbeam_channel::{Sender, unbounded};
+
+use crate::fs::{self, Look, Picture};
+
+/// One directory to look at.
+#[derive(Debug)]
+pub(crate) struct Job {
+    /// The engine's name for the directory, and for this look of it.
+    pub dir: usize,
+    pub token: u64,
+    pub path: PathBuf,
+    /// The picture to compare with.
+    pub before: Picture,
+    /// Compare racy files' contents too.
+    pub hash: bool,
+    /// The wall clock when the job was made (what "racy" is judged
+    /// against: a file written since is racy too).
+    pub wall: SystemTime,
+}
+
+/// What a look found.
+#[derive(Debug)]
+pub(crate) struct Finding {
+    pub dir: usize,
+    pub token: u64,
+    pub path: PathBuf,
+    pub look: io::Result<Look>,
+}
+
+/// Where findings go (false once nobody listens).
+type Deliver = Box<dyn Fn(Vec<Finding>) -> bool + Send>;
+
+/// Looks at every directory of `jobs`, in order.
+fn run(jobs: Vec<Job>) -> Vec<Finding> {
+    jobs.into_iter()
+        .map(|j| Finding {
+            look: fs::look(&j.path, true, Some(&j.before), j.hash, j.wall),
+            dir: j.dir,
+            token: j.token,
+            path: j.path,
+        })
+        .collect()
+}
+
+/// The engine's handle on the scanner.
+pub(crate) enum Scanner {
+    /// Looks at once, on the caller's thread (the engine's tests).
+    Inline,
+    /// Looks on a thread of its own, started at the first job; findings
+    /// go to `deliver`.
+    Thread {
+        deliver: Option<Deliver>,
+        jobs: Option<Sender<Vec<Job>>>,
+    },
+}
+
+impl Scanner {
+    /// A scanner that looks on the caller's thread.
+    pub(crate) fn inline() -> Scanner {
+        Scanner::Inline
+    }
+
+    /// A scanner with a thread of its own (started when first needed),
+    /// whose findings go to `deliver` (which must not block).
+    pub(crate) fn threaded(deliver: impl Fn(Vec<Finding>) -> bool + Send + 'static) -> Scanner {
+        Scanner::Thread {
+            deliver: Some(Box::new(deliver)),
+            jobs: None,
+        }
+    }
+
+    /// Looks at `jobs`: inline, the findings are returned; on the thread,
+    /// they are delivered later (in order), and `None` is returned. A
+    /// thread the OS refuses leaves the scanner inline.
+    pub(crate) fn submit(&mut self, jobs: Vec<Job>) -> Option<Vec<Finding>> {
+        if jobs.is_empty() {
+            return Some(Vec::new());
+        }
+        let Scanner::Thread { deliver, jobs: tx } = self else {
+            return Some(run(jobs));
+        };
+        if tx.is_none()
+            && let Some(d) = deliver.take()
+        {
+            let (send, recv) = unbounded::<Vec<Job>>();
+            let started = std::thread::Builder::new()
+                .name("specwatch-scan".into())
+                .spawn(move || {
+                    // Ends when the engine drops its handle (or stops
+                    // listening); a look that hangs holds up this thread
+                    // only.
+                    for batch in recv {
+                        if !d(run(batch)) {
+                            return;
+                        }
+                    }
+                });
+            if started.is_ok() {
+                *tx = Some(send);
+            }
+        }
+        match tx {
+            Some(t) => match t.send(jobs) {
+                Ok(()) => None,
+                Err(e) => Some(run(e.into_inner())),
+            },
+            None => Some(run(jobs)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn job(dir: &std::path::Path, token: u64) -> Job {
+        Job {
+            dir: 7,
+            token,
+            path: dir.to_path_buf(),
+            before: Picture::default(),
+            hash: false,
+            wall: SystemTime::now(),
+        }
+    }
+
+    #[test]
+    fn inline_looks_at_once_and_a_thread_delivers_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f"), "x").unwrap();
+        let found = Scanner::inline().submit(vec![job(d.path(), 1)]).unwrap();
+        assert_eq!(found.len(), 1);
+        let names = found[0].look.as_ref().unwrap().picture.listing();
+        assert_eq!(names.len(), 1, "{names:?}");
+
+        let (tx, rx) = unbounded();
+        let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
+        assert!(s.submit(vec![job(d.path(), 2)]).is_none(), "on the thread");
+        assert!(s.submit(vec![job(d.path(), 3), job(d.path(), 4)]).is_none());
+        let mut tokens = Vec::new();
+        while tokens.len() < 3 {
+            let batch = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the scanner's findings within 10 s");
+            tokens.extend(batch.iter().map(|f| f.token));
+        }
+        assert_eq!(tokens, vec![2, 3, 4], "in the order submitted");
+        drop(s);
+        assert!(
+            rx.recv_timeout(Duration::from_secs(10)).is_err(),
+            "the thread ends with its handle"
+        );
+    }
+}
