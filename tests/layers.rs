@@ -94,7 +94,7 @@ fn top_level_modules_import_without_cycles() {
 #[test]
 fn the_pure_core_imports_nothing_with_io() {
     let g = graph();
-    let io = ["backend", "fs", "engine", "manager", "hooks"];
+    let io = ["backend", "fs", "engine", "manager", "hooks", "reads", "scanner"];
     for pure in [
         "index",
         "ignore",
