@@ -15,9 +15,9 @@
 //! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
-//! | `poll.rs` | the poll set: which directories are polled, why, their stat signatures, when next |
+//! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `walk.rs` | start-up progress of a spec's first walk |
-//! | `rescan.rs` | rescans (`rescan_every`): when next, signatures, what the OS missed |
+//! | `rescan.rs` | rescans (`rescan_every`): when next, pictures, what the OS missed |
 //! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
@@ -30,9 +30,12 @@
 //! events (cargo feature `tracing`; nothing at all without it).
 //!
 //! `tree.rs` (covering, reading, removing directories), `events.rs`
-//! (what a hint leads to) and `modes.rs` (how each root is watched, and
-//! what that asks of each directory) own no state: they are the steps that ask the
-//! owners to change.
+//! (what a hint leads to), `modes.rs` (how each root is watched, and
+//! what that asks of each directory), `polling.rs` (polls, on the
+//! scanner or here) and `rescanning.rs` (`rescan_every`'s rescans) own no
+//! state: they are the steps that ask the owners to change. Owners never
+//! call steps (`tests/layers.rs` checks it; some owners' files still hold
+//! steps, listed there).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -58,10 +61,12 @@ mod ignore_files;
 mod links;
 mod modes;
 mod poll;
+mod polling;
 mod problems;
 mod publish;
 mod recovery;
 mod rescan;
+mod rescanning;
 mod roots;
 mod specs;
 mod sync;

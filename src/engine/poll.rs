@@ -1,19 +1,14 @@
 //! The poll set: the only writer of "this directory is polled, and why",
-//! of the stat signatures a poll compares, and of when the next poll is
-//! due. The steps that poll, and that move directories back to OS watches
-//! when watches free up, are here too.
+//! of the picture a poll compares with, of the scanner's look under way,
+//! and of when the next poll is due. The steps that poll are
+//! `polling.rs`'s.
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
-use super::Engine;
-use super::trace;
-use crate::backend::WatchError;
-use crate::change::FileType;
 use crate::fs::{self, Picture};
-use crate::index::{DirId, SpecId};
-use crate::scanner::{Finding, Job};
+use crate::index::DirId;
 
 /// Default interval of polling for directories without an OS watch.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
@@ -118,7 +113,7 @@ impl PollSet {
 
     /// Polls `id` in place of an OS watch from now on (keeping its
     /// signatures if it already is polled); `Link` wins over `Limit`.
-    fn add(&mut self, id: DirId, why: Why, now: Instant) {
+    pub(super) fn add(&mut self, id: DirId, why: Why, now: Instant) {
         let p = self.dirs.entry(id).or_insert_with(Polled::new);
         if p.instead != Some(Why::Link) {
             p.instead = Some(why);
@@ -130,7 +125,7 @@ impl PollSet {
 
     /// Polls `id` every `every` because a covering spec polls it; returns
     /// whether it was not polled at all before.
-    fn choose(&mut self, id: DirId, every: Duration, now: Instant) -> bool {
+    pub(super) fn choose(&mut self, id: DirId, every: Duration, now: Instant) -> bool {
         let mut new = false;
         let p = self.dirs.entry(id).or_insert_with(|| {
             new = true;
@@ -180,7 +175,7 @@ impl PollSet {
 
     /// A look at `id` is handed to the scanner: its token (`None`: not
     /// polled). A newer look overtakes one under way.
-    fn issue(&mut self, id: DirId) -> Option<u64> {
+    pub(super) fn issue(&mut self, id: DirId) -> Option<u64> {
         let p = self.dirs.get_mut(&id)?;
         self.tokens += 1;
         p.in_flight = Some(self.tokens);
@@ -189,7 +184,7 @@ impl PollSet {
     }
 
     /// Whether the scanner is looking at `id`.
-    fn in_flight(&self, id: DirId) -> bool {
+    pub(super) fn in_flight(&self, id: DirId) -> bool {
         self.dirs.get(&id).is_some_and(|p| p.in_flight.is_some())
     }
 
@@ -205,7 +200,7 @@ impl PollSet {
 
     /// The scanner's look `token` at `id` came back: whether it is the
     /// one to apply (not overtaken, nor outdated).
-    fn take_finding(&mut self, id: DirId, token: u64) -> bool {
+    pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> bool {
         match self.dirs.get_mut(&id) {
             Some(p) if p.in_flight == Some(token) => {
                 p.in_flight = None;
@@ -222,6 +217,21 @@ impl PollSet {
         self.dirs.get(&id).is_none_or(|p| p.applied >= token)
     }
 
+    /// Entry `name` of `id` gets signature `sig` if it has none yet.
+    pub(super) fn sign_name(
+        &mut self,
+        id: DirId,
+        name: &OsStr,
+        sig: impl FnOnce() -> Option<fs::Sig>,
+    ) {
+        if let Some(p) = self.dirs.get_mut(&id)
+            && p.picture.get(name).is_none()
+            && let Some(sig) = sig()
+        {
+            p.picture.set(name, Some(sig));
+        }
+    }
+
     /// What the last look at `id` saw, if it is polled.
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
         self.dirs.get(&id).map(|p| &p.picture)
@@ -234,7 +244,7 @@ impl PollSet {
         }
     }
 
-    fn note_limit(&mut self, reason: String) {
+    pub(super) fn note_limit(&mut self, reason: String) {
         if self.limit_reason.as_ref() != Some(&reason) {
             self.limit_reason = Some(reason);
             self.changed = true;
@@ -254,7 +264,7 @@ impl PollSet {
     }
 
     /// The directories polled for want of watches.
-    fn limit_ids(&self) -> Vec<DirId> {
+    pub(super) fn limit_ids(&self) -> Vec<DirId> {
         self.dirs
             .iter()
             .filter(|(_, p)| p.instead == Some(Why::Limit))
@@ -264,7 +274,7 @@ impl PollSet {
 
     /// The directories due for a poll at `now`, and the intervals they
     /// are polled at (to [`rearm`](Self::rearm) after polling them).
-    fn due(&mut self, now: Instant) -> (Vec<DirId>, Vec<Duration>) {
+    pub(super) fn due(&mut self, now: Instant) -> (Vec<DirId>, Vec<Duration>) {
         if self.dirs.is_empty() {
             self.next.clear();
         }
@@ -288,7 +298,7 @@ impl PollSet {
 
     /// After polling the intervals `due` at `now`: their next polls, for
     /// those still in use.
-    fn rearm(&mut self, due: &[Duration], now: Instant) {
+    pub(super) fn rearm(&mut self, due: &[Duration], now: Instant) {
         let used: std::collections::BTreeSet<Duration> =
             self.dirs.values().map(|p| p.every(self.interval)).collect();
         self.next.retain(|every, _| used.contains(every));
@@ -328,7 +338,7 @@ impl PollSet {
     }
 
     /// Once nothing is polled for want of watches, the reason goes.
-    fn forget_limit_unless_polled(&mut self) {
+    pub(super) fn forget_limit_unless_polled(&mut self) {
         if self.limit_reason.is_some() && self.dirs.values().all(|p| p.instead != Some(Why::Limit))
         {
             self.limit_reason = None;
@@ -341,309 +351,10 @@ impl PollSet {
     }
 }
 
-impl Engine {
-    /// Polls directory `id` instead of watching it.
-    pub(super) fn poll_instead(&mut self, id: DirId, why: Why) {
-        self.polls.add(id, why, self.clock.now());
-    }
-
-    /// The OS refused `id` a watch for lack of watches: poll it, and say
-    /// why in status.
-    pub(super) fn poll_at_limit(&mut self, id: DirId, e: &WatchError) {
-        let reason = e.error.to_string();
-        trace::traced! {
-            if self.polls.limit_reason() != Some(reason.as_str()) {
-                // Once per episode (or new reason): each further
-                // directory is a debug event.
-                trace::event!(
-                    WARN,
-                    path = %self.dir_path(id),
-                    reason = %reason,
-                    interval = ?self.polls.interval(),
-                    "watch limit reached: polling directories instead"
-                );
-            } else {
-                trace::event!(
-                    DEBUG,
-                    path = %self.dir_path(id),
-                    reason = %reason,
-                    "watch limit: polling this directory instead"
-                );
-            }
-        }
-        self.polls.note_limit(reason);
-        self.poll_instead(id, Why::Limit);
-    }
-
-    /// Takes the first picture of polled directory `id` (after its first
-    /// read). One that cannot be read now gets each indexed entry with a
-    /// signature no entry has: whatever the next poll finds there is
-    /// looked at again.
-    pub(super) fn sign(&mut self, id: DirId) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let path = node.path().clone();
-        let hash = self.wants_hash(id);
-        self.polls.outdate(id);
-        let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
-            Ok(mut look) => {
-                self.syncs.cookies_found(look.take_cookies(&path));
-                look.picture
-            }
-            Err(_) => Picture::of(
-                node.entries()
-                    .iter()
-                    .map(|(n, _)| (n.to_os_string(), fs::Sig::UNKNOWN))
-                    .collect(),
-            ),
-        };
-        self.polls.set_picture(id, picture);
-    }
-
-    /// Takes the signature of entry `name` of polled directory `id` if it
-    /// has none yet (a name a partial node starts to wait for).
-    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let path = node.path().join(name);
-        if let Some(p) = self.polls.dirs.get_mut(&id)
-            && p.picture.get(name).is_none()
-            && let Some(sig) = fs::sig_of(&path)
-        {
-            p.picture.set(name, Some(sig));
-        }
-    }
-
-    /// Polls directory `id` every `every` because a covering spec polls it
-    /// (its signatures are taken now if it is read already).
-    pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
-        if self.polls.choose(id, every, self.clock.now())
-            && self.index.get(id).is_some_and(|n| n.complete())
-        {
-            self.sign(id);
-        }
-    }
-
-    /// Whether a spec covering directory `id` compares racy files'
-    /// contents when polling.
-    pub(super) fn wants_hash(&self, id: DirId) -> bool {
-        self.index.get(id).is_some_and(|n| {
-            n.full()
-                .iter()
-                .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()))
-        })
-    }
-
-    /// Polls the polled directories whose interval is up: those without an
-    /// OS watch on the scanner (one whose previous look is still under way
-    /// waits for it), the others here.
-    pub(super) fn poll_due(&mut self) {
-        let (ids, due) = self.polls.due(self.clock.now());
-        if due.is_empty() {
-            return;
-        }
-        self.now = self.clock.now();
-        let mut jobs = Vec::new();
-        for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if !self.polls.in_flight(id)
-                && let Some(job) = self.poll_job(id)
-            {
-                jobs.push(job);
-            }
-        }
-        self.scan(jobs);
-        self.polls.rearm(&due, self.clock.now());
-    }
-
-    /// Whether directory `id` is polled and has no OS watch: nothing but
-    /// its polls tells of its changes.
-    pub(super) fn polled_only(&self, id: DirId) -> bool {
-        self.polls.contains(id)
-            && !self
-                .index
-                .get(id)
-                .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
-    }
-
-    /// A look at polled directory `id` for the scanner.
-    fn poll_job(&mut self, id: DirId) -> Option<Job> {
-        let path = self.index.get(id)?.path().to_path_buf();
-        let hash = self.wants_hash(id);
-        let token = self.polls.issue(id)?;
-        Some(Job {
-            dir: id,
-            token,
-            path,
-            before: self.polls.picture(id).cloned().unwrap_or_default(),
-            hash,
-            wall: self.clock.wall(),
-        })
-    }
-
-    /// Hands `jobs` to the scanner; what it finds at once (inline) is
-    /// applied now, the rest when it comes ([`looked`](Self::looked)).
-    fn scan(&mut self, jobs: Vec<Job>) {
-        if let Some(found) = self.scanner.submit(jobs) {
-            self.looked(found);
-        }
-    }
-
-    /// The scanner's findings: each applied as a poll of the directory, if
-    /// it is still the look to apply (the directory is still polled, at
-    /// the same path, and the engine has not looked at it since).
-    pub(super) fn looked(&mut self, findings: Vec<Finding>) {
-        for f in findings {
-            if !self.polls.take_finding(f.dir, f.token)
-                || self.index.get(f.dir).is_none_or(|n| **n.path() != *f.path)
-            {
-                continue;
-            }
-            match f.look {
-                Ok(look) => self.apply_look(f.dir, &f.path, look),
-                Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
-                // Possibly transient: the next poll reads it again.
-                Err(_) => {}
-            }
-        }
-    }
-
-    /// Applies a poll's look at directory `id` (at `path`): cookies to the
-    /// sync table, the listing and the modified entries to the index, the
-    /// picture kept for the next poll.
-    fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
-        self.syncs.cookies_found(look.take_cookies(path));
-        self.apply_listing(id, &look.picture.listing(), &look.modified);
-        self.polls.set_picture(id, look.picture);
-    }
-
-    /// One poll of a directory without an OS watch: read it, tell from the
-    /// stat signatures which entries were written or replaced since the
-    /// previous poll, and apply that as any look-based backend's listing
-    /// ([`apply_listing`](Engine::apply_listing)): names and types diffed
-    /// against the index, a directory replaced by another (a new inode)
-    /// covered again.
-    pub(super) fn poll_node(&mut self, id: DirId) {
-        let Some(node) = self.index.get(id) else {
-            self.polls.remove(id);
-            return;
-        };
-        let path = node.path().clone();
-        let hash = self.wants_hash(id);
-        // Newer than any look of the scanner's under way.
-        self.polls.outdate(id);
-        let before = self.polls.picture(id);
-        match fs::look(&path, true, before, hash, self.clock.wall()) {
-            Ok(look) => self.apply_look(id, &path, look),
-            Err(e) if fs::gone(&e) => self.check_top(id, false),
-            Err(_) => {}
-        }
-    }
-
-    /// A directory entry of `id` that lost its node, or whose node has
-    /// neither watch nor polling (it was replaced while `id` had no events
-    /// to tell), is covered again.
-    pub(super) fn repair_orphans(&mut self, id: DirId) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let orphans: Vec<OsString> = node
-            .entries()
-            .iter()
-            .filter(|(n, t)| {
-                let child = node.path().join(n);
-                *t == FileType::Dir
-                    && self.index.lookup(&child).is_none_or(|c| self.unwatched(c))
-                    && node.full().iter().any(|s| self.specs.needs(*s, &child))
-            })
-            .map(|(n, _)| n.to_os_string())
-            .collect();
-        for n in orphans {
-            self.remove_entry(id, &n, true);
-            self.add_entry(id, &n, FileType::Dir);
-        }
-    }
-
-    /// Polls the polled directories spec `sid` covers (a sync's barrier:
-    /// they have no events to wait for). Returns the looks handed to the
-    /// scanner and not done yet, which the barrier waits for.
-    pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(DirId, u64)> {
-        let ids: Vec<DirId> = self
-            .polls
-            .ids()
-            .into_iter()
-            .filter(|id| {
-                self.index
-                    .get(*id)
-                    .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
-            })
-            .collect();
-        let mut jobs = Vec::new();
-        for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if let Some(job) = self.poll_job(id) {
-                // (A look under way may have begun before the barrier:
-                // this one overtakes it.)
-                jobs.push(job);
-            }
-        }
-        let asked: Vec<(DirId, u64)> = jobs.iter().map(|j| (j.dir, j.token)).collect();
-        self.scan(jobs);
-        asked
-            .into_iter()
-            .filter(|(id, t)| !self.polls.done(*id, *t))
-            .collect()
-    }
-
-    /// Watches freed up: move directories polled for want of them back to
-    /// OS watches. The watch is added first, then a last poll catches what
-    /// happened since the previous one.
-    pub(super) fn unpoll(&mut self) {
-        if !self.watches.take_freed() || self.polls.is_empty() {
-            return;
-        }
-        trace::bind!(before = self.polls.limit_ids().len());
-        for id in self.polls.limit_ids() {
-            let Some(node) = self.index.get(id) else {
-                self.polls.remove(id);
-                continue;
-            };
-            let specs: Vec<SpecId> = node.full().to_vec();
-            if !self.wanted(id).0 {
-                // No covering spec wants an OS watch for it any more.
-                self.polls.watched(id);
-                continue;
-            }
-            if !self.watch_node(id, false, &specs) {
-                break; // still no room: it stays polled
-            }
-            // A last poll, against the signatures it had.
-            self.poll_node(id);
-            self.polls.watched(id);
-        }
-        self.polls.forget_limit_unless_polled();
-        trace::traced! {
-            let still = self.polls.limit_ids().len();
-            if still < before {
-                trace::event!(
-                    INFO,
-                    moved = before - still,
-                    still_polled = still,
-                    "watches freed up: directories moved back from polling to OS watches"
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsStr;
+    use std::ffi::{OsStr, OsString};
 
     const I: Duration = Duration::from_millis(100);
     const MS: Duration = Duration::from_millis(1);

@@ -1,7 +1,8 @@
 //! The safety net of [`WatchOptions::rescan_every`](crate::WatchOptions::rescan_every):
-//! the only writer of when each spec's next rescan is due, of the stat
-//! signatures a rescan compares against, and of the count of changes the
-//! OS did not report (`missed_by_os`).
+//! the only writer of when each spec's next rescan is due, of the
+//! pictures a rescan compares with, and of the count of changes the OS did
+//! not report (`missed_by_os`). The steps that rescan are
+//! `rescanning.rs`'s.
 //!
 //! A rescan first runs a sync barrier (cookies), so that every event the
 //! OS queued before it has been handled; then it reads every directory of
@@ -17,9 +18,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Engine;
-use super::trace;
-use crate::fs::{self, Picture, Sig};
+use crate::fs::{Picture, Sig};
 use crate::index::{DirId, SpecId};
 
 #[derive(Debug, Default)]
@@ -57,7 +56,7 @@ impl Rescans {
     }
 
     /// Specs whose rescan is due at `now` (rescheduled an interval on).
-    fn due(&mut self, now: Instant) -> Vec<SpecId> {
+    pub(super) fn due(&mut self, now: Instant) -> Vec<SpecId> {
         let due: Vec<SpecId> = self
             .next
             .iter()
@@ -83,11 +82,22 @@ impl Rescans {
         }
     }
 
-    fn count(&mut self, sid: SpecId, n: u64) {
+    pub(super) fn count(&mut self, sid: SpecId, n: u64) {
         if n > 0 {
             *self.missed.entry(sid).or_default() += n;
             self.touched.push(sid);
         }
+    }
+
+    /// The picture of rescanned directory `id`: the last rescan's, kept
+    /// current by events (`None`: not rescanned yet).
+    pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
+        self.sigs.get(&id)
+    }
+
+    /// The picture of `id` after a rescan.
+    pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
+        self.sigs.insert(id, picture);
     }
 
     /// Changes the OS did not report, found by `sid`'s rescans.
@@ -101,131 +111,11 @@ impl Rescans {
 }
 
 /// Whether a change with ctime `ctime` was made before `began`.
-fn before(ctime: (i64, i64), began: SystemTime) -> bool {
+pub(super) fn before(ctime: (i64, i64), began: SystemTime) -> bool {
     let Ok(b) = began.duration_since(SystemTime::UNIX_EPOCH) else {
         return false;
     };
     (ctime.0, ctime.1) < (b.as_secs() as i64, i64::from(b.subsec_nanos()))
-}
-
-impl Engine {
-    /// Starts the barrier of every spec whose rescan is due.
-    pub(super) fn rescan_due(&mut self) {
-        for sid in self.rescans.due(self.clock.now()) {
-            let Some(name) = self.specs.get(sid).map(|s| s.name().to_owned()) else {
-                continue;
-            };
-            let deadline = self.clock.now() + super::sync::INTERNAL_DEADLINE;
-            self.start_barrier(name, deadline, None, Some(self.clock.wall()));
-        }
-    }
-
-    /// The rescan of spec `sid`, its barrier (begun at `began`) passed.
-    pub(super) fn rescan_spec(&mut self, sid: SpecId, began: SystemTime) {
-        if !self.watches.holds_os_watches() {
-            return; // a manager that polls everything: polling is this
-        }
-        let ids = self
-            .index
-            .ids_where(|id, n| n.covers(sid) && n.complete() && !self.polls.contains(id));
-        trace::bind!(dirs = ids.len());
-        let mut missed = 0;
-        for id in ids {
-            missed += self.rescan_dir(id, began);
-        }
-        self.rescans.count(sid, missed);
-        trace::traced! {
-            if missed > 0 {
-                trace::event!(
-                    WARN,
-                    spec = self.specs.name_of(sid),
-                    missed,
-                    dirs,
-                    "rescan found changes the OS did not report"
-                );
-            } else {
-                trace::event!(
-                    TRACE,
-                    spec = self.specs.name_of(sid),
-                    dirs,
-                    "rescan found nothing missed"
-                );
-            }
-        }
-    }
-
-    /// Reads directory `id` and `stat`s its entries; delivers what no
-    /// event told of before `began`. Returns how many changes that is.
-    fn rescan_dir(&mut self, id: DirId, began: SystemTime) -> u64 {
-        let Some(node) = self.index.get(id) else {
-            return 0;
-        };
-        let path = node.path().clone();
-        let hash = self.wants_hash(id);
-        let old = self.rescans.sigs.get(&id);
-        let baseline = old.is_none();
-        let Ok(mut look) = fs::look(&path, true, old, hash, self.clock.wall()) else {
-            return 0; // gone or unreadable: its events and retries tell
-        };
-        self.syncs.cookies_found(look.take_cookies(&path));
-        let Some(node) = self.index.get(id) else {
-            return 0;
-        };
-        let old = self.rescans.sigs.get(&id);
-        let mut picture = look.picture;
-        let mut modified = look.modified;
-        let mut missed = 0;
-        let mut later = Vec::new();
-        for (name, sig) in picture.entries() {
-            let known = node.entries().get(name);
-            let recent = !before(sig.ctime, began);
-            let written = modified.iter().any(|(n, _)| n == name);
-            if known != Some(sig.kind) {
-                if known.is_none() && recent {
-                    // Made since the barrier: its event may be on the way.
-                    // Left for the next rescan, which counts it if not.
-                    later.push((name.clone(), None));
-                    continue;
-                }
-                // Created or retyped without an event.
-                missed += 1;
-            } else if written {
-                if recent {
-                    // As above: compared again at the next rescan.
-                    later.push((name.clone(), old.and_then(|o| o.get(name)).copied()));
-                    continue;
-                }
-                missed += 1;
-            }
-        }
-        let mut listing = picture.listing();
-        for (name, keep) in later {
-            modified.retain(|(n, _)| *n != name);
-            if keep.is_none() {
-                listing.retain(|(n, _)| *n != name);
-            }
-            picture.revert(&name, keep);
-        }
-        // Removed without an event (when, no one can tell: counted).
-        missed += node
-            .entries()
-            .iter()
-            .filter(|(n, _)| {
-                listing
-                    .binary_search_by(|(l, _)| l.as_encoded_bytes().cmp(n.as_encoded_bytes()))
-                    .is_err()
-            })
-            .count() as u64;
-        if baseline {
-            // The first look: nothing to compare contents with yet.
-            modified.clear();
-        }
-        self.apply_listing(id, &listing, &modified);
-        if self.index.get(id).is_some() {
-            self.rescans.sigs.insert(id, picture);
-        }
-        missed
-    }
 }
 
 #[cfg(test)]

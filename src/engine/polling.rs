@@ -1,0 +1,311 @@
+//! The steps that poll: a poll of a directory (on the scanner's thread for one
+//! without an OS watch, here for the others), the findings applied, the
+//! first picture taken, a sync barrier's polls, and the move of directories
+//! back to OS watches when watches free up. The poll set itself (what is
+//! polled, why, when, the pictures) is `poll.rs`'s.
+
+use std::ffi::{OsStr, OsString};
+use std::time::Duration;
+
+use super::Engine;
+use super::poll::Why;
+use super::trace;
+use crate::backend::WatchError;
+use crate::change::FileType;
+use crate::fs::{self, Picture};
+use crate::index::{DirId, SpecId};
+use crate::scanner::{Finding, Job};
+
+impl Engine {
+    /// Polls directory `id` instead of watching it.
+    pub(super) fn poll_instead(&mut self, id: DirId, why: Why) {
+        self.polls.add(id, why, self.clock.now());
+    }
+
+    /// The OS refused `id` a watch for lack of watches: poll it, and say
+    /// why in status.
+    pub(super) fn poll_at_limit(&mut self, id: DirId, e: &WatchError) {
+        let reason = e.error.to_string();
+        trace::traced! {
+            if self.polls.limit_reason() != Some(reason.as_str()) {
+                // Once per episode (or new reason): each further
+                // directory is a debug event.
+                trace::event!(
+                    WARN,
+                    path = %self.dir_path(id),
+                    reason = %reason,
+                    interval = ?self.polls.interval(),
+                    "watch limit reached: polling directories instead"
+                );
+            } else {
+                trace::event!(
+                    DEBUG,
+                    path = %self.dir_path(id),
+                    reason = %reason,
+                    "watch limit: polling this directory instead"
+                );
+            }
+        }
+        self.polls.note_limit(reason);
+        self.poll_instead(id, Why::Limit);
+    }
+
+    /// Takes the first picture of polled directory `id` (after its first
+    /// read). One that cannot be read now gets each indexed entry with a
+    /// signature no entry has: whatever the next poll finds there is
+    /// looked at again.
+    pub(super) fn sign(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path().clone();
+        let hash = self.wants_hash(id);
+        self.polls.outdate(id);
+        let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
+            Ok(mut look) => {
+                self.syncs.cookies_found(look.take_cookies(&path));
+                look.picture
+            }
+            Err(_) => Picture::of(
+                node.entries()
+                    .iter()
+                    .map(|(n, _)| (n.to_os_string(), fs::Sig::UNKNOWN))
+                    .collect(),
+            ),
+        };
+        self.polls.set_picture(id, picture);
+    }
+
+    /// Takes the signature of entry `name` of polled directory `id` if it
+    /// has none yet (a name a partial node starts to wait for).
+    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let path = node.path().join(name);
+        self.polls.sign_name(id, name, || fs::sig_of(&path));
+    }
+
+    /// Polls directory `id` every `every` because a covering spec polls it
+    /// (its signatures are taken now if it is read already).
+    pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
+        if self.polls.choose(id, every, self.clock.now())
+            && self.index.get(id).is_some_and(|n| n.complete())
+        {
+            self.sign(id);
+        }
+    }
+
+    /// Whether a spec covering directory `id` compares racy files'
+    /// contents when polling.
+    pub(super) fn wants_hash(&self, id: DirId) -> bool {
+        self.index.get(id).is_some_and(|n| {
+            n.full()
+                .iter()
+                .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()))
+        })
+    }
+
+    /// Polls the polled directories whose interval is up: those without an
+    /// OS watch on the scanner (one whose previous look is still under way
+    /// waits for it), the others here.
+    pub(super) fn poll_due(&mut self) {
+        let (ids, due) = self.polls.due(self.clock.now());
+        if due.is_empty() {
+            return;
+        }
+        self.now = self.clock.now();
+        let mut jobs = Vec::new();
+        for id in ids {
+            if !self.polled_only(id) {
+                self.poll_node(id);
+            } else if !self.polls.in_flight(id)
+                && let Some(job) = self.poll_job(id)
+            {
+                jobs.push(job);
+            }
+        }
+        self.scan(jobs);
+        self.polls.rearm(&due, self.clock.now());
+    }
+
+    /// Whether directory `id` is polled and has no OS watch: nothing but
+    /// its polls tells of its changes.
+    pub(super) fn polled_only(&self, id: DirId) -> bool {
+        self.polls.contains(id)
+            && !self
+                .index
+                .get(id)
+                .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
+    }
+
+    /// A look at polled directory `id` for the scanner.
+    fn poll_job(&mut self, id: DirId) -> Option<Job> {
+        let path = self.index.get(id)?.path().to_path_buf();
+        let hash = self.wants_hash(id);
+        let token = self.polls.issue(id)?;
+        Some(Job {
+            dir: id,
+            token,
+            path,
+            before: self.polls.picture(id).cloned().unwrap_or_default(),
+            hash,
+            wall: self.clock.wall(),
+        })
+    }
+
+    /// Hands `jobs` to the scanner; what it finds at once (inline) is
+    /// applied now, the rest when it comes ([`looked`](Self::looked)).
+    fn scan(&mut self, jobs: Vec<Job>) {
+        if let Some(found) = self.scanner.submit(jobs) {
+            self.looked(found);
+        }
+    }
+
+    /// The scanner's findings: each applied as a poll of the directory, if
+    /// it is still the look to apply (the directory is still polled, at
+    /// the same path, and the engine has not looked at it since).
+    pub(super) fn looked(&mut self, findings: Vec<Finding>) {
+        for f in findings {
+            if !self.polls.take_finding(f.dir, f.token)
+                || self.index.get(f.dir).is_none_or(|n| **n.path() != *f.path)
+            {
+                continue;
+            }
+            match f.look {
+                Ok(look) => self.apply_look(f.dir, &f.path, look),
+                Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
+                // Possibly transient: the next poll reads it again.
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Applies a poll's look at directory `id` (at `path`): cookies to the
+    /// sync table, the listing and the modified entries to the index, the
+    /// picture kept for the next poll.
+    fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
+        self.syncs.cookies_found(look.take_cookies(path));
+        self.apply_listing(id, &look.picture.listing(), &look.modified);
+        self.polls.set_picture(id, look.picture);
+    }
+
+    /// One poll of a directory without an OS watch: read it, tell from the
+    /// stat signatures which entries were written or replaced since the
+    /// previous poll, and apply that as any look-based backend's listing
+    /// ([`apply_listing`](Engine::apply_listing)): names and types diffed
+    /// against the index, a directory replaced by another (a new inode)
+    /// covered again.
+    pub(super) fn poll_node(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            self.polls.remove(id);
+            return;
+        };
+        let path = node.path().clone();
+        let hash = self.wants_hash(id);
+        // Newer than any look of the scanner's under way.
+        self.polls.outdate(id);
+        let before = self.polls.picture(id);
+        match fs::look(&path, true, before, hash, self.clock.wall()) {
+            Ok(look) => self.apply_look(id, &path, look),
+            Err(e) if fs::gone(&e) => self.check_top(id, false),
+            Err(_) => {}
+        }
+    }
+
+    /// A directory entry of `id` that lost its node, or whose node has
+    /// neither watch nor polling (it was replaced while `id` had no events
+    /// to tell), is covered again.
+    pub(super) fn repair_orphans(&mut self, id: DirId) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let orphans: Vec<OsString> = node
+            .entries()
+            .iter()
+            .filter(|(n, t)| {
+                let child = node.path().join(n);
+                *t == FileType::Dir
+                    && self.index.lookup(&child).is_none_or(|c| self.unwatched(c))
+                    && node.full().iter().any(|s| self.specs.needs(*s, &child))
+            })
+            .map(|(n, _)| n.to_os_string())
+            .collect();
+        for n in orphans {
+            self.remove_entry(id, &n, true);
+            self.add_entry(id, &n, FileType::Dir);
+        }
+    }
+
+    /// Polls the polled directories spec `sid` covers (a sync's barrier:
+    /// they have no events to wait for). Returns the looks handed to the
+    /// scanner and not done yet, which the barrier waits for.
+    pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(DirId, u64)> {
+        let ids: Vec<DirId> = self
+            .polls
+            .ids()
+            .into_iter()
+            .filter(|id| {
+                self.index
+                    .get(*id)
+                    .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
+            })
+            .collect();
+        let mut jobs = Vec::new();
+        for id in ids {
+            if !self.polled_only(id) {
+                self.poll_node(id);
+            } else if let Some(job) = self.poll_job(id) {
+                // (A look under way may have begun before the barrier:
+                // this one overtakes it.)
+                jobs.push(job);
+            }
+        }
+        let asked: Vec<(DirId, u64)> = jobs.iter().map(|j| (j.dir, j.token)).collect();
+        self.scan(jobs);
+        asked
+            .into_iter()
+            .filter(|(id, t)| !self.polls.done(*id, *t))
+            .collect()
+    }
+
+    /// Watches freed up: move directories polled for want of them back to
+    /// OS watches. The watch is added first, then a last poll catches what
+    /// happened since the previous one.
+    pub(super) fn unpoll(&mut self) {
+        if !self.watches.take_freed() || self.polls.is_empty() {
+            return;
+        }
+        trace::bind!(before = self.polls.limit_ids().len());
+        for id in self.polls.limit_ids() {
+            let Some(node) = self.index.get(id) else {
+                self.polls.remove(id);
+                continue;
+            };
+            let specs: Vec<SpecId> = node.full().to_vec();
+            if !self.wanted(id).0 {
+                // No covering spec wants an OS watch for it any more.
+                self.polls.watched(id);
+                continue;
+            }
+            if !self.watch_node(id, false, &specs) {
+                break; // still no room: it stays polled
+            }
+            // A last poll, against the signatures it had.
+            self.poll_node(id);
+            self.polls.watched(id);
+        }
+        self.polls.forget_limit_unless_polled();
+        trace::traced! {
+            let still = self.polls.limit_ids().len();
+            if still < before {
+                trace::event!(
+                    INFO,
+                    moved = before - still,
+                    still_polled = still,
+                    "watches freed up: directories moved back from polling to OS watches"
+                );
+            }
+        }
+    }
+}
