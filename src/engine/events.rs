@@ -171,7 +171,7 @@ impl Engine {
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
                     let kind = crate::change::ChangeKind::Modified;
-                    self.route_hinted(id, name, kind, t, from_os);
+                    self.route(id, name, kind, t, from_os);
                 }
                 if t == FileType::Symlink {
                     // Replaced by a link elsewhere, perhaps.

@@ -385,7 +385,7 @@ impl Engine {
             && t != FileType::Dir
             && fs::changed_since(&node.path().join(name), since)
         {
-            self.route(id, name, ChangeKind::Modified, t);
+            self.route(id, name, ChangeKind::Modified, t, false);
         }
     }
 
@@ -460,7 +460,7 @@ impl Engine {
             for n in hits {
                 let t = self.index.get(id).and_then(|x| x.entries().get(&n));
                 if let Some(t) = t.filter(|t| *t != FileType::Dir) {
-                    self.route(id, &n, ChangeKind::Modified, t);
+                    self.route(id, &n, ChangeKind::Modified, t, false);
                 }
             }
         }

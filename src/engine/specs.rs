@@ -700,20 +700,11 @@ impl Engine {
         }
     }
 
-    /// Hands a raw change at `id/name` to every spec it concerns.
+    /// Hands a raw change at `id/name` to every spec it concerns, and
+    /// notes it if it is an ignore file: the one way a change of an
+    /// indexed directory's entry is routed. `hinted`: a `Modified` the OS
+    /// hinted at (an apply's guard may hold it back).
     pub(super) fn route(
-        &mut self,
-        id: crate::index::DirId,
-        name: &OsStr,
-        kind: ChangeKind,
-        ft: FileType,
-    ) {
-        self.route_hinted(id, name, kind, ft, false);
-    }
-
-    /// [`route`](Self::route), saying whether the change is a `Modified`
-    /// the OS hinted at.
-    pub(super) fn route_hinted(
         &mut self,
         id: crate::index::DirId,
         name: &OsStr,

@@ -418,7 +418,7 @@ impl Engine {
                 }
                 if report {
                     for (name, ft) in added {
-                        self.route(id, &name, ChangeKind::Created, ft);
+                        self.route(id, &name, ChangeKind::Created, ft, false);
                     }
                 }
                 self.problems.clear(specs, path);
@@ -483,7 +483,7 @@ impl Engine {
             return;
         }
         self.index.set_entry(id, name, t);
-        self.route(id, name, ChangeKind::Created, t);
+        self.route(id, name, ChangeKind::Created, t, false);
         if t != FileType::Dir {
             self.root_appeared(id, name);
             if t == FileType::Symlink {
@@ -504,7 +504,6 @@ impl Engine {
         let Some(t) = self.index.remove_entry(id, name) else {
             return;
         };
-        self.note_ignore_file(id, name);
         let node = self.index.get(id).expect("live node");
         let child = node.path().join(name);
         trace::traced! {
@@ -520,8 +519,9 @@ impl Engine {
             }
         }
         if report {
-            self.specs
-                .route(self.now, node, name, ChangeKind::Removed, t, false);
+            self.route(id, name, ChangeKind::Removed, t, false);
+        } else {
+            self.note_ignore_file(id, name);
         }
         if matches!(t, FileType::Dir | FileType::Symlink)
             && let Some(cid) = self.index.lookup(&child)
