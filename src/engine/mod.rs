@@ -57,6 +57,7 @@ use crate::stats::Stats;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
+mod forget;
 mod ignore_files;
 mod links;
 mod modes;

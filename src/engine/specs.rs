@@ -178,7 +178,7 @@ impl SpecTable {
     }
 
     /// Removes a generation (and its name, if it is the current one).
-    fn remove(&mut self, sid: SpecId) {
+    pub(super) fn remove(&mut self, sid: SpecId) {
         let Some(st) = self.states.remove(&sid) else {
             return;
         };
@@ -662,12 +662,7 @@ impl Engine {
         for id in self.index.detach(sid) {
             self.free_node(id);
         }
-        self.specs.remove(sid);
-        self.problems.forget(sid);
-        self.recovery.forget(sid);
-        self.reloads.unfollow(sid, None);
-        self.rescans.forget(sid);
-        self.out.forget(sid);
+        self.forget_spec(sid);
     }
 
     /// Publishes the batch of `sid`: the one given, or its open one.

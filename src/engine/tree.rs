@@ -538,7 +538,7 @@ impl Engine {
             let Some(node) = self.index.remove(id) else {
                 continue;
             };
-            self.release(id, &node);
+            self.forget_dir(id, &node);
             for (name, t) in node.entries().iter() {
                 if report {
                     self.specs
@@ -582,20 +582,8 @@ impl Engine {
     /// entry in the parent's listing stays.
     pub(super) fn free_node(&mut self, id: DirId) {
         if let Some(node) = self.index.remove(id) {
-            self.release(id, &node);
+            self.forget_dir(id, &node);
         }
-    }
-
-    /// A directory left the index: what other owners keep about it goes.
-    fn release(&mut self, id: DirId, node: &DirNode) {
-        self.links.remove(id);
-        self.polls.remove(id);
-        self.recovery.forget_dir(id);
-        self.rescans.forget_dir(id);
-        if self.specs.any_ignore_files() {
-            self.forget_ignore_files(node.path(), node.full());
-        }
-        self.drop_watch(id, node.path());
     }
 
     /// Removes a node that no longer describes what is on disk at its path,
