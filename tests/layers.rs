@@ -242,7 +242,7 @@ fn engine_owners_hold_no_steps() {
         "links",
         "roots",
         "sync",
-        "walk",
+        "progress",
     ];
     // Still to be split (their steps moved to a step file, as `poll.rs`'s
     // went to `polling.rs` and `rescan.rs`'s to `rescanning.rs`).
@@ -254,7 +254,7 @@ fn engine_owners_hold_no_steps() {
         "roots",
         "specs",
         "sync",
-        "walk",
+        "progress",
         "watches",
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");

@@ -16,7 +16,7 @@
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
-//! | `walk.rs` | start-up progress of a spec's first walk |
+//! | `progress.rs` | start-up progress of a spec's first walk |
 //! | `rescan.rs` | rescans (`rescan_every`): when next, pictures, what the OS missed |
 //! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
@@ -29,7 +29,8 @@
 //! `trace.rs` holds the macros through which the owners emit `tracing`
 //! events (cargo feature `tracing`; nothing at all without it).
 //!
-//! `tree.rs` (covering, reading, removing directories), `events.rs`
+//! `walk.rs` (covering a tree: watch, then read), `tree.rs` (entries
+//! added and removed, with what is below them), `events.rs`
 //! (what a hint leads to), `modes.rs` (how each root is watched, and
 //! what that asks of each directory), `polling.rs` (polls, on the
 //! scanner or here) and `rescanning.rs` (`rescan_every`'s rescans) own no
@@ -64,6 +65,7 @@ mod modes;
 mod poll;
 mod polling;
 mod problems;
+mod progress;
 mod publish;
 mod recovery;
 mod rescan;
@@ -258,8 +260,8 @@ pub(crate) struct Engine {
     recovery: Recovery,
     rescans: Rescans,
     reloads: ignore_files::Reloads,
-    walk: walk::Walk,
-    batches: tree::Batches,
+    walk: progress::Walk,
+    batches: walk::Batches,
     /// Walk threads started so far (for tests of the switch).
     #[cfg(test)]
     walk_threads: usize,
@@ -306,8 +308,8 @@ impl Engine {
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
             reloads: ignore_files::Reloads::default(),
-            walk: walk::Walk::default(),
-            batches: tree::Batches::default(),
+            walk: progress::Walk::default(),
+            batches: walk::Batches::default(),
             #[cfg(test)]
             walk_threads: 0,
             problems: Problems::default(),
@@ -442,7 +444,7 @@ impl Engine {
                     let _ = reply.send(self.check_invariants());
                 }
                 Hook::Batches(size, reader_after) => {
-                    self.batches = tree::Batches { size, reader_after };
+                    self.batches = walk::Batches { size, reader_after };
                 }
             },
         }

@@ -3,7 +3,7 @@
 //! next batch and fills the last.
 
 use super::*;
-use crate::engine::tree::Batches;
+use crate::engine::walk::Batches;
 
 /// `dirs` directories (three levels), each with two files, below `root`;
 /// returns the directories.
