@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
+use crate::choice::Backend;
 use crate::engine::{self, Handle, Msg, trace};
 use crate::error::{Error, Result};
-use crate::fanout::Event;
+use crate::event::Event;
 use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
-use crate::spec::{Backend, WatchSpec};
+use crate::spec::WatchSpec;
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
 #[cfg(feature = "stream")]

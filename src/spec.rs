@@ -3,7 +3,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-pub use crate::choice::Backend;
+// The engine's modules name `Backend` through here.
+pub(crate) use crate::choice::Backend;
 #[cfg(test)]
 use crate::duration::parse_duration;
 use crate::error::{Error, Result};

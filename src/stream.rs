@@ -14,7 +14,8 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use futures_core::{FusedStream, Stream};
 
 use crate::change::ChangeBatch;
-use crate::fanout::{Event, Wake};
+use crate::event::Event;
+use crate::fanout::Wake;
 use crate::status::WatchStatus;
 
 /// The reader's half: the channel and the link to the engine's side.

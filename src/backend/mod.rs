@@ -47,7 +47,7 @@ use std::time::{Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::spec::Backend;
+use crate::choice::Backend;
 
 #[cfg(test)]
 pub(crate) mod fake;
