@@ -51,12 +51,14 @@ pub struct WatchSpec {
     #[cfg_attr(feature = "serde", serde(default))]
     pub base_dir: Option<PathBuf>,
     /// Patterns applied below every path of the spec (gitignore syntax, as
-    /// in an [`IgnoreRule`] based at each path), before `ignores`: see
+    /// in an [`IgnoreRule`] based at each path), before `ignores`: set by
     /// [`ignore_patterns`](WatchSpec::ignore_patterns) and
     /// [`only`](WatchSpec::only). Normalising folds them into `ignores`
-    /// (one rule per path) and empties this list.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub root_patterns: Vec<String>,
+    /// (one rule per path) and empties this list. With the `serde`
+    /// feature the key is `ignore_patterns`; `root_patterns`, its name
+    /// before 0.1, is read too.
+    #[cfg_attr(feature = "serde", serde(default, alias = "root_patterns"))]
+    pub ignore_patterns: Vec<String>,
     /// Batching and filtering options.
     #[cfg_attr(feature = "serde", serde(default))]
     pub options: WatchOptions,
@@ -250,7 +252,7 @@ impl WatchSpec {
             paths: paths.into_iter().map(Into::into).collect(),
             ignores: Vec::new(),
             base_dir: None,
-            root_patterns: Vec::new(),
+            ignore_patterns: Vec::new(),
             options: WatchOptions::default(),
         }
     }
@@ -277,7 +279,7 @@ impl WatchSpec {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.root_patterns
+        self.ignore_patterns
             .extend(patterns.into_iter().map(Into::into));
         self
     }
@@ -303,10 +305,10 @@ impl WatchSpec {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.root_patterns.push("*".into());
+        self.ignore_patterns.push("*".into());
         for p in patterns {
             let p: String = p.into();
-            self.root_patterns.push(format!("!{p}"));
+            self.ignore_patterns.push(format!("!{p}"));
         }
         self
     }
@@ -537,11 +539,11 @@ impl WatchSpec {
         paths.sort();
         paths.dedup();
         let mut ignores = Vec::with_capacity(self.ignores.len() + paths.len());
-        if !self.root_patterns.is_empty() {
+        if !self.ignore_patterns.is_empty() {
             for p in &paths {
                 ignores.push(IgnoreRule {
                     base: p.clone(),
-                    patterns: self.root_patterns.clone(),
+                    patterns: self.ignore_patterns.clone(),
                 });
             }
         }
@@ -581,7 +583,7 @@ impl WatchSpec {
             paths,
             ignores,
             base_dir: None,
-            root_patterns: Vec::new(),
+            ignore_patterns: Vec::new(),
             options: self.options.clone(),
         })
     }

@@ -26,6 +26,7 @@ fn full_spec() -> WatchSpec {
         .initial_scan(true)
         .rescan_every(Duration::from_secs(60))
         .content_hash(true)
+        .ignore_patterns(["*.log"])
 }
 
 #[test]
@@ -36,8 +37,19 @@ fn a_spec_survives_json_and_toml_with_durations_as_words() {
     assert!(json.contains(r#""max_delay":"1.5s""#), "{json}");
     assert!(json.contains(r#""backend":"poll:250ms""#), "{json}");
     assert_eq!(serde_json::from_str::<WatchSpec>(&json).unwrap(), spec);
+    assert!(json.contains(r#""ignore_patterns":["*.log"]"#), "{json}");
     let toml_text = toml::to_string(&spec).unwrap();
     assert_eq!(toml::from_str::<WatchSpec>(&toml_text).unwrap(), spec);
+}
+
+#[test]
+fn ignore_patterns_are_read_under_their_old_key_too() {
+    let new: WatchSpec =
+        serde_json::from_str(r#"{"paths": ["/a"], "ignore_patterns": ["*.log"]}"#).unwrap();
+    let old: WatchSpec =
+        serde_json::from_str(r#"{"paths": ["/a"], "root_patterns": ["*.log"]}"#).unwrap();
+    assert_eq!(new, WatchSpec::new(["/a"]).ignore_patterns(["*.log"]));
+    assert_eq!(old, new);
 }
 
 #[test]
