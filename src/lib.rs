@@ -291,7 +291,7 @@ pub use event::Event;
 pub use ids::{Generation, Seq};
 pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, ResyncReason};
-pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, STATS_WAIT};
+pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;

@@ -110,7 +110,7 @@ fn mkdir_p_of_missing_root(b: Backend) {
     if b == Backend::Native {
         // Only the nearest existing ancestor is watched, not its other
         // subdirectories.
-        assert_eq!(m.stats().os_watches, 1);
+        assert_eq!(m.stats().unwrap().os_watches, 1);
     }
     fs::create_dir_all(&root).unwrap();
     fs::write(root.join("f"), "x").unwrap();
@@ -339,7 +339,7 @@ fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
     // The engine is not blocked by the full channel: sync still completes.
     m.sync("s", WAIT)
         .expect("engine blocked by a slow subscriber");
-    let backlog = m.stats().backlog_paths;
+    let backlog = m.stats().unwrap().backlog_paths;
     assert!(
         backlog <= files.len(),
         "backlog must be bounded by distinct paths: {backlog} > {}",
@@ -395,10 +395,10 @@ fn watch_limit_falls_back_to_polling_and_back() {
     // a: its parent, a, 3 subdirectories = 5 watches.
     let st = start(&m, "a", spec(&[&a]));
     assert_eq!(st.phase, Phase::Watching);
-    assert_eq!(m.stats().os_watches, 5);
+    assert_eq!(m.stats().unwrap().os_watches, 5);
     // b needs 7 more (its parent is shared): only 3 fit.
     let st = start(&m, "b", spec(&[&b]));
-    assert_eq!(m.stats().os_watches, 8, "the cap is respected");
+    assert_eq!(m.stats().unwrap().os_watches, 8, "the cap is respected");
     assert_eq!(st.polled_dirs, 4);
     match &st.phase {
         Phase::Degraded { reason } => assert!(reason.contains("4 directories polled"), "{reason}"),
@@ -430,7 +430,7 @@ fn watch_limit_falls_back_to_polling_and_back() {
     m.sync("b", WAIT).unwrap();
     c.drain();
     assert!(c.has("b", &g, ChangeKind::Created));
-    assert_eq!(m.stats().os_watches, 8, "at the cap again");
+    assert_eq!(m.stats().unwrap().os_watches, 8, "at the cap again");
 }
 
 /// The OS's own watch limit, on both backends (simulated: the next watch

@@ -209,7 +209,10 @@ fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, Manager
     let took = t.elapsed();
     let watches = new_inotify_watches(&w0);
     if std::env::var_os("BENCH_DEBUG").is_some() {
-        eprintln!("{backend:?}: fdinfo {watches}, stats {:?}", m.stats());
+        eprintln!(
+            "{backend:?}: fdinfo {watches}, stats {:?}",
+            m.stats().unwrap()
+        );
     }
     (took, watches, m)
 }
@@ -300,7 +303,7 @@ fn memory_specwatch(backend: Backend, empty: &Path, root: &Path, entries: usize)
     m.wait_watching("b", Duration::from_secs(120)).unwrap();
     m.sync("b", Duration::from_secs(120)).unwrap();
     let grown = rss_kib().saturating_sub(rss0);
-    let indexed = m.stats().indexed_entries;
+    let indexed = m.stats().unwrap().indexed_entries;
     assert!(indexed >= entries, "indexed {indexed} of {entries}");
     (grown * 1024) as f64 / entries as f64
 }
