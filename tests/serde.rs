@@ -117,6 +117,27 @@ fn errors_name_the_spec_and_the_field() {
     }
 }
 
+/// A duration too long for a `Duration` is an error naming the field and
+/// the text, not a panic.
+#[test]
+fn too_long_durations_are_errors_naming_field_and_text() {
+    let long = "99999999999999999999999h";
+    for (field, value) in [
+        ("rescan_every", long.to_owned()),
+        ("quiet_window", long.to_owned()),
+        ("backend", format!("poll:{long}")),
+    ] {
+        let text =
+            format!(r#"{{"web": {{"paths": ["/a"], "options": {{"{field}": "{value}"}}}}}}"#);
+        let e = serde_json::from_str::<WatchSpecs>(&text)
+            .unwrap_err()
+            .to_string();
+        for w in ["\"web\"", field, long, "too long"] {
+            assert!(e.contains(w), "{text}: the error {e:?} does not say {w}");
+        }
+    }
+}
+
 #[test]
 fn loaded_specs_reconcile_a_manager() {
     let d = tmp();
