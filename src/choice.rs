@@ -142,6 +142,7 @@ impl std::str::FromStr for Backend {
 }
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl serde::Serialize for Backend {
     /// `"auto"`, `"native"`, `"portable"` or `"poll:250ms"`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -153,6 +154,7 @@ impl serde::Serialize for Backend {
 }
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> serde::Deserialize<'de> for Backend {
     /// What [`FromStr`](std::str::FromStr) reads.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Backend, D::Error> {

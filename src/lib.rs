@@ -234,6 +234,7 @@
 //!   in an `apply` span. Adds the `tracing` dependency; without the
 //!   feature nothing of it is compiled.
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(rust_2018_idioms)]
 
 // Layers, imported downwards only: the front (this file, `manager`,

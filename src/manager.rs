@@ -588,6 +588,7 @@ impl Manager {
     /// }
     /// ```
     #[cfg(feature = "stream")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
     pub fn stream(&self) -> EventStream {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
         let wake = std::sync::Arc::new(crate::fanout::Wake::default());

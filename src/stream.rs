@@ -71,6 +71,7 @@ impl Drop for Reader {
 ///
 /// The stream ends (`None`) once the manager is dropped and every event
 /// sent before has been read. Dropping the stream unsubscribes.
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct EventStream {
@@ -122,6 +123,7 @@ impl FusedStream for EventStream {
 /// The change batches of every spec, as a [`Stream`]: an [`EventStream`]
 /// without its status snapshots and deletions. Made by
 /// [`EventStream::changes`].
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct ChangeStream {
@@ -156,6 +158,7 @@ impl FusedStream for ChangeStream {
 ///
 /// Each snapshot is sent when a spec's status changes; a reader that is
 /// behind gets only the latest one of each spec.
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct StatusStream {
