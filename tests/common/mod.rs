@@ -1,5 +1,6 @@
 //! Test helpers: a collector that waits on conditions with deadlines (never
-//! a fixed sleep), and a mirror that rebuilds a tree from change batches.
+//! a fixed sleep), a mirror that rebuilds a tree from change batches, and
+//! the example binaries run as processes (`example`).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,8 @@ use crossbeam_channel::Receiver;
 use specwatch::{
     Backend, Change, ChangeBatch, ChangeKind, Event, FileType, Manager, WatchSpec, WatchStatus,
 };
+
+pub mod example;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
