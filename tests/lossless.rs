@@ -16,6 +16,8 @@ both_backends!(
     mkdir_p_of_missing_root,
     root_renamed_away_counts_as_deleted,
     deep_trees_and_long_names,
+    // Fault injection: test hooks.
+    #[cfg(feature = "test-hooks")]
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
     // Unix only: permission bits. Windows has ACLs instead, and Wine, where
@@ -24,6 +26,7 @@ both_backends!(
     unreadable_subdirectory_is_named_and_recovers,
     #[cfg(unix)]
     sync_on_unwritable_root_falls_back_to_a_rescan,
+    #[cfg(feature = "test-hooks")]
     os_watch_limit_falls_back_to_polling_and_back,
 );
 
@@ -195,6 +198,7 @@ fn deep_trees_and_long_names(b: Backend) {
     c.wait("deep tree removed", |c| c.has("s", &f, ChangeKind::Removed));
 }
 
+#[cfg(feature = "test-hooks")]
 fn injected_overflow_is_recovered_precisely(b: Backend) {
     let d = tmp();
     let root = d.path();
@@ -251,7 +255,7 @@ fn injected_overflow_is_recovered_precisely(b: Backend) {
 /// A real kernel queue overflow: the reader stops reading while far more
 /// than `max_queued_events` (16,384 by default) events happen. (inotify:
 /// Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn real_queue_overflow_is_recovered() {
     let d = tmp();
@@ -438,6 +442,7 @@ fn watch_limit_falls_back_to_polling_and_back() {
 /// inotify or notify's `MaxFilesWatch`, through the same error mapping):
 /// the directories left over are polled, their changes reported, and they
 /// move back to OS watches once another spec releases watches.
+#[cfg(feature = "test-hooks")]
 fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
     let d = tmp();
     let a = d.path().join("a");
@@ -525,7 +530,7 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
 /// retried with backoff; the status shows the attempts; what changed while
 /// the directory had no watch is reported once the watch lands. (One
 /// watch per directory, as the native backend places them: Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn failed_watch_is_retried_with_backoff() {
     let d = tmp();
@@ -675,7 +680,7 @@ fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
 /// never read the new one, and would report what happens in the old one
 /// (now elsewhere) under the new one's path. (A watch per directory, the
 /// native backend's: Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn directory_replaced_below_a_polled_parent_is_read_again() {
     let d = tmp();

@@ -193,6 +193,7 @@ async fn a_slow_consumer_loses_nothing() {
     );
 }
 
+#[cfg(feature = "test-hooks")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_stream_unsubscribes() {
     let dir = tempfile::tempdir().unwrap();

@@ -297,6 +297,7 @@ fn a_batch_names_the_file_that_caused_it() {
     assert!(paths.ends_with(" (+2 more)"), "{paths}");
 }
 
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_lost_queue_is_recovered_and_said_so() {
     install();

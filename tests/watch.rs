@@ -748,7 +748,7 @@ fn a_root_below_a_regular_file_is_named_as_blocked() {
 /// paths the old generation showed, and writes after it, are reported.
 /// (Native: the test holds the OS queue back with the reader's pause;
 /// Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn an_update_does_not_report_older_writes_to_paths_it_adds() {
     let d = tmp();

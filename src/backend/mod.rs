@@ -428,6 +428,10 @@ pub(crate) trait DirWatcher: Send {
 
     /// Test hook: the switch that pauses the reader, if there is one.
     #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg_attr(
+        not(feature = "test-hooks"),
+        expect(dead_code, reason = "called by `pause_os_reader` (test-hooks) only")
+    )]
     fn pause(&self) -> Option<Arc<ReaderPause>>;
 }
 
@@ -473,6 +477,10 @@ pub(crate) trait PathWatcher: Send {
 
     /// Test hook: the switch that holds back the events read.
     #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg_attr(
+        not(feature = "test-hooks"),
+        expect(dead_code, reason = "called by `pause_os_reader` (test-hooks) only")
+    )]
     fn pause(&self) -> Arc<ReaderPause>;
 }
 

@@ -128,6 +128,20 @@ pub fn note(line: &str) {
     }
 }
 
+/// What is broken in the engine's index (`Manager::check_index`, a test
+/// hook): empty when every invariant holds. Without the `test-hooks`
+/// feature (the library as users build it, which .ci/run tests too) there
+/// is nothing to ask: empty.
+pub fn index_problems(m: &Manager) -> Vec<String> {
+    #[cfg(feature = "test-hooks")]
+    return m.check_index().expect("check_index");
+    #[cfg(not(feature = "test-hooks"))]
+    {
+        let _ = m;
+        Vec::new()
+    }
+}
+
 pub fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
