@@ -158,6 +158,54 @@ pub struct ChangeBatch {
     pub changes: Vec<Change>,
 }
 
+impl ChangeBatch {
+    /// A batch of `changes` (to feed a consumer's own tests: the engine
+    /// makes the batches it delivers). The changes are sorted by path, as
+    /// every batch's are; at most one change per path is the caller's to
+    /// keep.
+    ///
+    /// ```
+    /// use specwatch::{Change, ChangeBatch, ChangeKind, FileType, Generation, Seq};
+    /// use std::time::SystemTime;
+    ///
+    /// /// The code under test: does this batch need a rebuild?
+    /// fn needs_rebuild(batch: &ChangeBatch) -> bool {
+    ///     batch.changes.iter().any(|c| c.path.extension().is_some_and(|e| e == "rs"))
+    /// }
+    ///
+    /// let batch = ChangeBatch::new(
+    ///     "src",
+    ///     Generation(1),
+    ///     Seq(7),
+    ///     SystemTime::UNIX_EPOCH,
+    ///     [
+    ///         Change::new("/app/src/main.rs", ChangeKind::Modified, FileType::File),
+    ///         Change::new("/app/README.md", ChangeKind::Created, FileType::File),
+    ///     ],
+    /// );
+    /// assert!(needs_rebuild(&batch));
+    /// assert!(batch.changes[0].path.ends_with("README.md"), "sorted by path");
+    /// ```
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        generation: Generation,
+        seq: Seq,
+        time: SystemTime,
+        changes: impl IntoIterator<Item = Change>,
+    ) -> ChangeBatch {
+        let mut changes: Vec<Change> = changes.into_iter().collect();
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        ChangeBatch {
+            name: name.into(),
+            generation,
+            seq,
+            time,
+            changes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ChangeKind::{Created, Modified, Removed};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::duration::parse_duration;
+use crate::duration::{BadDuration, parse_duration};
 
 /// How a watch learns of changes: from the OS's events, or by looking.
 ///
@@ -66,12 +66,33 @@ impl std::fmt::Display for Backend {
     }
 }
 
-/// A [`Backend`] named in text (a flag, a config file) was not one.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown backend {0:?}: expected auto, native, portable, poll or poll:INTERVAL (such as poll:250ms)"
-)]
-pub struct ParseBackendError(String);
+/// A [`Backend`] named in text (a flag, a config file) was not one: an
+/// unknown name, or a poll interval that is not a duration (or is longer
+/// than a `Duration` holds). Its message quotes the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseBackendError {
+    input: String,
+    /// Set when the name was `poll:` and the interval was the trouble.
+    interval: Option<BadDuration>,
+}
+
+impl std::fmt::Display for ParseBackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let input = &self.input;
+        match self.interval {
+            Some(BadDuration::TooLong) => write!(
+                f,
+                "backend {input:?}: the poll interval is too long (at most 2^64 seconds)"
+            ),
+            Some(BadDuration::Malformed) | None => write!(
+                f,
+                "unknown backend {input:?}: expected auto, native, portable, poll or poll:INTERVAL (such as poll:250ms)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParseBackendError {}
 
 impl std::str::FromStr for Backend {
     type Err = ParseBackendError;
@@ -92,7 +113,10 @@ impl std::str::FromStr for Backend {
     /// assert!("carrier-pigeon".parse::<Backend>().is_err());
     /// ```
     fn from_str(s: &str) -> Result<Backend, ParseBackendError> {
-        let err = || ParseBackendError(s.to_owned());
+        let err = || ParseBackendError {
+            input: s.to_owned(),
+            interval: None,
+        };
         let t = s.trim();
         match t {
             "auto" => return Ok(Backend::Auto),
@@ -109,12 +133,16 @@ impl std::str::FromStr for Backend {
             .strip_prefix("poll:")
             .or_else(|| t.strip_prefix("poll every "))
             .ok_or_else(err)?;
-        let interval = parse_duration(interval.trim()).ok_or_else(err)?;
+        let interval = parse_duration(interval.trim()).map_err(|why| ParseBackendError {
+            input: s.to_owned(),
+            interval: Some(why),
+        })?;
         Ok(Backend::Poll { interval })
     }
 }
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl serde::Serialize for Backend {
     /// `"auto"`, `"native"`, `"portable"` or `"poll:250ms"`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -126,6 +154,7 @@ impl serde::Serialize for Backend {
 }
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> serde::Deserialize<'de> for Backend {
     /// What [`FromStr`](std::str::FromStr) reads.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Backend, D::Error> {

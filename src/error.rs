@@ -107,6 +107,19 @@ pub enum Error {
         timeout: Duration,
     },
 
+    /// The engine did not answer a question within its time (for example
+    /// [`Manager::stats`](crate::Manager::stats)): it is busy, say walking
+    /// a huge new tree, or stuck on a hung network file system.
+    #[error(
+        "the watch engine did not answer within {timeout:?} (asked for {waited_for}): it is busy"
+    )]
+    EngineBusy {
+        /// What was asked for.
+        waited_for: &'static str,
+        /// How long the call waited.
+        timeout: Duration,
+    },
+
     /// The named spec is not (or no longer) applied.
     #[error("no watch spec named {spec:?}")]
     NotFound {

@@ -1,5 +1,5 @@
-//! What subscribers receive ([`Event`]), and its delivery without ever
-//! waiting for a subscriber.
+//! The delivery of [`Event`]s to subscribers without ever waiting for a
+//! subscriber.
 //!
 //! Each subscriber has a bounded channel. When it is full, events go to the
 //! subscriber's backlog instead, where change batches of the same spec and
@@ -25,22 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Waker;
 
 use crate::change::{Change, ChangeBatch};
-use crate::status::WatchStatus;
-
-/// One message to a subscriber.
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum Event {
-    /// A batch of changes of one spec.
-    Changes(Arc<ChangeBatch>),
-    /// A new status snapshot of one spec (sent whenever its status changes).
-    Status(Arc<WatchStatus>),
-    /// The named spec was deleted; no more events will come for it (until it
-    /// is applied again).
-    Deleted(String),
-}
+use crate::event::Event;
 
 /// Combines two net changes of one path (`first` older) into one; `None`
 /// when they cancel out (created, then removed).
@@ -368,6 +353,7 @@ mod tests {
     use crate::change::FileType::*;
     use crate::change::{ChangeKind, FileType};
     use crate::ids::{Generation, Seq};
+    use crate::status::WatchStatus;
     use std::time::SystemTime;
 
     fn ch(p: &str, kind: ChangeKind, t: FileType) -> Change {

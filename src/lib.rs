@@ -235,13 +235,14 @@
 //!   feature nothing of it is compiled.
 #![warn(unreachable_pub)]
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(rust_2018_idioms)]
 
 // Layers, imported downwards only: the front (this file, `manager`,
 // `hooks`, `bench_api`) -> `engine` -> the pure core (`index`, `ignore`,
 // `coalesce`, `reconcile`, `fanout`) and the I/O leaves (`backend`, `fs`)
-// -> plain data (`spec`, `change`, `status`, `stats`, `ids`, `error`,
-// `clock`). ARCHITECTURE.md draws it; tests/layers.rs checks it.
+// -> plain data (`spec`, `choice`, `change`, `event`, `status`, `stats`,
+// `ids`, `error`, `clock`). ARCHITECTURE.md draws it; tests/layers.rs checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -257,6 +258,7 @@ mod coalesce;
 mod duration;
 mod engine;
 mod error;
+mod event;
 mod fanout;
 mod fasthash;
 mod fs;
@@ -282,21 +284,21 @@ mod stream;
 mod test_paths;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
-pub use choice::ParseBackendError;
+pub use choice::{Backend, ParseBackendError};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
 /// [`Manager::subscribe`] returns, re-exported so that its type can be
 /// named without depending on a matching version.
 pub use crossbeam_channel;
 pub use error::{Error, Result};
-pub use fanout::Event;
+pub use event::Event;
 pub use ids::{Generation, Seq};
 pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, ResyncReason};
-pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder, STATS_WAIT};
+pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
-pub use spec::{Backend, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
+pub use spec::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
 pub use stats::Stats;
 pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
 #[cfg(feature = "stream")]

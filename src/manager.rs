@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
+use crate::choice::Backend;
 use crate::engine::{self, Handle, Msg, trace};
 use crate::error::{Error, Result};
-use crate::fanout::Event;
+use crate::event::Event;
 use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
-use crate::spec::{Backend, WatchSpec};
+use crate::spec::WatchSpec;
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
 #[cfg(feature = "stream")]
@@ -150,7 +151,6 @@ impl ManagerBuilder {
                 .subscriber_capacity
                 .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
             specs: Mutex::new(HashMap::new()),
-            last_stats: Mutex::new(Stats::default()),
             #[cfg(all(feature = "stream", feature = "test-hooks"))]
             streams: Mutex::new(Vec::new()),
         })
@@ -176,8 +176,6 @@ pub struct Manager {
     pub(crate) engine: Handle,
     capacity: usize,
     specs: Mutex<HashMap<String, AppliedSpec>>,
-    /// The last counters the engine gave (for a `stats` that cannot wait).
-    last_stats: Mutex<Stats>,
     /// Each stream's link to its subscriber, for `live_streams`.
     #[cfg(all(feature = "stream", feature = "test-hooks"))]
     streams: Mutex<Vec<std::sync::Weak<crate::fanout::Wake>>>,
@@ -587,6 +585,7 @@ impl Manager {
     /// }
     /// ```
     #[cfg(feature = "stream")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
     pub fn stream(&self) -> EventStream {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
         let wake = std::sync::Arc::new(crate::fanout::Wake::default());
@@ -717,30 +716,38 @@ impl Manager {
     /// reflects every call made before (apply, delete, ...), once the engine
     /// has handled them.
     ///
-    /// Never blocks for long: if the engine has not answered within
-    /// [`STATS_WAIT`] (it is busy, say walking a huge new tree or stuck on
-    /// a hung network file system), the counters it gave last are returned
-    /// (all zero if it never answered). All zero too once the engine has
-    /// stopped.
-    #[must_use]
-    pub fn stats(&self) -> Stats {
+    /// # Errors
+    ///
+    /// Never blocks for long, and never passes off old or zero counters as
+    /// an answer: [`Error::EngineBusy`] when the engine has not answered
+    /// within 5 s (it is busy, say walking a huge new tree, or stuck on a
+    /// hung network file system); [`Error::Engine`] once it has stopped.
+    pub fn stats(&self) -> Result<Stats> {
         let (reply, rx) = crossbeam_channel::bounded(1);
-        if self.send(Msg::Stats { reply }).is_err() {
-            return Stats::default();
+        if let Err(e) = self.send(Msg::Stats { reply }) {
+            // Why it stopped, where the engine said.
+            self.check_alive()?;
+            return Err(e);
         }
         match rx.recv_timeout(STATS_WAIT) {
-            Ok(s) => {
-                *self.last_stats.lock() = s;
-                s
+            Ok(s) => Ok(s),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::EngineBusy {
+                waited_for: "its counters",
+                timeout: STATS_WAIT,
+            }),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                self.check_alive()?;
+                Err(Error::Engine {
+                    message: "the engine thread stopped before answering".into(),
+                    source: None,
+                })
             }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => *self.last_stats.lock(),
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Stats::default(),
         }
     }
 }
 
 /// How long [`Manager::stats`] waits for the engine at most.
-pub const STATS_WAIT: Duration = Duration::from_secs(5);
+const STATS_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Manager {
     fn drop(&mut self) {

@@ -30,6 +30,7 @@ use crate::spec::WatchSpec;
 /// // manager.reconcile(specs)?;
 /// # Ok(()) }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WatchSpecs(pub BTreeMap<String, WatchSpec>);
 

@@ -3,9 +3,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-pub use crate::choice::Backend;
-#[cfg(test)]
-use crate::duration::parse_duration;
+// The engine's modules name `Backend` through here.
+pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
 use crate::ignore::{IgnoreRule, Matcher};
 
@@ -50,12 +49,14 @@ pub struct WatchSpec {
     #[cfg_attr(feature = "serde", serde(default))]
     pub base_dir: Option<PathBuf>,
     /// Patterns applied below every path of the spec (gitignore syntax, as
-    /// in an [`IgnoreRule`] based at each path), before `ignores`: see
+    /// in an [`IgnoreRule`] based at each path), before `ignores`: set by
     /// [`ignore_patterns`](WatchSpec::ignore_patterns) and
     /// [`only`](WatchSpec::only). Normalising folds them into `ignores`
-    /// (one rule per path) and empties this list.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub root_patterns: Vec<String>,
+    /// (one rule per path) and empties this list. With the `serde`
+    /// feature the key is `ignore_patterns`; `root_patterns`, its name
+    /// before 0.1, is read too.
+    #[cfg_attr(feature = "serde", serde(default, alias = "root_patterns"))]
+    pub ignore_patterns: Vec<String>,
     /// Batching and filtering options.
     #[cfg_attr(feature = "serde", serde(default))]
     pub options: WatchOptions,
@@ -249,7 +250,7 @@ impl WatchSpec {
             paths: paths.into_iter().map(Into::into).collect(),
             ignores: Vec::new(),
             base_dir: None,
-            root_patterns: Vec::new(),
+            ignore_patterns: Vec::new(),
             options: WatchOptions::default(),
         }
     }
@@ -276,7 +277,7 @@ impl WatchSpec {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.root_patterns
+        self.ignore_patterns
             .extend(patterns.into_iter().map(Into::into));
         self
     }
@@ -302,10 +303,10 @@ impl WatchSpec {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.root_patterns.push("*".into());
+        self.ignore_patterns.push("*".into());
         for p in patterns {
             let p: String = p.into();
-            self.root_patterns.push(format!("!{p}"));
+            self.ignore_patterns.push(format!("!{p}"));
         }
         self
     }
@@ -536,11 +537,11 @@ impl WatchSpec {
         paths.sort();
         paths.dedup();
         let mut ignores = Vec::with_capacity(self.ignores.len() + paths.len());
-        if !self.root_patterns.is_empty() {
+        if !self.ignore_patterns.is_empty() {
             for p in &paths {
                 ignores.push(IgnoreRule {
                     base: p.clone(),
-                    patterns: self.root_patterns.clone(),
+                    patterns: self.ignore_patterns.clone(),
                 });
             }
         }
@@ -580,7 +581,7 @@ impl WatchSpec {
             paths,
             ignores,
             base_dir: None,
-            root_patterns: Vec::new(),
+            ignore_patterns: Vec::new(),
             options: self.options.clone(),
         })
     }
@@ -629,14 +630,7 @@ mod tests {
     }
 
     #[test]
-    fn durations_and_backends_parse_as_they_print() {
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("10ns"), Some(Duration::from_nanos(10)));
-        for bad in ["", "ms", "5", "5 parsecs", "-1s", "1e400s"] {
-            assert_eq!(parse_duration(bad), None, "{bad:?}");
-        }
+    fn backends_parse_as_they_print() {
         for b in [
             Backend::Auto,
             Backend::Native,
@@ -652,6 +646,13 @@ mod tests {
         }
         let e = "inotify".parse::<Backend>().unwrap_err();
         assert!(e.to_string().contains("\"inotify\""), "{e}");
+        // Too long for a `Duration`: an error naming the input, no panic.
+        let e = "poll:99999999999999999999999h"
+            .parse::<Backend>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"poll:99999999999999999999999h\""), "{e}");
+        assert!(e.contains("too long"), "{e}");
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::change::ChangeBatch;
+use crate::choice::Backend;
 use crate::ids::Generation;
-use crate::spec::Backend;
 
 /// How many recent batches a [`WatchStatus`] keeps.
 pub const RECENT_BATCHES: usize = 20;

@@ -14,7 +14,8 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use futures_core::{FusedStream, Stream};
 
 use crate::change::ChangeBatch;
-use crate::fanout::{Event, Wake};
+use crate::event::Event;
+use crate::fanout::Wake;
 use crate::status::WatchStatus;
 
 /// The reader's half: the channel and the link to the engine's side.
@@ -70,6 +71,7 @@ impl Drop for Reader {
 ///
 /// The stream ends (`None`) once the manager is dropped and every event
 /// sent before has been read. Dropping the stream unsubscribes.
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct EventStream {
@@ -121,6 +123,7 @@ impl FusedStream for EventStream {
 /// The change batches of every spec, as a [`Stream`]: an [`EventStream`]
 /// without its status snapshots and deletions. Made by
 /// [`EventStream::changes`].
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct ChangeStream {
@@ -155,6 +158,7 @@ impl FusedStream for ChangeStream {
 ///
 /// Each snapshot is sent when a spec's status changes; a reader that is
 /// behind gets only the latest one of each spec.
+#[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled; dropping one unsubscribes"]
 pub struct StatusStream {

@@ -3,31 +3,15 @@
 //! The commands build_loop runs are `sh` scripts on Unix, `cmd` and the
 //! `watch` example on Windows.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
 
-use specwatch::crossbeam_channel::{self as channel, Receiver};
-
-const WAIT: Duration = Duration::from_secs(20);
-
-/// An example binary cargo built beside this test.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().unwrap().parent().unwrap();
-    let bin = profile
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "the {name} example is not built at {} (a plain `cargo test` builds the \
-         examples; with `--test examples`, run `cargo build --examples` with the \
-         same features first)",
-        bin.display()
-    );
-    bin
-}
+#[cfg(target_os = "linux")]
+use common::WAIT;
+use common::example::{self, Process};
+#[cfg(target_os = "linux")]
+use specwatch::crossbeam_channel as channel;
 
 fn tmp() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
@@ -35,148 +19,30 @@ fn tmp() -> (tempfile::TempDir, PathBuf) {
     (d, p)
 }
 
-/// A running example: its stdout and stderr lines, read by two threads
-/// into one channel, and its stdin.
-struct Proc {
-    name: &'static str,
-    child: Option<Child>,
-    #[cfg_attr(
-        not(unix),
-        expect(dead_code, reason = "only the Unix tests' commands read stdin")
-    )]
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    seen: Vec<String>,
+/// One line on the example's stdin (the `build_loop` tests' commands
+/// read one per run: the test decides when a run ends).
+#[cfg(unix)]
+fn release(p: &mut Process) {
+    let stdin = p.stdin();
+    std::io::Write::write_all(stdin, b"go\n").unwrap();
+    std::io::Write::flush(stdin).unwrap();
 }
 
-impl Proc {
-    fn start(name: &'static str, mut cmd: Command) -> Proc {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start the {name} example: {e}"));
-        let (tx, lines) = channel::unbounded();
-        let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().unwrap());
-        let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().unwrap());
-        for stream in [out, err] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for l in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if tx.send(l).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        Proc {
-            name,
-            stdin: child.stdin.take(),
-            child: Some(child),
-            lines,
-            seen: Vec::new(),
-        }
+/// Waits for `line`, unless it was among the lines already passed over
+/// (output of the example's child, which may come before the example's
+/// own line about it).
+#[cfg(target_os = "linux")]
+fn expect_any_order(p: &Process, line: &str) {
+    if !p.seen().iter().any(|l| l.bytes == line.as_bytes()) {
+        p.expect(line);
     }
-
-    /// Waits for a line that `want` accepts, skipping others, and returns
-    /// it; panics at the deadline naming `what` and every line seen.
-    fn wait_for(&mut self, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            match self.lines.recv_deadline(deadline) {
-                Ok(l) => {
-                    self.seen.push(l.clone());
-                    if want(&l) {
-                        return l;
-                    }
-                }
-                Err(_) => panic!(
-                    "{}: no line {what} within {WAIT:?}; saw:\n  {}",
-                    self.name,
-                    self.seen.join("\n  ")
-                ),
-            }
-        }
-    }
-
-    fn expect(&mut self, line: &str) {
-        self.wait_for(&format!("{line:?}"), |l| l == line);
-    }
-
-    /// As `expect`, but also accepts the line among those already seen
-    /// (for output of the example's child, which may come before the
-    /// example's own line about it).
-    #[cfg(target_os = "linux")]
-    fn expect_any_order(&mut self, line: &str) {
-        if !self.seen.iter().any(|l| l == line) {
-            self.expect(line);
-        }
-    }
-
-    fn expect_prefix(&mut self, prefix: &str) -> String {
-        self.wait_for(&format!("starting {prefix:?}"), |l| l.starts_with(prefix))
-    }
-
-    /// One line on the example's stdin (the `build_loop` tests' commands
-    /// read one per run: the test decides when a run ends).
-    #[cfg(unix)]
-    fn release(&mut self) {
-        let stdin = self.stdin.as_mut().unwrap();
-        std::io::Write::write_all(stdin, b"go\n").unwrap();
-        std::io::Write::flush(stdin).unwrap();
-    }
-
-    /// Asks it to stop (see [`ask_to_stop`]), then the exit status (within
-    /// the deadline).
-    fn terminate(&mut self) -> ExitStatus {
-        let mut child = self.child.take().expect("still running");
-        ask_to_stop(&mut child);
-        let (tx, rx) = channel::bounded(1);
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-            child
-        });
-        rx.recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("{}: no exit within {WAIT:?} of SIGTERM", self.name))
-            .unwrap()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // A failed test: stop it (SIGTERM first, so that build_loop
-            // stops its command's group), without waiting long.
-            ask_to_stop(&mut child);
-            let (tx, rx) = channel::bounded(1);
-            std::thread::spawn(move || {
-                let _ = child.wait();
-                let _ = tx.send(());
-            });
-            let _ = rx.recv_timeout(Duration::from_secs(5));
-        }
-    }
-}
-
-/// SIGTERM on Unix. On Windows, where no console event can be sent to one
-/// child alone, the process is ended (build_loop's job object ends its
-/// command with it: the job closes with the last handle).
-fn ask_to_stop(child: &mut Child) {
-    #[cfg(unix)]
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    #[cfg(windows)]
-    let _ = child.kill();
 }
 
 /// `build_loop FLAGS -- COMMAND`, in `dir`.
-fn build_loop(dir: &Path, flags: &[&str], command: &[&str]) -> Proc {
-    let mut cmd = Command::new(example("build_loop"));
+fn build_loop(dir: &Path, flags: &[&str], command: &[&str]) -> Process {
+    let mut cmd = example::command("build_loop");
     cmd.current_dir(dir).args(flags).arg("--").args(command);
-    Proc::start("build_loop", cmd)
+    Process::start("build_loop", cmd)
 }
 
 /// The pid in `build_loop: run N started (pid P)`: the run's process group.
@@ -214,7 +80,7 @@ fn build_loop_queues_one_run_for_all_changes_during_a_run() {
     let mut b = build_loop(&watched, &["--debounce", "20", "--watch", "."], &command);
     b.expect("build_loop: run 1: start");
     b.expect_prefix("build_loop: run 1 started (pid ");
-    b.release();
+    release(&mut b);
     b.expect("build_loop: run 1 exited with status 0");
 
     put(&aux, &watched, "a.txt");
@@ -225,18 +91,18 @@ fn build_loop_queues_one_run_for_all_changes_during_a_run() {
         put(&aux, &watched, f);
         b.expect(&format!("build_loop: queued after run 2: created {f}"));
     }
-    b.release();
+    release(&mut b);
     b.expect("build_loop: run 2 exited with status 0");
     b.expect("build_loop: run 3: created b.txt, created c.txt, created d.txt (+1 more)");
     b.expect_prefix("build_loop: run 3 started (pid ");
-    b.release();
+    release(&mut b);
     b.expect("build_loop: run 3 exited with status 0");
 
     // Nothing else is queued: the next run is for the marker alone.
     put(&aux, &watched, "marker");
     let next = b.expect_prefix("build_loop: run 4:");
     assert_eq!(next, "build_loop: run 4: created marker");
-    b.release();
+    release(&mut b);
     b.expect("build_loop: run 4 exited with status 0");
     assert_eq!(runs_logged(&log), 4);
     let status = b.terminate();
@@ -330,7 +196,7 @@ fn build_loop_restart_kills_the_whole_group_and_starts_again() {
     );
     b.expect("build_loop: run 1: start");
     let first = pid_in(&b.expect_prefix("build_loop: run 1 started (pid "));
-    b.expect_any_order(&format!("cmd: started {first}"));
+    expect_any_order(&b, &format!("cmd: started {first}"));
 
     put(&aux, &watched, "a.txt");
     b.expect("build_loop: run 1 exited with signal 15");
@@ -338,7 +204,7 @@ fn build_loop_restart_kills_the_whole_group_and_starts_again() {
     b.expect("build_loop: run 2: created a.txt");
     let second = pid_in(&b.expect_prefix("build_loop: run 2 started (pid "));
     assert_ne!(first, second);
-    b.expect_any_order(&format!("cmd: started {second}"));
+    expect_any_order(&b, &format!("cmd: started {second}"));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "started\nstarted\n");
 
     let status = b.terminate();
@@ -378,7 +244,7 @@ fn build_loop_restart_ends_the_job_and_starts_again_on_windows() {
     let (_w, watched) = tmp();
     let (_o, other) = tmp();
     let (_a, aux) = tmp();
-    let watch = example("watch");
+    let watch = example::path("watch");
     let command = [watch.to_str().unwrap(), other.to_str().unwrap()];
     let mut b = build_loop(
         &watched,
@@ -399,10 +265,9 @@ fn build_loop_restart_ends_the_job_and_starts_again_on_windows() {
 
 #[test]
 fn build_loop_without_a_command_exits_2() {
-    let out = Command::new(example("build_loop"))
-        .args(["--watch", "."])
-        .output()
-        .unwrap();
+    let mut cmd = example::command("build_loop");
+    cmd.args(["--watch", "."]);
+    let out = example::output("build_loop", cmd);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage: build_loop"));
 }
@@ -427,9 +292,9 @@ fn reconcile_from_config_follows_the_file_and_keeps_the_last_good_set() {
         format!(r#"{{ "paths": [{dir:?}], "options": {{ "quiet_window": "20ms" }} }}"#)
     };
     write_atomic(&config, &format!(r#"{{ "a": {} }}"#, spec(&a)));
-    let mut cmd = Command::new(example("reconcile_from_config"));
+    let mut cmd = example::command("reconcile_from_config");
     cmd.arg(&config);
-    let mut r = Proc::start("reconcile_from_config", cmd);
+    let r = Process::start("reconcile_from_config", cmd);
     r.expect("created [a] updated [] deleted [] unchanged []");
     r.expect("a: watching");
 
@@ -443,19 +308,22 @@ fn reconcile_from_config_follows_the_file_and_keeps_the_last_good_set() {
     r.expect(&format!("b: created {}", b.join("one").display()));
 
     // Broken (not JSON; then an invalid spec): reported, nothing changes.
-    let keeping = |r: &mut Proc, why: &str| {
+    let keeping = |r: &Process, why: &str| {
         let prefix = format!("reconcile_from_config: {}: ", config.display());
-        let line = r.wait_for("keeping the last good set", |l| {
-            l.starts_with(&prefix) && l.ends_with("; keeping the last good set")
-        });
+        let line = r
+            .wait_for("keeping the last good set", |l| {
+                let l = l.text();
+                l.starts_with(&prefix) && l.ends_with("; keeping the last good set")
+            })
+            .text();
         assert!(line.contains(why), "{line:?} should say {why:?}");
     };
     write_atomic(&config, r#"{ "a": "#);
-    keeping(&mut r, "EOF while parsing");
+    keeping(&r, "EOF while parsing");
     std::fs::write(b.join("two"), "2").unwrap();
     r.expect(&format!("b: created {}", b.join("two").display()));
     write_atomic(&config, r#"{ "b": { "paths": [] } }"#);
-    keeping(&mut r, "has no paths");
+    keeping(&r, "has no paths");
     std::fs::write(b.join("three"), "3").unwrap();
     r.expect(&format!("b: created {}", b.join("three").display()));
 
@@ -475,9 +343,9 @@ fn reconcile_from_config_reads_toml_with_paths_relative_to_it() {
         &config,
         "[src]\npaths = [\"src\"]\noptions = { quiet_window = 20 }\n",
     );
-    let mut cmd = Command::new(example("reconcile_from_config"));
+    let mut cmd = example::command("reconcile_from_config");
     cmd.arg(&config);
-    let mut r = Proc::start("reconcile_from_config", cmd);
+    let r = Process::start("reconcile_from_config", cmd);
     r.expect("created [src] updated [] deleted [] unchanged []");
     r.expect("src: watching");
     std::fs::write(cfg_dir.join("src/main.rs"), "fn main() {}").unwrap();
@@ -492,34 +360,13 @@ fn reconcile_from_config_reads_toml_with_paths_relative_to_it() {
 fn reconcile_from_config_without_serde_says_how_to_build_it() {
     // Never waits without a deadline: a binary built with `serde` (by a
     // build with other features into the same target) would run on.
-    let child = Command::new(example("reconcile_from_config"))
-        .arg("x.json")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(std::time::Duration::from_secs(20)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill on our own child's pid.
-            #[cfg(unix)]
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
-            // (On Windows the run's end takes it: .ci/windows ends Wine.)
-            #[cfg(not(unix))]
-            let _ = pid;
-            panic!(
-                "reconcile_from_config did not exit within 20 s: was it built with \
-                 --features serde? (build the examples with the test's features)"
-            );
-        }
-    };
+    let mut cmd = example::command("reconcile_from_config");
+    cmd.arg("x.json");
+    let out = example::output(
+        "reconcile_from_config (built with --features serde? build the examples \
+         with the test's features)",
+        cmd,
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("build with --features serde"));
 }

@@ -105,6 +105,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "fanout",
         "spec",
         "change",
+        "event",
         "status",
         "stats",
         "ids",

@@ -16,6 +16,8 @@ both_backends!(
     mkdir_p_of_missing_root,
     root_renamed_away_counts_as_deleted,
     deep_trees_and_long_names,
+    // Fault injection: test hooks.
+    #[cfg(feature = "test-hooks")]
     injected_overflow_is_recovered_precisely,
     slow_consumer_gets_every_path_with_bounded_backlog,
     // Unix only: permission bits. Windows has ACLs instead, and Wine, where
@@ -24,6 +26,7 @@ both_backends!(
     unreadable_subdirectory_is_named_and_recovers,
     #[cfg(unix)]
     sync_on_unwritable_root_falls_back_to_a_rescan,
+    #[cfg(feature = "test-hooks")]
     os_watch_limit_falls_back_to_polling_and_back,
 );
 
@@ -110,7 +113,7 @@ fn mkdir_p_of_missing_root(b: Backend) {
     if b == Backend::Native {
         // Only the nearest existing ancestor is watched, not its other
         // subdirectories.
-        assert_eq!(m.stats().os_watches, 1);
+        assert_eq!(m.stats().unwrap().os_watches, 1);
     }
     fs::create_dir_all(&root).unwrap();
     fs::write(root.join("f"), "x").unwrap();
@@ -195,6 +198,7 @@ fn deep_trees_and_long_names(b: Backend) {
     c.wait("deep tree removed", |c| c.has("s", &f, ChangeKind::Removed));
 }
 
+#[cfg(feature = "test-hooks")]
 fn injected_overflow_is_recovered_precisely(b: Backend) {
     let d = tmp();
     let root = d.path();
@@ -251,7 +255,7 @@ fn injected_overflow_is_recovered_precisely(b: Backend) {
 /// A real kernel queue overflow: the reader stops reading while far more
 /// than `max_queued_events` (16,384 by default) events happen. (inotify:
 /// Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn real_queue_overflow_is_recovered() {
     let d = tmp();
@@ -339,7 +343,7 @@ fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
     // The engine is not blocked by the full channel: sync still completes.
     m.sync("s", WAIT)
         .expect("engine blocked by a slow subscriber");
-    let backlog = m.stats().backlog_paths;
+    let backlog = m.stats().unwrap().backlog_paths;
     assert!(
         backlog <= files.len(),
         "backlog must be bounded by distinct paths: {backlog} > {}",
@@ -395,10 +399,10 @@ fn watch_limit_falls_back_to_polling_and_back() {
     // a: its parent, a, 3 subdirectories = 5 watches.
     let st = start(&m, "a", spec(&[&a]));
     assert_eq!(st.phase, Phase::Watching);
-    assert_eq!(m.stats().os_watches, 5);
+    assert_eq!(m.stats().unwrap().os_watches, 5);
     // b needs 7 more (its parent is shared): only 3 fit.
     let st = start(&m, "b", spec(&[&b]));
-    assert_eq!(m.stats().os_watches, 8, "the cap is respected");
+    assert_eq!(m.stats().unwrap().os_watches, 8, "the cap is respected");
     assert_eq!(st.polled_dirs, 4);
     match &st.phase {
         Phase::Degraded { reason } => assert!(reason.contains("4 directories polled"), "{reason}"),
@@ -430,7 +434,7 @@ fn watch_limit_falls_back_to_polling_and_back() {
     m.sync("b", WAIT).unwrap();
     c.drain();
     assert!(c.has("b", &g, ChangeKind::Created));
-    assert_eq!(m.stats().os_watches, 8, "at the cap again");
+    assert_eq!(m.stats().unwrap().os_watches, 8, "at the cap again");
 }
 
 /// The OS's own watch limit, on both backends (simulated: the next watch
@@ -438,6 +442,7 @@ fn watch_limit_falls_back_to_polling_and_back() {
 /// inotify or notify's `MaxFilesWatch`, through the same error mapping):
 /// the directories left over are polled, their changes reported, and they
 /// move back to OS watches once another spec releases watches.
+#[cfg(feature = "test-hooks")]
 fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
     let d = tmp();
     let a = d.path().join("a");
@@ -525,7 +530,7 @@ fn os_watch_limit_falls_back_to_polling_and_back(b: Backend) {
 /// retried with backoff; the status shows the attempts; what changed while
 /// the directory had no watch is reported once the watch lands. (One
 /// watch per directory, as the native backend places them: Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn failed_watch_is_retried_with_backoff() {
     let d = tmp();
@@ -675,7 +680,7 @@ fn sync_on_unwritable_root_falls_back_to_a_rescan(b: Backend) {
 /// never read the new one, and would report what happens in the old one
 /// (now elsewhere) under the new one's path. (A watch per directory, the
 /// native backend's: Linux only.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "test-hooks"))]
 #[test]
 fn directory_replaced_below_a_polled_parent_is_read_again() {
     let d = tmp();

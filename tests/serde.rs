@@ -26,6 +26,7 @@ fn full_spec() -> WatchSpec {
         .initial_scan(true)
         .rescan_every(Duration::from_secs(60))
         .content_hash(true)
+        .ignore_patterns(["*.log"])
 }
 
 #[test]
@@ -36,8 +37,19 @@ fn a_spec_survives_json_and_toml_with_durations_as_words() {
     assert!(json.contains(r#""max_delay":"1.5s""#), "{json}");
     assert!(json.contains(r#""backend":"poll:250ms""#), "{json}");
     assert_eq!(serde_json::from_str::<WatchSpec>(&json).unwrap(), spec);
+    assert!(json.contains(r#""ignore_patterns":["*.log"]"#), "{json}");
     let toml_text = toml::to_string(&spec).unwrap();
     assert_eq!(toml::from_str::<WatchSpec>(&toml_text).unwrap(), spec);
+}
+
+#[test]
+fn ignore_patterns_are_read_under_their_old_key_too() {
+    let new: WatchSpec =
+        serde_json::from_str(r#"{"paths": ["/a"], "ignore_patterns": ["*.log"]}"#).unwrap();
+    let old: WatchSpec =
+        serde_json::from_str(r#"{"paths": ["/a"], "root_patterns": ["*.log"]}"#).unwrap();
+    assert_eq!(new, WatchSpec::new(["/a"]).ignore_patterns(["*.log"]));
+    assert_eq!(old, new);
 }
 
 #[test]
@@ -100,6 +112,27 @@ fn errors_name_the_spec_and_the_field() {
             .unwrap_err()
             .to_string();
         for w in words {
+            assert!(e.contains(w), "{text}: the error {e:?} does not say {w}");
+        }
+    }
+}
+
+/// A duration too long for a `Duration` is an error naming the field and
+/// the text, not a panic.
+#[test]
+fn too_long_durations_are_errors_naming_field_and_text() {
+    let long = "99999999999999999999999h";
+    for (field, value) in [
+        ("rescan_every", long.to_owned()),
+        ("quiet_window", long.to_owned()),
+        ("backend", format!("poll:{long}")),
+    ] {
+        let text =
+            format!(r#"{{"web": {{"paths": ["/a"], "options": {{"{field}": "{value}"}}}}}}"#);
+        let e = serde_json::from_str::<WatchSpecs>(&text)
+            .unwrap_err()
+            .to_string();
+        for w in ["\"web\"", field, long, "too long"] {
             assert!(e.contains(w), "{text}: the error {e:?} does not say {w}");
         }
     }

@@ -1,30 +1,32 @@
-//! The `tracing` feature: what the events say, through a hand-written
-//! subscriber (no tracing-subscriber) installed as the global default, so
-//! that it sees the engine's thread too. Tests run in parallel and share
-//! it: each one names its specs (or its paths) uniquely and looks only at
-//! its own records. Every wait has a deadline: `wait_watching` and `sync`
-//! return only after the engine emitted what the steps before them led to.
+//! The `tracing` feature: what the events say, through `tracing-subscriber`
+//! installed as the global default (so that it sees the engine's thread
+//! too): a JSON layer whose lines the tests read back, and the test writer
+//! (libtest shows what a failing test traced). Tests run in parallel and
+//! share it: each one names its specs (or its paths) uniquely and looks
+//! only at its own records. Every wait has a deadline: `wait_watching` and
+//! `sync` return only after the engine emitted what the steps before them
+//! led to.
 #![cfg(feature = "tracing")]
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use specwatch::{Applied, Backend, Event, Generation, Manager, WatchSpec};
-use tracing::field::{Field, Visit};
-use tracing::span;
-use tracing::{Level, Metadata, Subscriber};
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt;
+use tracing_subscriber::prelude::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A span's name and fields.
 type SpanInfo = (String, BTreeMap<String, String>);
 
-/// One event as the subscriber saw it.
+/// One event as the JSON layer wrote it.
 #[derive(Clone, Debug)]
 struct Record {
     level: Level,
@@ -39,119 +41,84 @@ impl Record {
     fn field(&self, name: &str) -> &str {
         self.fields.get(name).map_or("", String::as_str)
     }
-}
 
-/// Collects fields as strings (`%x` and `?x` both arrive as `Debug`).
-#[derive(Default)]
-struct Fields(BTreeMap<String, String>);
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-struct Collect {
-    next: AtomicU64,
-    spans: Mutex<HashMap<u64, SpanInfo>>,
-}
-
-thread_local! {
-    static ENTERED: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
-
-impl Subscriber for Collect {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.target().starts_with("specwatch")
-    }
-
-    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        Some(tracing::level_filters::LevelFilter::TRACE)
-    }
-
-    fn new_span(&self, attrs: &span::Attributes<'_>) -> span::Id {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut f = Fields::default();
-        attrs.record(&mut f);
-        self.spans
-            .lock()
-            .unwrap()
-            .insert(id, (attrs.metadata().name().to_owned(), f.0));
-        span::Id::from_u64(id)
-    }
-
-    fn record(&self, id: &span::Id, values: &span::Record<'_>) {
-        let mut f = Fields::default();
-        values.record(&mut f);
-        if let Some(s) = self.spans.lock().unwrap().get_mut(&id.into_u64()) {
-            s.1.extend(f.0);
+    /// One line of the JSON layer.
+    fn parse(line: &str) -> Record {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        // Strings as they are, numbers and booleans as written.
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        let object = |v: &Value| -> BTreeMap<String, String> {
+            v.as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), text(v)))
+                .collect()
+        };
+        let mut fields = object(&v["fields"]);
+        let spans = v["spans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let mut f = object(s);
+                (f.remove("name").unwrap_or_default(), f)
+            })
+            .collect();
+        Record {
+            level: text(&v["level"]).parse().expect("a level"),
+            target: text(&v["target"]),
+            message: fields.remove("message").unwrap_or_default(),
+            fields,
+            spans,
         }
     }
+}
 
-    fn record_follows_from(&self, _span: &span::Id, _follows: &span::Id) {}
+/// What the JSON layer wrote: one event a line.
+static JSON: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut f = Fields::default();
-        event.record(&mut f);
-        let message = f.0.remove("message").unwrap_or_default();
-        let spans = {
-            let known = self.spans.lock().unwrap();
-            ENTERED.with(|e| {
-                e.borrow()
-                    .iter()
-                    .filter_map(|id| known.get(id).cloned())
-                    .collect()
-            })
-        };
-        RECORDS.lock().unwrap().push(Record {
-            level: *event.metadata().level(),
-            target: event.metadata().target().to_owned(),
-            message,
-            fields: f.0,
-            spans,
-        });
+/// The JSON layer's writer: into [`JSON`], one event at a time.
+struct IntoJson;
+
+impl std::io::Write for IntoJson {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        JSON.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
     }
 
-    fn enter(&self, id: &span::Id) {
-        ENTERED.with(|e| e.borrow_mut().push(id.into_u64()));
-    }
-
-    fn exit(&self, id: &span::Id) {
-        ENTERED.with(|e| {
-            let mut e = e.borrow_mut();
-            if let Some(i) = e.iter().rposition(|x| *x == id.into_u64()) {
-                e.remove(i);
-            }
-        });
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
-/// Installs the subscriber (once, for every thread of this binary).
+/// Installs the subscriber (once, for every thread of this binary):
+/// everything `specwatch` emits, to both layers.
 fn install() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        tracing::subscriber::set_global_default(Collect {
-            next: AtomicU64::new(0),
-            spans: Mutex::new(HashMap::new()),
-        })
-        .expect("no other global subscriber in this binary");
+        tracing_subscriber::registry()
+            .with(
+                fmt::layer()
+                    .json()
+                    .with_span_list(true)
+                    .with_current_span(false)
+                    .without_time()
+                    .with_writer(|| IntoJson),
+            )
+            .with(fmt::layer().with_test_writer())
+            .with(Targets::new().with_target("specwatch", Level::TRACE))
+            .try_init()
+            .expect("no other global subscriber in this binary");
     });
 }
 
 /// The records so far for which `keep` holds.
 fn records(keep: impl Fn(&Record) -> bool) -> Vec<Record> {
-    RECORDS
-        .lock()
-        .unwrap()
-        .iter()
+    let json = JSON.lock().unwrap();
+    String::from_utf8_lossy(&json)
+        .lines()
+        .map(Record::parse)
         .filter(|r| keep(r))
-        .cloned()
         .collect()
 }
 
@@ -330,6 +297,7 @@ fn a_batch_names_the_file_that_caused_it() {
     assert!(paths.ends_with(" (+2 more)"), "{paths}");
 }
 
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_lost_queue_is_recovered_and_said_so() {
     install();

@@ -47,7 +47,7 @@ use std::time::{Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::spec::Backend;
+use crate::choice::Backend;
 
 #[cfg(test)]
 pub(crate) mod fake;
@@ -433,6 +433,10 @@ pub(crate) trait DirWatcher: Send {
 
     /// Test hook: the switch that pauses the reader, if there is one.
     #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg_attr(
+        not(feature = "test-hooks"),
+        expect(dead_code, reason = "called by `pause_os_reader` (test-hooks) only")
+    )]
     fn pause(&self) -> Option<Arc<ReaderPause>>;
 }
 
@@ -478,6 +482,10 @@ pub(crate) trait PathWatcher: Send {
 
     /// Test hook: the switch that holds back the events read.
     #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg_attr(
+        not(feature = "test-hooks"),
+        expect(dead_code, reason = "called by `pause_os_reader` (test-hooks) only")
+    )]
     fn pause(&self) -> Arc<ReaderPause>;
 }
 

@@ -18,7 +18,7 @@ use parking_lot::{Condvar, Mutex};
 use super::Engine;
 use super::trace;
 use crate::change::{Change, ChangeBatch};
-use crate::fanout::Event;
+use crate::event::Event;
 use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ids::Seq;

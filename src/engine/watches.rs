@@ -366,7 +366,7 @@ impl WatchTable {
     }
 
     /// Test hook: make the next watch calls fail.
-    #[cfg(feature = "test-hooks")]
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fn inject(&mut self, fault: crate::backend::Fault) {
         match &mut self.os {
             Os::Dirs(d) => d.inject(fault),

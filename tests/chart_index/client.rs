@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use crate::server::WAIT;
+use crate::common::WAIT;
 
 pub(crate) fn index_path(tenant: &str) -> String {
     if tenant.is_empty() {

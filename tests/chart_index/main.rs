@@ -15,18 +15,20 @@
 
 mod charts;
 mod client;
+#[path = "../common/mod.rs"]
+mod common;
 mod replicas;
 mod server;
 
 use std::io::Write;
-use std::process::Command;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use crate::charts::{chart, contains, nv, package, parse_index, sha256, snapshot, tgz};
 use crate::client::{Body, Resp, http};
-use crate::server::{Server, example};
+use crate::common::example;
+use crate::server::Server;
 
 #[test]
 fn upload_list_download_delete() {
@@ -586,13 +588,12 @@ fn backend_flags_choose_how_the_root_is_watched() {
         (&["--poll-interval", "soon"], "--poll-interval"),
         (&["--backend"], "--backend needs a value"),
     ] {
-        let out = Command::new(example())
-            .arg("--storage")
+        let mut cmd = example::command("chart_index");
+        cmd.arg("--storage")
             .arg(base.join("refused"))
             .args(["--listen", "256.0.0.1:1"])
-            .args(args)
-            .output()
-            .unwrap();
+            .args(args);
+        let out = example::output("chart_index", cmd);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?} says {says:?}: {err}");

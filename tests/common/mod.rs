@@ -1,5 +1,6 @@
 //! Test helpers: a collector that waits on conditions with deadlines (never
-//! a fixed sleep), and a mirror that rebuilds a tree from change batches.
+//! a fixed sleep), a mirror that rebuilds a tree from change batches, and
+//! the example binaries run as processes (`example`).
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,8 @@ use crossbeam_channel::Receiver;
 use specwatch::{
     Backend, Change, ChangeBatch, ChangeKind, Event, FileType, Manager, WatchSpec, WatchStatus,
 };
+
+pub mod example;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -122,6 +125,20 @@ pub fn note(line: &str) {
         {
             let _ = writeln!(f, "{binary}::{test}: {line}");
         }
+    }
+}
+
+/// What is broken in the engine's index (`Manager::check_index`, a test
+/// hook): empty when every invariant holds. Without the `test-hooks`
+/// feature (the library as users build it, which .ci/run tests too) there
+/// is nothing to ask: empty.
+pub fn index_problems(m: &Manager) -> Vec<String> {
+    #[cfg(feature = "test-hooks")]
+    return m.check_index().expect("check_index");
+    #[cfg(not(feature = "test-hooks"))]
+    {
+        let _ = m;
+        Vec::new()
     }
 }
 

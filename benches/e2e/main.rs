@@ -3,14 +3,15 @@
 //! trees, in the same run.
 //!
 //! ```sh
-//! cargo run --release --example bench            # all scenarios
-//! cargo run --release --example bench -- quick   # smaller trees
-//! cargo run --release --example bench -- poll    # the poll backend's rows only
-//! cargo run --release --example bench -- scale   # 2,000 x 20 and 50,000 x 20
-//! cargo run --release --example bench -- many    # 1,000 specs on those trees (many.rs)
-//! cargo run --release --example bench -- overflow DIR DIRS  # recovery alone, on a scale tree
-//! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed):
-//! perf record -g target/release/examples/bench profile-startup [DIR [portable]]
+//! cargo bench --bench e2e            # all scenarios
+//! cargo bench --bench e2e -- quick   # smaller trees
+//! cargo bench --bench e2e -- poll    # the poll backend's rows only
+//! cargo bench --bench e2e -- scale   # 2,000 x 20 and 50,000 x 20
+//! cargo bench --bench e2e -- many    # 1,000 specs on those trees (many.rs)
+//! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
+//! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed),
+//! # with the binary whose path `cargo bench --bench e2e --no-run` prints:
+//! perf record -g target/release/deps/e2e-HASH profile-startup [DIR [portable]]
 //! ```
 //!
 //! Prints one table; every figure is measured in this run.
@@ -209,7 +210,10 @@ fn startup_specwatch(backend: Backend, root: &Path) -> (Duration, usize, Manager
     let took = t.elapsed();
     let watches = new_inotify_watches(&w0);
     if std::env::var_os("BENCH_DEBUG").is_some() {
-        eprintln!("{backend:?}: fdinfo {watches}, stats {:?}", m.stats());
+        eprintln!(
+            "{backend:?}: fdinfo {watches}, stats {:?}",
+            m.stats().unwrap()
+        );
     }
     (took, watches, m)
 }
@@ -300,7 +304,7 @@ fn memory_specwatch(backend: Backend, empty: &Path, root: &Path, entries: usize)
     m.wait_watching("b", Duration::from_secs(120)).unwrap();
     m.sync("b", Duration::from_secs(120)).unwrap();
     let grown = rss_kib().saturating_sub(rss0);
-    let indexed = m.stats().indexed_entries;
+    let indexed = m.stats().unwrap().indexed_entries;
     assert!(indexed >= entries, "indexed {indexed} of {entries}");
     (grown * 1024) as f64 / entries as f64
 }
@@ -502,7 +506,11 @@ fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // (`cargo bench` adds `--bench`.)
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if args.first().map(String::as_str) == Some("mem") {
         return memory_child(&args[1..]);
     }

@@ -203,7 +203,7 @@ pub(super) fn src_write_events(
     std::fs::write(f, "x").unwrap();
     await_change(rx, f, Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(200));
-    m.stats().os_events
+    m.stats().unwrap().os_events
 }
 
 pub(super) fn node_modules_specwatch(backend: Backend, root: &Path) -> NodeModules {
@@ -219,7 +219,7 @@ pub(super) fn node_modules_specwatch(backend: Backend, root: &Path) -> NodeModul
     let src = root.join("src");
     // A src write alone, then the node_modules writes and the same src
     // write: the difference is what node_modules cost.
-    let e0 = m.stats().os_events;
+    let e0 = m.stats().unwrap().os_events;
     let e1 = src_write_events(&m, &rx, &src.join("a.txt"));
     write_node_modules(root);
     let e2 = src_write_events(&m, &rx, &src.join("b.txt"));

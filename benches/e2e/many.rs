@@ -2,10 +2,10 @@
 //! backend, beside raw notify's single recursive watch as the floor.
 //!
 //! ```sh
-//! cargo run --release --example bench -- many         # 2,000 x 20, then 50,000 x 20
-//! cargo run --release --example bench -- many small   # 2,000 x 20 only
-//! cargo run --release --example bench -- many big     # 50,000 x 20 only (1,000,000 files)
-//! cargo run --release --example bench -- many 900     # 900 x 20 (for development)
+//! cargo bench --bench e2e -- many         # 2,000 x 20, then 50,000 x 20
+//! cargo bench --bench e2e -- many small   # 2,000 x 20 only
+//! cargo bench --bench e2e -- many big     # 50,000 x 20 only (1,000,000 files)
+//! cargo bench --bench e2e -- many 900     # 900 x 20 (for development)
 //! ```
 //!
 //! `bench scale` runs the same rows on each of its trees.
