@@ -81,7 +81,8 @@ const MARK_TIMEOUT: Duration = Duration::from_secs(5);
 /// back.
 struct Marks {
     /// A private, empty directory (mode 0700) that only this watcher
-    /// opens, removed when the backend goes.
+    /// opens, removed when the backend goes (or, left by a process that
+    /// exited without dropping it, when the next backend starts).
     dir: PathBuf,
     /// Marks made (opens of `dir`), by the engine's thread.
     made: AtomicU64,
@@ -174,6 +175,7 @@ fn private_dir() -> Option<PathBuf> {
     if !tmp.is_absolute() {
         return None;
     }
+    remove_stale_marks(&tmp);
     for _ in 0..16 {
         let dir = tmp.join(format!(
             ".specwatch-marks-{}-{}",
@@ -187,6 +189,28 @@ fn private_dir() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Removes the (empty) marks' directories of processes that are gone: a
+/// program that exits without dropping its manager leaves its own behind.
+#[cfg(target_os = "linux")]
+fn remove_stale_marks(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".specwatch-marks-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
 }
 
 /// Elsewhere notify's backends report no opens (and Windows' and macOS's
@@ -781,6 +805,12 @@ mod tests {
             !marks.exists(),
             "the marks' directory goes with the backend"
         );
+        // One left by a process that is gone (no pid is this high) goes
+        // when the next backend starts.
+        let stale = std::env::temp_dir().join(".specwatch-marks-4294967295-0");
+        let _ = std::fs::create_dir(&stale);
+        drop(Portable::start(Sink::new(|_| true)).unwrap());
+        assert!(!stale.exists(), "a gone process's marks removed");
     }
 
     #[test]
