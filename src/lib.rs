@@ -112,7 +112,12 @@
 //!   leaves a gap (inotify, kqueue; not on Windows and macOS, whose OS
 //!   watch covers new directories at once), and first checks that no
 //!   symlink is on the way, since a watch by path through a link
-//!   re-labels the watch of the directory it leads to), and the
+//!   re-labels the watch of the directory it leads to; on Linux it then
+//!   waits until notify's thread has read the events queued before that
+//!   call, and asks again if a rename read late took the watch away: the
+//!   mark is an open of a private directory in the temporary directory,
+//!   `.specwatch-marks-<pid>-<n>`, removed with the backend, or by the
+//!   next one started once its process is gone), and the
 //!   randomized mirror test runs on it. A directory above a new one that is
 //!   replaced by a link within the round trip of that watch call to
 //!   notify's thread can still slip through: on Linux, prefer the native

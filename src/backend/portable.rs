@@ -8,12 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
-#[cfg(any(test, feature = "test-hooks"))]
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
-use notify::event::ModifyKind;
+use notify::event::{AccessKind, ModifyKind, RemoveKind, RenameMode};
 use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use parking_lot::{Condvar, Mutex};
 
 #[cfg(any(test, feature = "test-hooks"))]
 use super::{Fault, ReaderPause};
@@ -28,6 +29,9 @@ const RECURSIVE_WATCH_HAS_A_GAP: bool = cfg!(not(any(windows, target_os = "macos
 
 pub(crate) struct Portable {
     watcher: RecommendedWatcher,
+    /// Where notify's thread has read up to (see [`Marks`]); `None` where
+    /// it cannot be told (off Linux, or no private directory to be had).
+    marks: Option<Arc<Marks>>,
     /// Path -> recursive?
     watched: BTreeMap<PathBuf, bool>,
     /// New directories watched recursively on their own, to close the gap
@@ -37,6 +41,183 @@ pub(crate) struct Portable {
     /// Test hook: holds the events back (notify's thread goes on).
     #[cfg(any(test, feature = "test-hooks"))]
     pause: Arc<ReaderPause>,
+    /// Test hook: runs right after a new directory's watch call returns.
+    #[cfg(test)]
+    after_call: Option<Box<dyn FnMut() + Send>>,
+}
+
+/// How many times a watch call is made again in a row (see
+/// [`Portable::settle`]) before giving up on a quiet moment.
+const MAX_REWATCH: u32 = 4;
+
+/// How long to wait for notify's thread to read a mark before doing
+/// without marks.
+const MARK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Tells the engine's thread when notify's thread has read every inotify
+/// event queued before a moment, and whether a removal was among them.
+///
+/// notify keys its inotify watches by path and by watch descriptor, and the
+/// kernel gives a directory one descriptor however it is reached. A
+/// directory renamed from `h` to `d/g` keeps its descriptor; until notify
+/// reads the `IN_MOVED_FROM` for `h` its map still says `h`. A watch call
+/// for `d` (or `d/g`) served in between walks `d/g`, gets that same
+/// descriptor back, and notify files it under `d/g`, leaving `h` pointing
+/// at it too. When notify then reads the move it drops the watch of `h`:
+/// the descriptor `d/g` now depends on. notify puts it back itself when the
+/// `IN_MOVED_TO` for `d/g` comes through a watch it still has, but not when
+/// that event went with a watch removed meanwhile (the engine lets go of
+/// `d` and watches it again when a `Moved` hint names a directory), and
+/// then nothing below `d/g` is reported any more while notify believes it
+/// watches it.
+///
+/// So after the watch call for a new directory the engine's thread opens a private directory
+/// that notify watches (the *mark*); notify's thread reads that open after
+/// every event queued before it, and counts the removals it hands over on
+/// the way (events on which notify drops watches by path: a rename's
+/// source, a directory deleted). A call followed by no removal before its
+/// mark lost nothing; after one, the call is made again (notify's thread
+/// serves it once it has dropped what it drops), which puts a lost watch
+/// back.
+struct Marks {
+    /// A private, empty directory (mode 0700) that only this watcher
+    /// opens, removed when the backend goes (or, left by a process that
+    /// exited without dropping it, when the next backend starts).
+    dir: PathBuf,
+    /// Marks made (opens of `dir`), by the engine's thread.
+    made: AtomicU64,
+    /// Removals handed over so far, by notify's thread.
+    removals: AtomicU64,
+    /// Marks read by notify's thread, and `removals` when it read the last.
+    seen: Mutex<(u64, u64)>,
+    read: Condvar,
+}
+
+impl Marks {
+    /// A private directory for the marks (Linux: notify's inotify thread
+    /// reports opens; elsewhere, `None`).
+    fn new() -> Option<Marks> {
+        let dir = private_dir()?;
+        Some(Marks {
+            dir,
+            made: AtomicU64::new(0),
+            removals: AtomicU64::new(0),
+            seen: Mutex::new((0, 0)),
+            read: Condvar::new(),
+        })
+    }
+
+    /// On notify's thread, for every event it hands over, in order.
+    fn note(&self, res: &notify::Result<notify::Event>) {
+        let Ok(e) = res else {
+            return;
+        };
+        if e.need_rescan() {
+            // The queue overflowed: marks made so far may be lost. What was
+            // dropped notify never acts on, so nothing more is counted; the
+            // marks are counted as read (a late one is then capped below).
+            let mut seen = self.seen.lock();
+            *seen = (
+                self.made.load(Ordering::SeqCst),
+                self.removals.load(Ordering::SeqCst),
+            );
+            self.read.notify_all();
+            return;
+        }
+        match e.kind {
+            EventKind::Access(AccessKind::Open(_)) if e.paths.first() == Some(&self.dir) => {
+                let mut seen = self.seen.lock();
+                let made = self.made.load(Ordering::SeqCst);
+                *seen = ((seen.0 + 1).min(made), self.removals.load(Ordering::SeqCst));
+                self.read.notify_all();
+            }
+            EventKind::Modify(ModifyKind::Name(RenameMode::From))
+            | EventKind::Remove(RemoveKind::Folder | RemoveKind::Any | RemoveKind::Other) => {
+                self.removals.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+    }
+
+    /// Removals handed over so far.
+    fn removals(&self) -> u64 {
+        self.removals.load(Ordering::SeqCst)
+    }
+
+    /// Makes a mark and waits until notify's thread has read it: then every
+    /// event queued before this call has been read. Whether a removal was
+    /// handed over after `before` (and by the mark); `None` when the mark
+    /// could not be made or was not read in time (marks are then of no
+    /// use).
+    fn removed_since(&self, before: u64) -> Option<bool> {
+        let n = self.made.fetch_add(1, Ordering::SeqCst) + 1;
+        // The open is what notify's thread reads (IN_OPEN); the directory
+        // is closed at once.
+        std::fs::File::open(&self.dir).ok()?;
+        let deadline = Instant::now() + MARK_TIMEOUT;
+        let mut seen = self.seen.lock();
+        while seen.0 < n {
+            if self.read.wait_until(&mut seen, deadline).timed_out() {
+                return None;
+            }
+        }
+        Some(seen.1 > before)
+    }
+}
+
+/// A new private directory in the temporary directory (Linux).
+#[cfg(target_os = "linux")]
+fn private_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    use std::sync::atomic::AtomicU32;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let tmp = std::env::temp_dir();
+    if !tmp.is_absolute() {
+        return None;
+    }
+    remove_stale_marks(&tmp);
+    for _ in 0..16 {
+        let dir = tmp.join(format!(
+            ".specwatch-marks-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Some(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Removes the (empty) marks' directories of processes that are gone: a
+/// program that exits without dropping its manager leaves its own behind.
+#[cfg(target_os = "linux")]
+fn remove_stale_marks(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".specwatch-marks-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Elsewhere notify's backends report no opens (and Windows' and macOS's
+/// watch subtrees, not directories by descriptor): no marks.
+#[cfg(not(target_os = "linux"))]
+fn private_dir() -> Option<PathBuf> {
+    None
 }
 
 /// A notify event as notify's thread handed it over, with when.
@@ -100,10 +281,15 @@ impl Portable {
             let p = Arc::new(ReaderPause::default());
             (p.clone(), p)
         };
-        let watcher = RecommendedWatcher::new(
+        let marks = Marks::new().map(Arc::new);
+        let noted = marks.clone();
+        let mut watcher = RecommendedWatcher::new(
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
             move |res: notify::Result<notify::Event>| {
+                if let Some(m) = &noted {
+                    m.note(&res);
+                }
                 // notify always asks for `IN_OPEN`: one per directory its
                 // own walk opens, two per directory the engine reads. They
                 // decode to nothing; dropped here, they never queue (on a
@@ -127,14 +313,75 @@ impl Portable {
             Config::default().with_follow_symlinks(false),
         )
         .map_err(|e| watch_error(e, Path::new("")).error)?;
+        let marks = marks.filter(|m| {
+            let watched = watcher.watch(&m.dir, RecursiveMode::NonRecursive).is_ok();
+            if !watched {
+                let _ = std::fs::remove_dir(&m.dir);
+            }
+            watched
+        });
         Ok(Portable {
             watcher,
+            marks,
             watched: BTreeMap::new(),
             extra: BTreeSet::new(),
             faults: Faults::default(),
             #[cfg(any(test, feature = "test-hooks"))]
             pause,
+            #[cfg(test)]
+            after_call: None,
         })
+    }
+
+    /// Lets go of the marks' directory.
+    fn drop_marks(&mut self) {
+        if let Some(m) = self.marks.take() {
+            let _ = self.watcher.unwatch(&m.dir);
+            let _ = std::fs::remove_dir(&m.dir);
+        }
+    }
+
+    /// Removals notify's thread has handed over so far (0 without marks).
+    fn removals(&self) -> u64 {
+        self.marks.as_ref().map_or(0, |m| m.removals())
+    }
+
+    /// After the watch call for the new directory `dir` (asked when
+    /// `removals` were [`removals`](Self::removals)): waits until notify's
+    /// thread has read every event queued before the call returned, and,
+    /// if a removal came among them, makes the call again (see [`Marks`]),
+    /// until one is followed by none, while `dir` is still a directory of
+    /// its own (see [`own_path`](Self::own_path)).
+    ///
+    /// Only new directories: a root's first walk meets directories notify
+    /// did not watch before (a rename it reads late is put right by its
+    /// `IN_MOVED_TO`, which comes through a watch that walk made), and
+    /// walking a whole tree again on every removal meanwhile would cost
+    /// more than the race.
+    fn settle(&mut self, dir: &Path, mut removals: u64) {
+        for _ in 0..MAX_REWATCH {
+            let Some(marks) = self.marks.clone() else {
+                return;
+            };
+            match marks.removed_since(removals) {
+                Some(false) => return,
+                Some(true) => {}
+                None => {
+                    // No mark read in time: do without (as before marks).
+                    self.drop_marks();
+                    return;
+                }
+            }
+            if !self.extra.contains(dir) || !self.own_path(dir) {
+                return;
+            }
+            removals = marks.removals();
+            // notify still lists `dir`: the call adds to its watch, and the
+            // kernel makes a new one where the old one went.
+            if self.watcher.watch(dir, RecursiveMode::Recursive).is_err() {
+                return;
+            }
+        }
     }
 
     /// Whether `dir` is a directory reached through directories only, from
@@ -176,6 +423,12 @@ impl Portable {
     }
 }
 
+impl Drop for Portable {
+    fn drop(&mut self) {
+        self.drop_marks();
+    }
+}
+
 impl PathWatcher for Portable {
     /// Drops the watch on `path` (and, as notify does, every watch below a
     /// recursive one).
@@ -194,6 +447,10 @@ impl PathWatcher for Portable {
     /// files created in between. `watch()` is served by notify's thread after
     /// that, so once it returns the new directory and all below it are
     /// watched.
+    ///
+    /// Before it returns, notify's thread has also read every event queued
+    /// before the call, and a watch the call left to a removal read meanwhile
+    /// has been asked for again (see [`settle`](Portable::settle)).
     ///
     /// False, watching nothing, when `dir` is not a directory of its own
     /// (see [`own_path`](Portable::own_path)). On failure: the error and
@@ -219,10 +476,16 @@ impl PathWatcher for Portable {
         if !self.own_path(dir) {
             return Ok(false);
         }
+        let removals = self.removals();
         self.watcher
             .watch(dir, RecursiveMode::Recursive)
             .map_err(|e| watch_error(e, dir))?;
         self.extra.insert(dir.to_path_buf());
+        #[cfg(test)]
+        if let Some(f) = &mut self.after_call {
+            f();
+        }
+        self.settle(dir, removals);
         Ok(true)
     }
 
@@ -452,6 +715,102 @@ mod tests {
         assert!(!p.watch_new_dir(&r.join("f/none")).unwrap());
         assert!(!p.watch_new_dir(&r.join("d")).unwrap());
         assert_eq!(p.count(), own);
+    }
+
+    /// Drops the kernel's inotify watch on `dir`, behind notify's back, in
+    /// the inotify instance that also watches `root` (found by inodes in
+    /// `/proc/self/fdinfo`): what notify does when it reads a rename's
+    /// source whose descriptor it has since filed under `dir`.
+    #[cfg(target_os = "linux")]
+    fn drop_kernel_watch(root: &Path, dir: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        let (root_ino, dir_ino) = (ino(root), ino(dir));
+        for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+            if std::fs::read_link(entry.path()).ok() != Some("anon_inode:inotify".into()) {
+                continue;
+            }
+            let Some(fd) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")) else {
+                continue;
+            };
+            // "inotify wd:3 ino:1a2b sdev:800001 mask:..." (hex numbers)
+            let watches: Vec<(i32, u64)> = info
+                .lines()
+                .filter_map(|l| l.strip_prefix("inotify wd:"))
+                .filter_map(|rest| {
+                    let mut it = rest.split_whitespace();
+                    let wd = i32::from_str_radix(it.next()?, 16).ok()?;
+                    let ino = u64::from_str_radix(it.next()?.strip_prefix("ino:")?, 16).ok()?;
+                    Some((wd, ino))
+                })
+                .collect();
+            if !watches.iter().any(|(_, i)| *i == root_ino) {
+                continue;
+            }
+            if let Some((wd, _)) = watches.iter().find(|(_, i)| *i == dir_ino) {
+                // SAFETY: removes a watch from an inotify descriptor this
+                // process holds; no memory is passed.
+                return unsafe { libc::inotify_rm_watch(fd, *wd) } == 0;
+            }
+        }
+        false
+    }
+
+    /// Seed 2011's loss, staged: `h` is renamed to `d/g` and notify has
+    /// not read the move yet when a watch call walks `d/g` (the kernel
+    /// hands back `h`'s descriptor, notify files it under `d/g`); notify
+    /// then reads the move, drops the watch of `h`, the descriptor `d/g`
+    /// depends on, and, the `IN_MOVED_TO` gone with a watch removed
+    /// meanwhile, never adds it back. Here the call is made, then the
+    /// kernel's watch of the new directory is dropped, and a removal
+    /// (`rmdir gone`) is queued before the backend's mark: the call is
+    /// made again, and the directory's events come.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watch_dropped_by_a_removal_read_after_the_call_is_made_again() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        // Both there before the root's watch: no creation event of theirs
+        // that notify could act on later.
+        std::fs::create_dir_all(r.join("gone")).unwrap();
+        std::fs::create_dir_all(r.join("d/g")).unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut p = Portable::start(Sink::new(move |m| tx.send(m).is_ok())).unwrap();
+        p.watch(&r, true).unwrap();
+        let (root, g) = (r.clone(), r.join("d/g"));
+        p.after_call = Some(Box::new(move || {
+            assert!(drop_kernel_watch(&root, &g), "d/g's watch found");
+            std::fs::remove_dir(root.join("gone")).unwrap();
+        }));
+        assert!(p.watch_new_dir(&r.join("d/g")).unwrap());
+        p.after_call = None;
+
+        std::fs::write(r.join("d/g/f"), "x").unwrap();
+        assert_eq!(
+            first_event_among(&rx, &[r.join("d/g/f")]),
+            r.join("d/g/f"),
+            "d/g watched again"
+        );
+        let marks = p.marks.as_ref().expect("marks on Linux").dir.clone();
+        assert!(marks.is_dir());
+        drop(p);
+        assert!(
+            !marks.exists(),
+            "the marks' directory goes with the backend"
+        );
+        // One left by a process that is gone (no pid is this high) goes
+        // when the next backend starts.
+        let stale = std::env::temp_dir().join(".specwatch-marks-4294967295-0");
+        let _ = std::fs::create_dir(&stale);
+        drop(Portable::start(Sink::new(|_| true)).unwrap());
+        assert!(!stale.exists(), "a gone process's marks removed");
     }
 
     #[test]
