@@ -311,7 +311,8 @@ fn a_hung_mount_holds_up_its_own_polls_not_the_engine() {
     let s = start(&m, "shared", spec(&[&mnt]));
     assert_eq!(s.roots[0].backend, Backend::Poll { interval: every });
     start(&m, "local", spec(&[local.path()]));
-    mount.pause();
+    // (Resumed after 60 s whatever happens to this process.)
+    mount.pause(Duration::from_secs(60));
     // While many poll intervals pass (a poll of the mount is due every
     // 20 ms, and hangs): the other spec is served. (On failure the server
     // is let go first: a manager whose engine hangs would hang its drop.)

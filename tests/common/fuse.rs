@@ -62,12 +62,31 @@ impl BindMount {
     }
 
     /// Stops the mount's server (SIGSTOP): every look below the mount
-    /// hangs until [`resume`](Self::resume).
+    /// hangs until [`resume`](Self::resume), or for at most `at_most`: a
+    /// detached watchdog lets it go on then, so that a test process killed
+    /// meanwhile (a timeout, SIGKILL: no drop runs) does not leave a
+    /// stopped server behind, which would hang whatever looks at the
+    /// machine's mounts (Wine's mount manager does, at every volume query).
     #[allow(
         dead_code,
         reason = "used by some of the test binaries that include this file"
     )]
-    pub fn pause(&mut self) {
+    pub fn pause(&mut self, at_most: std::time::Duration) {
+        let pid = self.pid();
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "sleep {}; kill -CONT {pid}",
+                at_most.as_secs().max(1)
+            ))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        assert!(
+            watchdog.is_ok(),
+            "cannot start the watchdog that resumes bindfs"
+        );
         self.signal("-STOP");
         self.paused = true;
     }
