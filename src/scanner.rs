@@ -1,9 +1,11 @@
 //! The scanner: the thread that looks at the directories the engine polls
 //! without an OS watch ([`fs::look`]: a listing, a `stat` of every entry,
 //! the comparison with the previous picture), so that a slow or hung file
-//! system (a network mount whose server stopped answering) holds up its
-//! own polls, never the engine: events, other specs, `status` and
-//! `sync` of other specs go on.
+//! system (a network mount whose server stopped answering) never holds up
+//! the engine: events, statuses, and the barriers of specs without polled
+//! directories go on. One thread serves every polled directory: a look
+//! that hangs holds up the looks queued behind it (of any spec) until it
+//! returns; a scanner per file system is the next step (issue 22).
 //!
 //! The engine keeps the schedule (with its clock) and the pictures; it
 //! hands the scanner [`Job`]s and applies the [`Finding`]s that come back,
@@ -13,6 +15,8 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use crossbeam_channel::{Sender, unbounded};
@@ -47,16 +51,25 @@ pub(crate) struct Finding {
 /// Where findings go (false once nobody listens).
 type Deliver = Box<dyn Fn(Vec<Finding>) -> bool + Send>;
 
+/// Looks at directory `j`. A look that panics is an error of that look
+/// (the directory is looked at again at its next poll), not the end of the
+/// scanner.
+fn look(j: Job) -> Finding {
+    let look = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fs::look(&j.path, true, Some(&j.before), j.hash, j.wall)
+    }))
+    .unwrap_or_else(|_| Err(io::Error::other("the look panicked")));
+    Finding {
+        look,
+        dir: j.dir,
+        token: j.token,
+        path: j.path,
+    }
+}
+
 /// Looks at every directory of `jobs`, in order.
 fn run(jobs: Vec<Job>) -> Vec<Finding> {
-    jobs.into_iter()
-        .map(|j| Finding {
-            look: fs::look(&j.path, true, Some(&j.before), j.hash, j.wall),
-            dir: j.dir,
-            token: j.token,
-            path: j.path,
-        })
-        .collect()
+    jobs.into_iter().map(look).collect()
 }
 
 /// The engine's handle on the scanner.
@@ -68,7 +81,17 @@ pub(crate) enum Scanner {
     Thread {
         deliver: Option<Deliver>,
         jobs: Option<Sender<Vec<Job>>>,
+        /// Set when the engine lets go: the jobs still queued are dropped.
+        stop: Arc<AtomicBool>,
     },
+}
+
+impl Drop for Scanner {
+    fn drop(&mut self) {
+        if let Scanner::Thread { stop, .. } = self {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Scanner {
@@ -83,6 +106,7 @@ impl Scanner {
         Scanner::Thread {
             deliver: Some(Box::new(deliver)),
             jobs: None,
+            stop: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -93,22 +117,31 @@ impl Scanner {
         if jobs.is_empty() {
             return Some(Vec::new());
         }
-        let Scanner::Thread { deliver, jobs: tx } = self else {
+        let Scanner::Thread {
+            deliver,
+            jobs: tx,
+            stop,
+        } = self
+        else {
             return Some(run(jobs));
         };
         if tx.is_none()
             && let Some(d) = deliver.take()
         {
             let (send, recv) = unbounded::<Vec<Job>>();
+            let stop = stop.clone();
             let started = std::thread::Builder::new()
                 .name("specwatch-scan".into())
                 .spawn(move || {
                     // Ends when the engine drops its handle (or stops
-                    // listening); a look that hangs holds up this thread
-                    // only.
+                    // listening). Each finding goes back as soon as it is
+                    // made; a look that hangs holds up the looks queued
+                    // behind it on this thread.
                     for batch in recv {
-                        if !d(run(batch)) {
-                            return;
+                        for job in batch {
+                            if stop.load(Ordering::Relaxed) || !d(vec![look(job)]) {
+                                return;
+                            }
                         }
                     }
                 });

@@ -5,7 +5,8 @@
 //! A scanner thread reads every watched directory once per interval
 //! (`getdents64` and `fstatat` relative to the directory, as `find` does),
 //! compares each entry's signature (type, size, modification and change
-//! times to the nanosecond, inode) with the previous scan, and hands the
+//! times to the nanosecond, inode; with `content_hash`, racy files'
+//! contents) with the previous scan (`fs::look`, as every kind of polling), and hands the
 //! engine each directory's listing with the entries found written or
 //! replaced ([`OsEvent::Listing`]). The engine diffs the listing against
 //! its index as it diffs its own reads, so a poll reports what inotify

@@ -142,6 +142,8 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
+        // A look of the scanner's under way may be older than this one.
+        self.polls.touched(id);
         let path = node.path().join(name);
         let old = node.entries().get(name);
         self.wake_partials(id, name, old, new);
@@ -182,7 +184,7 @@ impl Engine {
     }
 
     /// Directory `id` held exactly `listing` (sorted by name) when a
-    /// backend looked, and the `modified` entries were written (`false`)
+    /// backend or the engine's scanner looked, and the `modified` entries were written (`false`)
     /// or replaced (`true`) since its previous look: diff against the
     /// index and report, as for a read of the engine's own.
     pub(super) fn apply_listing(

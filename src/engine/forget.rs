@@ -33,6 +33,9 @@ impl Engine {
             batches: _,
             #[cfg(test)]
                 walk_threads: _,
+            // A parked barrier names looks by directory id and token: a
+            // directory polled again under this id starts with every older
+            // token done (`PollSet`), so none waits for it.
             syncs: _,
             out: _,
             os_events: _,

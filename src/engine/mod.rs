@@ -1,7 +1,8 @@
 //! The engine: one thread that owns all mutable watch state.
 //!
-//! Everything it learns (a command from the manager, a batch of OS events)
-//! arrives in one inbox, in order. OS events are hints: for each one the
+//! Everything it learns (a command from the manager, a batch of OS events,
+//! the scanner's looks at polled directories) arrives in one inbox, in
+//! order. OS events are hints: for each one the
 //! engine looks at the file system (`lstat` of the name, or a read of a
 //! directory) and diffs against its index; only that diff becomes changes,
 //! which are routed to the specs that cover the path and netted per path by
@@ -23,7 +24,7 @@
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
 //! | `links.rs` | followed symlinks and where they led |
 //! | `roots.rs` | roots waiting to be attached again |
-//! | `sync.rs` | sync barriers and the cookies seen |
+//! | `sync.rs` | sync barriers, the cookies seen, the scanner's looks a parked barrier waits for |
 //! | `publish.rs` | batches' sequence numbers, subscribers, and every `WatchStatus` |
 //!
 //! `trace.rs` holds the macros through which the owners emit `tracing`

@@ -211,7 +211,7 @@ impl Engine {
             let watched = os && !self.lacks_watch(id);
             if watched && was_polled && poll.is_none() {
                 // Watched now, whoever added the watch: a last poll (against
-                // the signatures it had) catches what came since the
+                // the picture it had) catches what came since the
                 // previous one, then it is polled no more.
                 self.poll_node(id);
                 self.polls.watched(id);
@@ -226,7 +226,7 @@ impl Engine {
                     // Events still queued for the watch are about to be
                     // ignored: what they would have told is found by a
                     // re-read (ctime within the overflow margin), then the
-                    // signatures start from there.
+                    // picture starts from there.
                     let since = self.recovery.overflow_since();
                     self.rescan_node(id, Some(since));
                     self.drop_watch(id, &path);

@@ -13,6 +13,19 @@ use crate::index::DirId;
 /// Default interval of polling for directories without an OS watch.
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
+/// What to do with a look of the scanner's that came back.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Finding {
+    /// Not the look to apply (overtaken, or the directory is not polled).
+    Drop,
+    /// Apply it; then hand over the look asked for meanwhile, if any
+    /// ([`PollSet::follow_up`]).
+    Apply,
+    /// Do not apply it (the engine looked at a name since it began): hand
+    /// over a new look, with this token.
+    Again(u64),
+}
+
 /// Why a directory is polled in place of an OS watch it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Why {
@@ -34,8 +47,15 @@ pub(super) struct Polled {
     /// What the last look saw: entries' signatures, racy files' content
     /// hashes (see `WatchOptions::content_hash`).
     picture: Picture,
-    /// The look the scanner is making of it, if one is under way.
+    /// The look the scanner is making of it, if one is under way (at most
+    /// one at a time: a slow or hung directory gets no queue of looks).
     in_flight: Option<u64>,
+    /// A look asked for while one was under way (a barrier's): issued
+    /// once that one is done with.
+    again: Option<u64>,
+    /// The engine looked at one of its names while the look was under way:
+    /// that look may be older, and is made again rather than applied.
+    stale: bool,
     /// The newest look asked for, and the newest one done with (applied,
     /// or overtaken by a read of the engine's own).
     issued: u64,
@@ -59,14 +79,19 @@ pub(super) struct PollSet {
 }
 
 impl Polled {
-    fn new() -> Polled {
+    /// A directory polled from now on; `tokens`: the last token handed out
+    /// (a barrier waiting for an older look at a directory that had the
+    /// same id is not held up by this one).
+    fn new(tokens: u64) -> Polled {
         Polled {
             instead: None,
             chosen: None,
             picture: Picture::default(),
             in_flight: None,
-            issued: 0,
-            applied: 0,
+            again: None,
+            stale: false,
+            issued: tokens,
+            applied: tokens,
         }
     }
 
@@ -112,9 +137,10 @@ impl PollSet {
     }
 
     /// Polls `id` in place of an OS watch from now on (keeping its
-    /// signatures if it already is polled); `Link` wins over `Limit`.
+    /// picture if it already is polled); `Link` wins over `Limit`.
     pub(super) fn add(&mut self, id: DirId, why: Why, now: Instant) {
-        let p = self.dirs.entry(id).or_insert_with(Polled::new);
+        let tokens = self.tokens;
+        let p = self.dirs.entry(id).or_insert_with(|| Polled::new(tokens));
         if p.instead != Some(Why::Link) {
             p.instead = Some(why);
         }
@@ -127,9 +153,10 @@ impl PollSet {
     /// whether it was not polled at all before.
     pub(super) fn choose(&mut self, id: DirId, every: Duration, now: Instant) -> bool {
         let mut new = false;
+        let tokens = self.tokens;
         let p = self.dirs.entry(id).or_insert_with(|| {
             new = true;
-            Polled::new()
+            Polled::new(tokens)
         });
         if p.chosen == Some(every) {
             return false;
@@ -173,14 +200,25 @@ impl PollSet {
         self.changed |= self.dirs.remove(&id).is_some();
     }
 
-    /// A look at `id` is handed to the scanner: its token (`None`: not
-    /// polled). A newer look overtakes one under way.
-    pub(super) fn issue(&mut self, id: DirId) -> Option<u64> {
+    /// A look at `id` for the scanner: `Some((token, true))` to hand over
+    /// now; `Some((token, false))` when one is under way already, the new
+    /// one then follows it (see [`take_finding`](Self::take_finding)): a
+    /// barrier waits for `token` either way. `None`: not polled.
+    pub(super) fn issue(&mut self, id: DirId) -> Option<(u64, bool)> {
         let p = self.dirs.get_mut(&id)?;
+        if p.in_flight.is_some() {
+            if let Some(t) = p.again {
+                return Some((t, false));
+            }
+            self.tokens += 1;
+            p.again = Some(self.tokens);
+            p.issued = self.tokens;
+            return Some((self.tokens, false));
+        }
         self.tokens += 1;
         p.in_flight = Some(self.tokens);
         p.issued = self.tokens;
-        Some(self.tokens)
+        Some((self.tokens, true))
     }
 
     /// Whether the scanner is looking at `id`.
@@ -188,27 +226,66 @@ impl PollSet {
         self.dirs.get(&id).is_some_and(|p| p.in_flight.is_some())
     }
 
-    /// The engine looked at `id` itself (read it, or polled it on its own
-    /// thread): a look of the scanner's under way is older, and is not
-    /// applied when it comes.
+    /// The engine looked at the whole of `id` itself (read it, or polled it
+    /// on its own thread): a look of the scanner's under way, or asked for,
+    /// is older, and is not applied when it comes.
     pub(super) fn outdate(&mut self, id: DirId) {
         if let Some(p) = self.dirs.get_mut(&id) {
             p.in_flight = None;
+            p.again = None;
+            p.stale = false;
             p.applied = p.issued;
         }
     }
 
-    /// The scanner's look `token` at `id` came back: whether it is the
-    /// one to apply (not overtaken, nor outdated).
-    pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> bool {
-        match self.dirs.get_mut(&id) {
-            Some(p) if p.in_flight == Some(token) => {
-                p.in_flight = None;
-                p.applied = token;
-                true
-            }
-            _ => false,
+    /// The engine looked at one name of `id`: a look under way may be
+    /// older than that, and is made again when it comes.
+    pub(super) fn touched(&mut self, id: DirId) {
+        if let Some(p) = self.dirs.get_mut(&id)
+            && p.in_flight.is_some()
+        {
+            p.stale = true;
         }
+    }
+
+    /// The scanner's look `token` at `id` came back: what to do with it.
+    /// A look made again is in flight at once (its token is in the answer,
+    /// for the caller to hand over); after a look applied, the one asked
+    /// for meanwhile is the caller's to [`follow_up`](Self::follow_up).
+    pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> Finding {
+        let Some(p) = self.dirs.get_mut(&id) else {
+            return Finding::Drop;
+        };
+        if p.in_flight != Some(token) {
+            return Finding::Drop;
+        }
+        p.in_flight = None;
+        if std::mem::take(&mut p.stale) {
+            let next = match p.again.take() {
+                Some(t) => t,
+                None => {
+                    self.tokens += 1;
+                    p.issued = self.tokens;
+                    self.tokens
+                }
+            };
+            p.in_flight = Some(next);
+            return Finding::Again(next);
+        }
+        p.applied = token;
+        Finding::Apply
+    }
+
+    /// After a look of `id` was applied: the look asked for meanwhile, now
+    /// in flight, if there is one (its token).
+    pub(super) fn follow_up(&mut self, id: DirId) -> Option<u64> {
+        let p = self.dirs.get_mut(&id)?;
+        if p.in_flight.is_some() {
+            return None;
+        }
+        let next = p.again.take()?;
+        p.in_flight = Some(next);
+        Some(next)
     }
 
     /// Whether look `token` at `id` is done with (or `id` is polled no
@@ -449,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn signatures_survive_re_adding() {
+    fn pictures_survive_re_adding() {
         let t0 = Instant::now();
         let mut p = PollSet::new(Some(I));
         p.add(1, Why::Limit, t0);
@@ -488,5 +565,56 @@ mod tests {
         assert!(p.take_changed());
         p.choose(2, I, t0);
         assert!(!p.take_changed(), "same interval: no change");
+    }
+
+    /// The scanner's looks: one under way per directory, a barrier's look
+    /// following it, a look made again after the engine looked at a name,
+    /// the engine's own read overtaking them, and a directory polled
+    /// again under the same id not holding up an older barrier.
+    #[test]
+    fn looks_are_one_at_a_time_and_barriers_wait_for_the_right_one() {
+        let t0 = Instant::now();
+        let mut p = PollSet::new(Some(I));
+        assert_eq!(p.issue(1), None, "not polled");
+        p.add(1, Why::Limit, t0);
+        let (a, now) = p.issue(1).unwrap();
+        assert!(now && p.in_flight(1));
+        // A barrier meanwhile: a follow-up, not a second look under way.
+        let (b, now) = p.issue(1).unwrap();
+        assert!(!now && b > a);
+        assert_eq!(p.issue(1), Some((b, false)), "one follow-up at most");
+        assert!(!p.done(1, a) && !p.done(1, b));
+        assert_eq!(
+            p.take_finding(1, b),
+            Finding::Drop,
+            "not the look under way"
+        );
+        assert_eq!(p.take_finding(1, a), Finding::Apply);
+        assert!(p.done(1, a) && !p.done(1, b));
+        assert_eq!(p.follow_up(1), Some(b), "the barrier's look goes now");
+        assert_eq!(p.follow_up(1), None);
+        // The engine looks at a name while `b` is under way: made again.
+        p.touched(1);
+        let Finding::Again(c) = p.take_finding(1, b) else {
+            panic!("a look older than the engine's own is made again");
+        };
+        assert!(c > b && p.in_flight(1) && !p.done(1, b));
+        assert_eq!(p.take_finding(1, c), Finding::Apply);
+        assert!(p.done(1, b), "the look made again stands for the barrier's");
+        // The engine's own read overtakes a look under way and one asked for.
+        let (d, _) = p.issue(1).unwrap();
+        let (e, _) = p.issue(1).unwrap();
+        p.outdate(1);
+        assert!(p.done(1, d) && p.done(1, e) && !p.in_flight(1));
+        assert_eq!(p.take_finding(1, d), Finding::Drop, "older than the read");
+        // Gone, then polled again under the same id: older tokens are done.
+        let (f, _) = p.issue(1).unwrap();
+        p.remove(1);
+        assert!(p.done(1, f), "not polled: nothing to wait for");
+        p.add(1, Why::Limit, t0);
+        assert!(
+            p.done(1, f),
+            "a new directory under the id holds up no older barrier"
+        );
     }
 }

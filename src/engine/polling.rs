@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use super::Engine;
-use super::poll::Why;
+use super::poll::{self, Why};
 use super::trace;
 use crate::backend::WatchError;
 use crate::change::FileType;
@@ -87,7 +87,7 @@ impl Engine {
     }
 
     /// Polls directory `id` every `every` because a covering spec polls it
-    /// (its signatures are taken now if it is read already).
+    /// (its first picture is taken now if it is read already).
     pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
         if self.polls.choose(id, every, self.clock.now())
             && self.index.get(id).is_some_and(|n| n.complete())
@@ -120,7 +120,7 @@ impl Engine {
             if !self.polled_only(id) {
                 self.poll_node(id);
             } else if !self.polls.in_flight(id)
-                && let Some(job) = self.poll_job(id)
+                && let Some((_, Some(job))) = self.poll_job(id)
             {
                 jobs.push(job);
             }
@@ -139,17 +139,23 @@ impl Engine {
                 .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
     }
 
-    /// A look at polled directory `id` for the scanner.
-    fn poll_job(&mut self, id: DirId) -> Option<Job> {
-        let path = self.index.get(id)?.path().to_path_buf();
-        let hash = self.wants_hash(id);
-        let token = self.polls.issue(id)?;
+    /// A look at polled directory `id` for the scanner: its token, and the
+    /// job to hand over now (none when a look is under way: this one
+    /// follows it).
+    fn poll_job(&mut self, id: DirId) -> Option<(u64, Option<Job>)> {
+        self.index.get(id)?;
+        let (token, now) = self.polls.issue(id)?;
+        Some((token, now.then(|| self.job(id, token)).flatten()))
+    }
+
+    /// The job of look `token` at directory `id`.
+    fn job(&self, id: DirId, token: u64) -> Option<Job> {
         Some(Job {
             dir: id,
             token,
-            path,
+            path: self.index.get(id)?.path().to_path_buf(),
             before: self.polls.picture(id).cloned().unwrap_or_default(),
-            hash,
+            hash: self.wants_hash(id),
             wall: self.clock.wall(),
         })
     }
@@ -162,22 +168,40 @@ impl Engine {
         }
     }
 
-    /// The scanner's findings: each applied as a poll of the directory, if
-    /// it is still the look to apply (the directory is still polled, at
-    /// the same path, and the engine has not looked at it since).
+    /// The scanner's findings: each applied as a poll of the directory if
+    /// it is still the look to apply (the directory still polled at the
+    /// same path, no newer look of the engine's own since). One made while
+    /// the engine looked at one of its names is made again; one of a
+    /// directory that got an OS watch meanwhile (whose events may be newer
+    /// than the look) is replaced by a poll here.
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
+        let mut next = Vec::new();
         for f in findings {
-            if !self.polls.take_finding(f.dir, f.token)
-                || self.index.get(f.dir).is_none_or(|n| **n.path() != *f.path)
-            {
-                continue;
+            let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
+            match self.polls.take_finding(f.dir, f.token) {
+                poll::Finding::Drop => {}
+                poll::Finding::Again(t) => next.extend(self.job(f.dir, t)),
+                poll::Finding::Apply => {
+                    if !same_path {
+                        // Moved: its node goes with the events about it.
+                    } else if !self.polled_only(f.dir) {
+                        self.poll_node(f.dir);
+                    } else {
+                        match f.look {
+                            Ok(look) => self.apply_look(f.dir, &f.path, look),
+                            Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
+                            // Possibly transient: the next poll reads it again.
+                            Err(_) => {}
+                        }
+                    }
+                    if let Some(t) = self.polls.follow_up(f.dir) {
+                        next.extend(self.job(f.dir, t));
+                    }
+                }
             }
-            match f.look {
-                Ok(look) => self.apply_look(f.dir, &f.path, look),
-                Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
-                // Possibly transient: the next poll reads it again.
-                Err(_) => {}
-            }
+        }
+        if !next.is_empty() {
+            self.scan(next);
         }
     }
 
@@ -190,8 +214,9 @@ impl Engine {
         self.polls.set_picture(id, look.picture);
     }
 
-    /// One poll of a directory without an OS watch: read it, tell from the
-    /// stat signatures which entries were written or replaced since the
+    /// One poll of a directory here, on the engine's thread (one that has an
+    /// OS watch too, a last poll before polling stops, a barrier's): read
+    /// it, tell from the picture which entries were written or replaced since the
     /// previous poll, and apply that as any look-based backend's listing
     /// ([`apply_listing`](Engine::apply_listing)): names and types diffed
     /// against the index, a directory replaced by another (a new inode)
@@ -252,16 +277,17 @@ impl Engine {
             })
             .collect();
         let mut jobs = Vec::new();
+        let mut asked = Vec::new();
         for id in ids {
             if !self.polled_only(id) {
                 self.poll_node(id);
-            } else if let Some(job) = self.poll_job(id) {
-                // (A look under way may have begun before the barrier:
-                // this one overtakes it.)
-                jobs.push(job);
+            } else if let Some((token, job)) = self.poll_job(id) {
+                // (A look under way may have begun before the barrier: the
+                // barrier waits for the one that follows it.)
+                asked.push((id, token));
+                jobs.extend(job);
             }
         }
-        let asked: Vec<(DirId, u64)> = jobs.iter().map(|j| (j.dir, j.token)).collect();
         self.scan(jobs);
         asked
             .into_iter()
@@ -291,7 +317,7 @@ impl Engine {
             if !self.watch_node(id, false, &specs) {
                 break; // still no room: it stays polled
             }
-            // A last poll, against the signatures it had.
+            // A last poll, against the picture it had.
             self.poll_node(id);
             self.polls.watched(id);
         }

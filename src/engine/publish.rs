@@ -304,6 +304,9 @@ impl Publisher {
     /// The engine stopped for good.
     pub(super) fn stopped(&mut self, reason: String) {
         trace::event!(INFO, reason = %reason, "engine stopped");
+        // Under the statuses' lock: a waiter between its look and its wait
+        // (`Shared::wait_for`) cannot miss the end.
+        let _statuses = self.shared.statuses.lock();
         *self.shared.dead.lock() = Some(reason);
         self.shared.changed.notify_all();
     }

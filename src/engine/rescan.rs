@@ -25,9 +25,9 @@ use crate::index::{DirId, SpecId};
 pub(super) struct Rescans {
     every: HashMap<SpecId, Duration>,
     next: HashMap<SpecId, Instant>,
-    /// Signatures of the entries of directories some rescanning spec
-    /// covers, from the last rescan and the events since.
-    sigs: HashMap<DirId, Picture>,
+    /// Pictures of the directories some rescanning spec covers, from the
+    /// last rescan and the events since.
+    pictures: HashMap<DirId, Picture>,
     missed: HashMap<SpecId, u64>,
     touched: Vec<SpecId>,
 }
@@ -48,7 +48,7 @@ impl Rescans {
 
     /// Directory `id` left the index.
     pub(super) fn forget_dir(&mut self, id: DirId) {
-        self.sigs.remove(&id);
+        self.pictures.remove(&id);
     }
 
     pub(super) fn next_deadline(&self) -> Option<Instant> {
@@ -72,12 +72,12 @@ impl Rescans {
 
     /// Whether events in directory `id` must keep its signatures.
     pub(super) fn tracks(&self, id: DirId) -> bool {
-        !self.sigs.is_empty() && self.sigs.contains_key(&id)
+        !self.pictures.is_empty() && self.pictures.contains_key(&id)
     }
 
     /// An event's look at `id/name` found `sig` (`None`: nothing there).
     pub(super) fn saw(&mut self, id: DirId, name: &OsStr, sig: Option<Sig>) {
-        if let Some(s) = self.sigs.get_mut(&id) {
+        if let Some(s) = self.pictures.get_mut(&id) {
             s.set(name, sig);
         }
     }
@@ -92,12 +92,12 @@ impl Rescans {
     /// The picture of rescanned directory `id`: the last rescan's, kept
     /// current by events (`None`: not rescanned yet).
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
-        self.sigs.get(&id)
+        self.pictures.get(&id)
     }
 
     /// The picture of `id` after a rescan.
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
-        self.sigs.insert(id, picture);
+        self.pictures.insert(id, picture);
     }
 
     /// Changes the OS did not report, found by `sid`'s rescans.
@@ -140,14 +140,14 @@ mod tests {
     fn events_keep_the_signatures_of_tracked_directories_only() {
         let mut r = Rescans::default();
         assert!(!r.tracks(1));
-        r.sigs.insert(1, Picture::default());
+        r.pictures.insert(1, Picture::default());
         assert!(r.tracks(1) && !r.tracks(2));
         r.saw(1, OsStr::new("a"), Some(Sig::UNKNOWN));
         r.saw(2, OsStr::new("a"), Some(Sig::UNKNOWN));
-        assert_eq!(r.sigs[&1].entries().len(), 1);
-        assert!(!r.sigs.contains_key(&2));
+        assert_eq!(r.pictures[&1].entries().len(), 1);
+        assert!(!r.pictures.contains_key(&2));
         r.saw(1, OsStr::new("a"), None);
-        assert!(r.sigs[&1].entries().is_empty());
+        assert!(r.pictures[&1].entries().is_empty());
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! it). The OS reports a watcher's events in order, so once every cookie
 //! has come back through the inbox every event before it has been handled;
 //! at the end of that pass the spec's polled directories are polled once
-//! more, its links looked at again, its open batch closed, and the caller
-//! answered. A cookie that cannot be created costs a rescan of its root
+//! more (those without an OS watch on the scanner: the barrier is parked
+//! until those looks are applied, in a later pass), its links looked at
+//! again, its open batch closed, and the caller answered. A cookie that cannot be created costs a rescan of its root
 //! instead. Cookies are removed before the answer and never indexed.
 
 use std::collections::BTreeSet;
@@ -80,9 +81,9 @@ impl Syncs {
     }
 
     /// Whether some barrier waits for cookies a read may find (an apply
-    /// guard's are gone as soon as made).
+    /// guard's are gone as soon as made; a parked one waits for looks).
     pub(super) fn waiting(&self) -> bool {
-        self.waits.iter().any(|w| !w.guard)
+        self.waits.iter().any(|w| !w.guard && !w.parked)
     }
 
     /// Counts the cookies found; takes the waits whose cookies are all
@@ -301,7 +302,9 @@ impl Engine {
     /// The barriers whose cookies have all been seen, made complete: the
     /// spec's polled directories polled once more (they have no events to
     /// wait for) and its links looked at again (a link's target can change
-    /// without an event). Their batches are closed by the caller.
+    /// without an event). Their batches are closed by the caller. One that
+    /// handed looks to the scanner is parked, and returned here (ready) in
+    /// the pass that applies the last of them.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
         let polls = &self.polls;
         let scanned = self.syncs.take_scanned(|id, t| polls.done(id, t));

@@ -343,7 +343,7 @@ impl Engine {
         Some(Covered {
             id,
             path: node.path().clone(),
-            // A polled directory's signatures are taken when it is
+            // A polled directory's first picture is taken when it is
             // filled: its read must come just before, not a batch ago.
             batched: watched && !node.complete() && !self.polls.contains(id),
             specs,

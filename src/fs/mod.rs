@@ -475,9 +475,14 @@ pub(crate) struct Scan {
 
 /// Reads directory `dir` and stats every entry (`follow`: `dir` may be a
 /// symlink to a directory; entries are never followed). An entry that
-/// vanishes between the read and its `stat` is left out; any other error
+/// vanishes between the read and its `stat` is left out; one that cannot
+/// be `stat`ed for another reason (`EIO`, `ESTALE` on a network file
+/// system, `EACCES` in a directory that can be listed but not searched)
+/// is kept with the listing's type and [`Sig::UNKNOWN`]'s other fields: it
+/// is not lost, and once it can be `stat`ed again it counts as written (a
+/// spurious `Modified` at worst). An error reading the directory itself
 /// fails the whole scan, so that the caller keeps what it saw before and
-/// tries again (`EIO`, `ESTALE` on network file systems).
+/// tries again.
 ///
 /// Linux: `getdents64` and `fstatat` relative to the directory's
 /// descriptor, as `find` does: no path is resolved twice.
@@ -493,7 +498,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     }
     let ident = (st.st_dev, st.st_ino);
     let mut entries = Vec::new();
-    each_entry(&fd, |name, _| {
+    each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
         // fill.
         let rc = unsafe {
@@ -506,11 +511,27 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
         };
         if rc < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::NotFound {
-                Ok(()) // vanished since the read
-            } else {
-                Err(e)
+            if e.kind() == io::ErrorKind::NotFound {
+                return Ok(()); // vanished since the read
+            }
+            // Listed but not `stat`able now (EIO, EACCES, ...): kept, with
+            // the type the listing gave and a signature no entry has, so
+            // that it is neither lost nor the whole directory unread, and
+            // is compared afresh once it can be `stat`ed.
+            let kind = match d_type {
+                libc::DT_DIR => FileType::Dir,
+                libc::DT_REG => FileType::File,
+                libc::DT_LNK => FileType::Symlink,
+                _ => FileType::Other,
             };
+            entries.push((
+                OsStr::from_bytes(name.to_bytes()).to_os_string(),
+                Sig {
+                    kind,
+                    ..Sig::UNKNOWN
+                },
+            ));
+            return Ok(());
         }
         let kind = match st.st_mode & libc::S_IFMT {
             libc::S_IFDIR => FileType::Dir,
@@ -607,9 +628,17 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     );
     let mut entries = Vec::new();
     for name in names {
-        // One that vanished since the read is left out.
-        if let Some(sig) = sig_of(&dir.join(&name)) {
-            entries.push((name, sig));
+        // One that vanished since the read is left out; one that cannot be
+        // `stat`ed now is kept with a signature no entry has (see the
+        // Linux version).
+        match std::fs::symlink_metadata(dir.join(&name)) {
+            Ok(_) => {
+                if let Some(sig) = sig_of(&dir.join(&name)) {
+                    entries.push((name, sig));
+                }
+            }
+            Err(e) if gone(&e) => {}
+            Err(_) => entries.push((name, Sig::UNKNOWN)),
         }
     }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
