@@ -139,11 +139,13 @@
 //!   file system, judged by the root's own file system when it is
 //!   attached: another mount further below a root is not detected (give
 //!   it a spec of its own, or choose `Poll`).
-//! - Polling chosen per spec (or by `Auto`) runs on the engine's thread:
-//!   a network mount that hangs holds up every spec of that manager. Give
-//!   such storage a manager of its own, or build one with
-//!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`, whose scans run
-//!   on a thread of their own.
+//! - Polling chosen per spec (or by `Auto`) looks at directories on one
+//!   scanner thread per manager: a network mount that hangs never holds up
+//!   the engine (events, statuses, the barriers of specs that poll
+//!   nothing go on), but the looks at other polled directories wait behind
+//!   the hung one, and a `sync` that needs them times out. Give storage
+//!   that may hang a manager of its own (or build one with
+//!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`).
 //! - A poll compares each entry's type, size, mtime and ctime (to the
 //!   nanosecond) and inode: a file rewritten with the same size within the
 //!   file system's timestamp granularity and put back under the same inode
