@@ -51,6 +51,7 @@ use crate::choice::Backend;
 
 #[cfg(test)]
 pub(crate) mod fake;
+mod marks;
 #[cfg(target_os = "linux")]
 pub(crate) mod native;
 pub(crate) mod poll;
@@ -324,6 +325,13 @@ pub(crate) struct ReaderPause {
 }
 
 impl ReaderPause {
+    #[cfg_attr(
+        not(any(test, feature = "test-hooks", target_os = "linux")),
+        expect(
+            dead_code,
+            reason = "only the test hooks pause a reader off Linux (inotify's reader checks the switch itself)"
+        )
+    )]
     pub(crate) fn set(&self, paused: bool) {
         let mut held = self.held.lock();
         *self.paused.lock() = paused;

@@ -13,9 +13,11 @@ use std::time::SystemTime;
 use crate::change::FileType;
 
 mod picture;
+mod sig;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
+pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of};
 
 /// What tells two directories apart: device and inode (on Windows, volume
 /// serial number and file index).
@@ -196,6 +198,19 @@ fn staged_read_failure(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// The type a directory entry's `d_type` gives; `None` for `DT_UNKNOWN`
+/// (a file system that does not say: ask `lstat`).
+#[cfg(target_os = "linux")]
+pub(super) fn d_type_kind(d_type: u8) -> Option<FileType> {
+    match d_type {
+        libc::DT_UNKNOWN => None,
+        libc::DT_DIR => Some(FileType::Dir),
+        libc::DT_REG => Some(FileType::File),
+        libc::DT_LNK => Some(FileType::Symlink),
+        _ => Some(FileType::Other),
+    }
+}
+
 /// Reads a directory's entries (types from `d_type` where the file system
 /// gives them). Sync cookies are left out and their paths put in `cookies`.
 ///
@@ -219,15 +234,12 @@ pub(crate) fn read_listing(
             cookies.push(dir.join(name));
             return Ok(());
         }
-        let ft = match d_type {
-            libc::DT_DIR => FileType::Dir,
-            libc::DT_REG => FileType::File,
-            libc::DT_LNK => FileType::Symlink,
-            libc::DT_UNKNOWN => match lstat_type(&dir.join(name)) {
+        let ft = match d_type_kind(d_type) {
+            Some(t) => t,
+            None => match lstat_type(&dir.join(name)) {
                 Ok(Some(t)) => t,
                 _ => return Ok(()),
             },
-            _ => FileType::Other,
         };
         out.push((name.to_os_string(), ft));
         Ok(())
@@ -421,140 +433,6 @@ fn ctime_from(secs: i64, nanos: i64) -> SystemTime {
     }
 }
 
-/// What a poll compares to tell that an entry changed without an OS event:
-/// type, size, modification and change times to the nanosecond, inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Sig {
-    pub kind: FileType,
-    pub size: u64,
-    pub mtime: (i64, i64),
-    pub ctime: (i64, i64),
-    pub ino: u64,
-}
-
-impl Sig {
-    /// The signature of an entry that could not be `stat`ed: unlike any
-    /// real one, so that whatever is found there next counts as changed
-    /// and replaced.
-    pub(crate) const UNKNOWN: Sig = Sig {
-        kind: FileType::Other,
-        size: u64::MAX,
-        mtime: (i64::MIN, 0),
-        ctime: (i64::MIN, 0),
-        ino: 0,
-    };
-
-    /// Whether `self` (before) and `now` differ in what says an entry was
-    /// written or replaced. For a directory only its type and inode count:
-    /// its times move whenever an entry comes or goes, which its own poll
-    /// reports.
-    pub(crate) fn changed(&self, now: &Sig) -> bool {
-        if self.kind == FileType::Dir && now.kind == FileType::Dir {
-            self.ino != now.ino
-        } else {
-            self != now
-        }
-    }
-
-    /// Whether the entry was replaced (another inode or type), rather than
-    /// written in place.
-    pub(crate) fn replaced(&self, now: &Sig) -> bool {
-        self.ino != now.ino || self.kind != now.kind
-    }
-}
-
-/// What one poll of a directory sees.
-#[derive(Debug)]
-pub(crate) struct Scan {
-    /// The directory's own identity (device, inode).
-    pub ident: (u64, u64),
-    /// Every entry with its signature, sorted by name; sync cookies
-    /// included (a poll must see them come).
-    pub entries: Vec<(OsString, Sig)>,
-}
-
-/// Reads directory `dir` and stats every entry (`follow`: `dir` may be a
-/// symlink to a directory; entries are never followed). An entry that
-/// vanishes between the read and its `stat` is left out; one that cannot
-/// be `stat`ed for another reason (`EIO`, `ESTALE` on a network file
-/// system, `EACCES` in a directory that can be listed but not searched)
-/// is kept with the listing's type and [`Sig::UNKNOWN`]'s other fields: it
-/// is not lost, and once it can be `stat`ed again it counts as written (a
-/// spurious `Modified` at worst). An error reading the directory itself
-/// fails the whole scan, so that the caller keeps what it saw before and
-/// tries again.
-///
-/// Linux: `getdents64` and `fstatat` relative to the directory's
-/// descriptor, as `find` does: no path is resolved twice.
-#[cfg(target_os = "linux")]
-pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    let fd = open_dir(dir, follow)?;
-    // SAFETY: fstat fills the struct it is given.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let ident = (st.st_dev, st.st_ino);
-    let mut entries = Vec::new();
-    each_entry(&fd, |name, d_type| {
-        // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
-        // fill.
-        let rc = unsafe {
-            libc::fstatat(
-                fd.as_raw_fd(),
-                name.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::NotFound {
-                return Ok(()); // vanished since the read
-            }
-            // Listed but not `stat`able now (EIO, EACCES, ...): kept, with
-            // the type the listing gave and a signature no entry has, so
-            // that it is neither lost nor the whole directory unread, and
-            // is compared afresh once it can be `stat`ed.
-            let kind = match d_type {
-                libc::DT_DIR => FileType::Dir,
-                libc::DT_REG => FileType::File,
-                libc::DT_LNK => FileType::Symlink,
-                _ => FileType::Other,
-            };
-            entries.push((
-                OsStr::from_bytes(name.to_bytes()).to_os_string(),
-                Sig {
-                    kind,
-                    ..Sig::UNKNOWN
-                },
-            ));
-            return Ok(());
-        }
-        let kind = match st.st_mode & libc::S_IFMT {
-            libc::S_IFDIR => FileType::Dir,
-            libc::S_IFREG => FileType::File,
-            libc::S_IFLNK => FileType::Symlink,
-            _ => FileType::Other,
-        };
-        entries.push((
-            OsStr::from_bytes(name.to_bytes()).to_os_string(),
-            Sig {
-                kind,
-                size: st.st_size as u64,
-                mtime: (st.st_mtime, st.st_mtime_nsec),
-                ctime: (st.st_ctime, st.st_ctime_nsec),
-                ino: st.st_ino,
-            },
-        ));
-        Ok(())
-    })?;
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { ident, entries })
-}
-
 /// The identity (device, inode) of the directory at `dir` (`follow`: `dir`
 /// may be a symlink to one); "not a directory" for anything else.
 pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<DirIdent> {
@@ -579,114 +457,6 @@ pub(crate) fn identity(dir: &Path, follow: bool) -> io::Result<DirIdent> {
     Ok(ident)
 }
 
-/// Reads directory `dir` with every entry's signature (see the Linux
-/// version). Windows' listing carries them, but NTFS brings a directory
-/// entry's size and times up to date lazily (when a handle closes): a
-/// file's signature comes from its own handle, so that a log written
-/// through a handle kept open is seen. One that vanished since the
-/// listing is left out.
-#[cfg(windows)]
-pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
-    let listing = windows::list(dir, follow)?;
-    let mut entries: Vec<(OsString, Sig)> = Vec::with_capacity(listing.entries.len());
-    for (name, listed) in listing.entries {
-        let s = if listed.kind == FileType::File {
-            match windows::stat(&dir.join(&name), false) {
-                Ok(s) => s,
-                Err(e) if gone(&e) => continue,
-                Err(_) => listed,
-            }
-        } else {
-            listed
-        };
-        let sig = Sig {
-            kind: s.kind,
-            size: s.size,
-            mtime: s.mtime,
-            ctime: s.ctime,
-            ino: s.ident.1,
-        };
-        entries.push((name, sig));
-    }
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan {
-        ident: listing.ident,
-        entries,
-    })
-}
-
-/// Reads directory `dir` and stats every entry (see the Linux version).
-#[cfg(not(any(target_os = "linux", windows)))]
-pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
-    let ident = identity(dir, follow)?;
-    let mut cookies = Vec::new();
-    let listing = read_listing(dir, &mut cookies)?;
-    let names = listing.into_iter().map(|(n, _)| n).chain(
-        cookies
-            .iter()
-            .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
-    );
-    let mut entries = Vec::new();
-    for name in names {
-        // One that vanished since the read is left out; one that cannot be
-        // `stat`ed now is kept with a signature no entry has (see the
-        // Linux version).
-        match std::fs::symlink_metadata(dir.join(&name)) {
-            Ok(_) => {
-                if let Some(sig) = sig_of(&dir.join(&name)) {
-                    entries.push((name, sig));
-                }
-            }
-            Err(e) if gone(&e) => {}
-            Err(_) => entries.push((name, Sig::UNKNOWN)),
-        }
-    }
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { ident, entries })
-}
-
-/// The stat signature of an entry (polled directories only).
-/// A hash of the content of file `path` (`None`: unreadable, or larger
-/// than [`MAX_HASHED`]).
-pub(crate) fn content_hash(path: &Path) -> Option<u64> {
-    use std::hash::Hasher;
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut total = 0u64;
-    loop {
-        let n = f.read(&mut buf).ok()?;
-        if n == 0 {
-            return Some(h.finish());
-        }
-        total += n as u64;
-        if total > MAX_HASHED {
-            return None;
-        }
-        h.write(&buf[..n]);
-    }
-}
-
-/// Files larger than this are never hashed (their signature alone counts).
-pub(crate) const MAX_HASHED: u64 = 64 * 1024 * 1024;
-
-/// How coarse a file system's timestamps may be: an entry written less
-/// than this before a look may be written again without its mtime moving
-/// (FAT counts in 2 s steps; ext3 and many NFS servers in seconds).
-pub(crate) const COARSE_TIME: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Whether a file with `mtime` may change, after a look at `looked`,
-/// without its timestamps showing it ("racily clean", as git says): its
-/// mtime is within [`COARSE_TIME`] of the look.
-pub(crate) fn racy(mtime: (i64, i64), looked: SystemTime) -> bool {
-    let Ok(l) = looked.duration_since(SystemTime::UNIX_EPOCH) else {
-        return true;
-    };
-    let l = l.saturating_sub(COARSE_TIME);
-    (mtime.0, mtime.1) >= (l.as_secs() as i64, i64::from(l.subsec_nanos()))
-}
-
 /// The text of a small file (an ignore file): `None` if it is missing,
 /// unreadable, not UTF-8, or larger than `max` bytes.
 pub(crate) fn read_small(path: &Path, max: u64) -> Option<String> {
@@ -705,32 +475,6 @@ pub(crate) fn blocked_by(path: &Path) -> Option<PathBuf> {
         .skip(1)
         .find(|a| std::fs::symlink_metadata(a).is_ok())?;
     (!is_dir_following(existing)).then(|| existing.to_path_buf())
-}
-
-pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(path).ok()?;
-        Some(Sig {
-            kind: file_type_of(m.file_type()),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-            ino: m.ino(),
-        })
-    }
-    #[cfg(windows)]
-    {
-        let s = windows::stat(path, false).ok()?;
-        Some(Sig {
-            kind: s.kind,
-            size: s.size,
-            mtime: s.mtime,
-            ctime: s.ctime,
-            ino: s.ident.1,
-        })
-    }
 }
 
 /// Whether `path` is a directory, following symlinks.

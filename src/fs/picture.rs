@@ -13,7 +13,7 @@
 //! are not listed as modified: the picture's names say so.
 //!
 //! [`scan_dir`]: super::scan_dir
-//! [`COARSE_TIME`]: super::COARSE_TIME
+//! [`COARSE_TIME`]: super::sig::COARSE_TIME
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
