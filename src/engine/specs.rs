@@ -541,7 +541,7 @@ impl Engine {
         {
             self.rescans.add(sid, every, self.clock.now());
         }
-        self.walk_begins(sid);
+        self.walk.begin(sid, self.clock.now());
         for root in &roots {
             self.attach_root(sid, root, false);
         }
