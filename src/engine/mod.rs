@@ -59,6 +59,7 @@ use crate::stats::Stats;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
+mod following;
 mod forget;
 mod ignore_files;
 mod links;
