@@ -56,6 +56,7 @@ use crate::index::Index;
 use crate::spec::{Backend, WatchSpec};
 use crate::stats::Stats;
 
+mod attaching;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
