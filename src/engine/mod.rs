@@ -70,6 +70,7 @@ mod polling;
 mod problems;
 mod progress;
 mod publish;
+mod publishing;
 mod recovery;
 mod rescan;
 mod rescanning;
