@@ -56,7 +56,9 @@ use crate::index::Index;
 use crate::spec::{Backend, WatchSpec};
 use crate::stats::Stats;
 
+mod applying;
 mod attaching;
+mod batching;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
