@@ -65,6 +65,7 @@ mod events;
 mod following;
 mod forget;
 mod ignore_files;
+mod ignoring;
 mod links;
 mod modes;
 mod poll;
