@@ -167,7 +167,7 @@ impl Engine {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
                 } else if child.is_some_and(|c| self.recovery.retrying(c)) {
-                    self.retry_all_now();
+                    self.recovery.all_now(self.clock.now());
                 }
             }
             (Some(_), Some(t)) => {
