@@ -82,6 +82,7 @@ mod retrying;
 mod roots;
 mod specs;
 mod sync;
+mod syncing;
 #[cfg(test)]
 mod tests;
 pub(crate) mod trace;
@@ -472,7 +473,7 @@ impl Engine {
         self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
-        self.flush_batches(&sync::specs_of(&synced));
+        self.flush_batches(&syncing::specs_of(&synced));
         self.publish();
         // Before the answers: a caller of `sync` finds the engine settled.
         self.trim_if_idle();
