@@ -226,9 +226,7 @@ fn only_the_io_layer_touches_the_os() {
 /// Inside the engine, steps call owners and owners never call steps
 /// (ARCHITECTURE.md, "Who owns what"): an owner's file holds its state and
 /// the methods on it, and no `impl Engine` (a method there could call any
-/// step). The owners whose files still hold steps are listed: the list may
-/// only shrink (a file that no longer holds any must leave it, and a new
-/// owner may not join it).
+/// step).
 #[test]
 fn engine_owners_hold_no_steps() {
     const OWNERS: [&str; 12] = [
@@ -245,24 +243,14 @@ fn engine_owners_hold_no_steps() {
         "sync",
         "progress",
     ];
-    // Still to be split (their steps moved to a step file, as `poll.rs`'s
-    // went to `polling.rs` and `rescan.rs`'s to `rescanning.rs`).
-    const STILL_MIXED: [&str; 1] = ["watches"];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
     for owner in OWNERS {
         let f = dir.join(format!("{owner}.rs"));
         let steps = code(&f).contains("\nimpl Engine");
-        if STILL_MIXED.contains(&owner) {
-            assert!(
-                steps,
-                "src/engine/{owner}.rs holds no steps any more: take it off STILL_MIXED"
-            );
-        } else {
-            assert!(
-                !steps,
-                "src/engine/{owner}.rs owns state and holds steps (`impl Engine`): \
-                 move them to a step file; owners never call steps"
-            );
-        }
+        assert!(
+            !steps,
+            "src/engine/{owner}.rs owns state and holds steps (`impl Engine`): \
+             move them to a step file; owners never call steps"
+        );
     }
 }

@@ -275,7 +275,7 @@ impl Engine {
         };
         match self.watches.watch_of(cid) {
             // The OS hands back the same watch for the same directory.
-            Some(w) => !self.still_watched(path, w),
+            Some(w) => !self.watches.still_watched(path, w),
             None => true,
         }
     }

@@ -89,6 +89,7 @@ pub(crate) mod trace;
 mod tree;
 mod walk;
 mod watches;
+mod watching;
 
 pub(crate) use publish::Shared;
 
