@@ -30,14 +30,24 @@
 //! `trace.rs` holds the macros through which the owners emit `tracing`
 //! events (cargo feature `tracing`; nothing at all without it).
 //!
-//! `walk.rs` (covering a tree: watch, then read), `tree.rs` (entries
-//! added and removed, with what is below them), `events.rs`
-//! (what a hint leads to), `modes.rs` (how each root is watched, and
-//! what that asks of each directory), `polling.rs` (polls, on the
-//! scanner or here) and `rescanning.rs` (`rescan_every`'s rescans) own no
-//! state: they are the steps that ask the owners to change. Owners never
-//! call steps (`tests/layers.rs` checks it; some owners' files still hold
-//! steps, listed there).
+//! The steps own no state: they ask the owners to change. `walk.rs`
+//! (covering a tree: watch, then read; a first walk's progress),
+//! `tree.rs` (entries added and removed, with what is below them),
+//! `events.rs` (what a hint leads to), `modes.rs` (how each root is
+//! watched, and what that asks of each directory), `polling.rs` (polls,
+//! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
+//! `applying.rs` (specs created, replaced, deleted), `batching.rs`
+//! (changes routed into batches, batches closed), `attaching.rs` (roots
+//! attached, and again when their watching point changes),
+//! `following.rs` (symlinks looked at again), `ignoring.rs` (ignore files
+//! read and their changes applied), `publishing.rs` (status facts
+//! gathered), `retrying.rs` (retries with back-off), `rereading.rs`
+//! (directories read again and diffed; everything after an overflow),
+//! `syncing.rs` (sync barriers), `watching.rs` (OS watches asked for and
+//! let go of), `forget.rs` (what the owners forget), `check.rs` (the
+//! index's invariants, for tests) and this loop. Owners
+//! never call steps: no owner's file holds an `impl Engine` or names a
+//! step's module (`tests/layers.rs` checks it).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

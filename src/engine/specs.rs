@@ -9,7 +9,6 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::modes::RootMode;
 use super::trace;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::coalesce::Coalescer;
@@ -30,6 +29,15 @@ pub(super) struct SpecState {
     modes: Vec<RootMode>,
     /// Set by an apply until its cookies come back (see [`Guard`]).
     guard: Option<Guard>,
+}
+
+/// How one root is watched (decided in `modes.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RootMode {
+    pub status: RootStatus,
+    /// `Some`: the engine polls what is below the root at this interval
+    /// (no OS watch). `None`: the running backend watches it.
+    pub poll: Option<Duration>,
 }
 
 /// What an apply holds back: the OS hints queued before it describe writes
