@@ -9,8 +9,10 @@
 //! This target holds the tests of the HTTP routes, tenants, direct writes
 //! to the storage directory, traversal safety and the backend flags;
 //! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
-//! form, read-your-writes, `/health`, graceful shutdown) and `replicas`
-//! two servers on one storage directory; the helpers live beside them:
+//! form, read-your-writes, `/health`, graceful shutdown), `replicas`
+//! two servers on one storage directory, and `helm` Helm's own client
+//! against the server (helm-python-sdk; skipped, saying so, where it is
+//! not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
 //! (packages and indexes).
 #![cfg(unix)]
@@ -19,6 +21,7 @@ mod charts;
 mod client;
 #[path = "../common/mod.rs"]
 mod common;
+mod helm;
 mod replicas;
 mod server;
 mod serving;
