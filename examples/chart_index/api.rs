@@ -42,7 +42,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::SPEC;
-use crate::chart::{ChartMeta, parse_chart};
+use crate::chart::parse_chart;
 use crate::http::{
     READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, read_body, segments,
     timed_out, too_large, with_header,
@@ -111,6 +111,11 @@ impl Repo {
     /// applied that one. The index itself still changes only from batches.
     async fn barrier(self: &Arc<Self>) -> Result<u64, String> {
         let timeout = self.sync_timeout;
+        if timeout.is_zero() {
+            // Answering at once, as asked: whether the index shows the
+            // change by now is a race, so it is not claimed.
+            return Err("--sync-timeout 0: not waited for".into());
+        }
         let deadline = Instant::now() + timeout;
         let repo = Arc::clone(self);
         let synced = tokio::time::timeout_at(
@@ -448,7 +453,7 @@ fn store(
     package: &[u8],
     prov: Option<&[u8]>,
 ) -> Result<serde_json::Value, Reply> {
-    let chart: ChartMeta = parse_chart(package).map_err(|e| error(400, &e))?;
+    let (chart, _) = parse_chart(package).map_err(|e| error(400, &e))?;
     let key = names.join("/");
     let listed = repo
         .index

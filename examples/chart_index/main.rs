@@ -15,8 +15,11 @@
 //!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
 //!   Degraded phase's `"reason"` or the Failed phase's `"error"`.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
-//!   (`*.tgz`) directly in `DIR/<tenant>/`. Header `X-Index-Seq`: the `seq`
-//!   of the last change batch applied (0 before any).
+//!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
+//!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
+//!   JSON (which Helm reads first; see the `index` module). Header
+//!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
+//!   any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
 //!   `<file>.tgz.prov`: the provenance file uploaded with it.
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
@@ -24,7 +27,8 @@
 //!   provenance file in `prov`, optional): stored as
 //!   `DIR/<tenant>/<name>-<version>.tgz` (and `.tgz.prov`) (201
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
-//!   is not a chart, 413 above `--max-upload-mb`). Written to a `.upload-*`
+//!   is not a chart or not one Helm accepts, saying why: a version that is
+//!   not SemVer as Helm reads it, say; 413 above `--max-upload-mb`). Written to a `.upload-*`
 //!   file in the same directory, fsynced, then hard-linked to its name
 //!   (which fails if the name exists, so no upload replaces a package;
 //!   renamed where the file system has no hard links).
