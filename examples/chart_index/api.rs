@@ -1,100 +1,252 @@
 //! The chart repository's routes, for a tenant path of any depth (`org`,
 //! `org/team`, or none for the storage root):
 //!
+//! - `GET /health`: 200 `{"healthy":true}` while the watch is Watching;
+//!   503 with the phase and its reason otherwise;
 //! - `GET /<tenant>/index.yaml`: the index (header `X-Index-Seq`);
-//! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists;
-//! - `POST /api/<tenant>/charts`: stores a package (201, 409, 400, 413);
-//! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes it (200, 404).
+//! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists, and
+//!   `<file>.tgz.prov`, its provenance file, if one was uploaded with it;
+//! - `POST /api/<tenant>/charts`: stores a package, sent as the body or
+//!   as helm-push's multipart form (fields `chart` and, optionally,
+//!   `prov`) (201, 409, 400, 413);
+//! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes it and its
+//!   provenance file (200, 404).
+//!
+//! The router is axum's, with one handler ([`dispatch`]) for every path:
+//! a tenant is any number of segments before a fixed ending (`index.yaml`,
+//! `charts/<file>`), which route patterns cannot express, and a `%2F`
+//! inside a segment must stay refused rather than become a `/`. So the
+//! path is split into segments percent-decoded exactly once
+//! ([`segments`]) and matched here.
 //!
 //! Uploads and deletes only write to the storage directory: the index
-//! learns of them from the watch, like any other writer's.
+//! learns of them from the watch, like any other writer's. They answer
+//! once this replica's index shows the change (read-your-writes, see
+//! [`Repo::barrier`]).
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::chart::parse_chart;
-use crate::http::{Conn, Head, Reply, read_body, segments};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::response::IntoResponse;
+use serde_json::json;
+use specwatch::{ChangesSince, Manager, Phase, Seq};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::SPEC;
+use crate::chart::{ChartMeta, parse_chart};
+use crate::http::{
+    READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, read_body, segments,
+    timed_out, too_large, with_header,
+};
 use crate::index::{Index, render_index};
 use crate::storage::{
     FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
     sync_dir,
 };
 
-/// What the routes share: the storage root and its index.
-pub struct State {
+/// A provenance file (a PGP-signed text of a few KiB) may be this large.
+const MAX_PROV_BYTES: u64 = 1 << 20;
+/// A multipart form's own bytes (boundaries, part headers, other fields)
+/// beside its chart and provenance file.
+const MAX_FORM_OVERHEAD: u64 = 64 << 10;
+
+/// What the routes share: the storage root, its index, the watch.
+pub struct Repo {
     /// The storage directory, canonical.
     pub root: PathBuf,
-    pub index: RwLock<Index>,
-    /// The largest upload accepted, in bytes.
+    /// The index, written by the thread that applies the watch's batches.
+    pub index: Arc<RwLock<Index>>,
+    /// The watch of `root` (spec [`SPEC`]): its phase for `/health`, its
+    /// sync barrier for read-your-writes.
+    manager: Arc<Manager>,
+    /// The `seq` of the last batch the index has applied (0 before any),
+    /// sent by the thread that applies them.
+    applied: watch::Receiver<u64>,
+    /// The largest package accepted, in bytes.
     max_upload: u64,
+    /// How long an upload or delete waits for the index to show it.
+    sync_timeout: Duration,
     /// Uploads so far (names temporary files uniquely).
     uploads: AtomicU64,
 }
 
-impl State {
-    pub fn new(root: PathBuf, index: Index, max_upload: u64) -> State {
-        State {
+impl Repo {
+    pub fn new(
+        root: PathBuf,
+        index: Arc<RwLock<Index>>,
+        manager: Arc<Manager>,
+        applied: watch::Receiver<u64>,
+        max_upload: u64,
+        sync_timeout: Duration,
+    ) -> Repo {
+        Repo {
             root,
-            index: RwLock::new(index),
+            index,
+            manager,
+            applied,
             max_upload,
+            sync_timeout,
             uploads: AtomicU64::new(0),
         }
     }
+
+    /// Read-your-writes: waits until the index shows every change made to
+    /// the storage directory before the call, and returns the `seq` it has
+    /// applied; or says why not within the sync timeout.
+    ///
+    /// [`Manager::sync`] (a cookie barrier, blocking: run on tokio's
+    /// blocking pool) returns once every earlier change has been delivered
+    /// to subscribers; the newest batch of the watch is then the journal's
+    /// ([`Manager::changes_since`] says through which seq it goes), and the
+    /// index shows the change once the thread that applies batches has
+    /// applied that one. The index itself still changes only from batches.
+    async fn barrier(self: &Arc<Self>) -> Result<u64, String> {
+        let timeout = self.sync_timeout;
+        let deadline = Instant::now() + timeout;
+        let repo = Arc::clone(self);
+        let synced = tokio::time::timeout_at(
+            deadline,
+            tokio::task::spawn_blocking(move || repo.manager.sync(SPEC, timeout)),
+        )
+        .await;
+        match synced {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => return Err(format!("sync barrier: {e}")),
+            Ok(Err(e)) => return Err(format!("sync barrier: {e}")),
+            Err(_) => return Err(format!("sync barrier: not passed within {timeout:?}")),
+        }
+        let through = match self.manager.changes_since(SPEC, Seq(0)) {
+            Ok(ChangesSince::Changes { through, .. } | ChangesSince::Resync { through, .. }) => {
+                through.0
+            }
+            Ok(_) => return Err("the journal gave no seq".into()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let mut applied = self.applied.clone();
+        match tokio::time::timeout_at(deadline, applied.wait_for(|s| *s >= through)).await {
+            Ok(Ok(seq)) => Ok(*seq),
+            Ok(Err(_)) => Err("the index stopped following the watch".into()),
+            Err(_) => Err(format!(
+                "the index had not applied batch {through} within {timeout:?}"
+            )),
+        }
+    }
+
+    /// The answer to a write (`fields` and `"indexed"`), once the index
+    /// shows it or the barrier gave up (then `"indexed":false` and a
+    /// `"warning"` saying why). Header `X-Index-Seq`: the batch the index
+    /// had applied when answering.
+    async fn answer_write(self: &Arc<Self>, status: u16, mut fields: serde_json::Value) -> Reply {
+        let barrier = self.barrier().await;
+        fields["indexed"] = json!(barrier.is_ok());
+        if let Err(why) = &barrier {
+            eprintln!("chart_index: answering before the index shows the change: {why}");
+            fields["warning"] = json!(format!(
+                "stored, but this replica's index may not show it yet: {why}"
+            ));
+        }
+        let seq = *self.applied.borrow();
+        with_header(json(status, &fields), "X-Index-Seq", &seq.to_string())
+    }
+}
+
+/// The server's routes over `repo`.
+pub fn router(repo: Arc<Repo>) -> Router {
+    // The multipart extractor reads at most this much of a form in all.
+    let form_limit = repo.max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
+    Router::new()
+        .fallback(dispatch)
+        .layer(DefaultBodyLimit::max(
+            usize::try_from(form_limit).unwrap_or(usize::MAX),
+        ))
+        .with_state(repo)
 }
 
 impl FsError {
     /// The answer to a request that met this error on `what`.
     fn reply(self, what: &str) -> Reply {
         match self {
-            FsError::Missing => Reply::error(404, &format!("no such {what}")),
-            FsError::Refused(why) => Reply::error(400, &why),
-            FsError::Io(e) => Reply::error(500, &e.to_string()),
+            FsError::Missing => error(404, &format!("no such {what}")),
+            FsError::Refused(why) => error(400, &why),
+            FsError::Io(e) => error(500, &e.to_string()),
         }
     }
 }
 
 /// Tenant names from URL segments: each must be a plain name.
-fn tenant_of(segs: &[String]) -> Result<Vec<&str>, Reply> {
+fn tenant_of(segs: &[String]) -> Result<Vec<String>, Reply> {
     segs.iter()
         .map(|s| {
             if safe_name(s) {
-                Ok(s.as_str())
+                Ok(s.clone())
             } else {
-                Err(Reply::error(
-                    400,
-                    &format!("{s:?} is not a valid tenant name"),
-                ))
+                Err(error(400, &format!("{s:?} is not a valid tenant name")))
             }
         })
         .collect()
 }
 
-/// Answers one request.
-pub fn route(state: &State, head: &Head, conn: &mut Conn) -> Reply {
-    let segs = match segments(&head.target) {
+fn strs(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
+}
+
+/// Runs blocking file system work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Reply> + Send + 'static,
+) -> Result<T, Reply> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(error(500, &format!("the request's worker failed: {e}"))))
+}
+
+/// Answers every request.
+async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
+    if let Some(refused) = check_head(&req) {
+        return refused;
+    }
+    let segs = match segments(req.uri().path()) {
         Ok(s) => s,
         Err(r) => return r,
     };
     let n = segs.len();
     let last = segs.last().map_or("", String::as_str);
+    let is_health = n == 1 && last == "health";
     let is_index = last == "index.yaml";
-    let is_package = n >= 2 && segs[n - 2] == "charts" && last.ends_with(".tgz");
+    let in_charts = n >= 2 && segs[n - 2] == "charts";
+    let is_package = in_charts && (last.ends_with(".tgz") || last.ends_with(".tgz.prov"));
     let is_upload = n >= 2 && segs[0] == "api" && last == "charts";
     let is_delete = n >= 4 && segs[0] == "api" && segs[n - 3] == "charts";
-    let method = head.method.as_str();
+    let method = req.method().clone();
     let result = match method {
-        "GET" | "HEAD" if is_index => get_index(state, &segs[..n - 1]),
-        "GET" | "HEAD" if is_package => get_package(state, &segs[..n - 2], last),
-        "POST" if is_upload => upload(state, &segs[1..n - 1], head, conn),
-        "DELETE" if is_delete => delete(state, &segs[1..n - 3], &segs[n - 2], last),
+        Method::GET | Method::HEAD if is_health => Ok(health(&repo)),
+        Method::GET | Method::HEAD if is_index => get_index(&repo, &segs[..n - 1]),
+        Method::GET | Method::HEAD if is_package => {
+            let (tenant, file) = (segs[..n - 2].to_vec(), last.to_owned());
+            let repo = Arc::clone(&repo);
+            blocking(move || get_package(&repo, &tenant, &file)).await
+        }
+        Method::POST if is_upload => upload(&repo, &segs[1..n - 1], req).await,
+        Method::DELETE if is_delete => {
+            let (tenant, name, version) = (segs[1..n - 3].to_vec(), segs[n - 2].clone(), last);
+            let version = version.to_owned();
+            let r = Arc::clone(&repo);
+            match blocking(move || delete(&r, &tenant, &name, &version)).await {
+                Ok(fields) => Ok(repo.answer_write(200, fields).await),
+                Err(e) => Err(e),
+            }
+        }
         _ => {
             let mut allow = Vec::new();
-            if is_index || is_package {
+            if is_health || is_index || is_package {
                 allow.push("GET, HEAD");
             }
             if is_upload {
@@ -104,60 +256,201 @@ pub fn route(state: &State, head: &Head, conn: &mut Conn) -> Reply {
                 allow.push("DELETE");
             }
             Err(if allow.is_empty() {
-                Reply::error(404, "no such route")
+                error(404, "no such route")
             } else {
-                Reply::error(405, &format!("{method} is not allowed here"))
-                    .with("Allow", allow.join(", "))
+                with_header(
+                    error(405, &format!("{method} is not allowed here")),
+                    "Allow",
+                    &allow.join(", "),
+                )
             })
         }
     };
     result.unwrap_or_else(|r| r)
 }
 
-fn get_index(state: &State, tenant: &[String]) -> Result<Reply, Reply> {
+/// 200 `{"healthy":true}` while the watch is Watching, else 503 with the
+/// phase (and the reason for Degraded, the error for Failed).
+fn health(repo: &Repo) -> Reply {
+    let unhealthy = |phase: &str, why: Option<(&str, &str)>| {
+        let mut body = json!({ "healthy": false, "phase": phase });
+        if let Some((key, text)) = why {
+            body[key] = json!(text);
+        }
+        json(503, &body)
+    };
+    match repo.manager.status(SPEC).map(|s| s.phase) {
+        Some(Phase::Watching) => json(200, &json!({ "healthy": true })),
+        Some(Phase::Degraded { reason }) => unhealthy("degraded", Some(("reason", &reason))),
+        Some(Phase::Failed { error }) => unhealthy("failed", Some(("error", &error))),
+        Some(Phase::Starting) => unhealthy("starting", None),
+        Some(other) => unhealthy(&other.to_string(), None),
+        None => unhealthy(
+            "none",
+            Some(("error", "the storage directory is not watched")),
+        ),
+    }
+}
+
+fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
     let key = tenant_of(tenant)?.join("/");
-    let index = state.index.read().unwrap_or_else(PoisonError::into_inner);
+    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
     let charts = index
         .tenants
         .get(&key)
-        .ok_or_else(|| Reply::error(404, &format!("no tenant /{key}")))?;
-    Ok(Reply::new(200, "application/x-yaml", render_index(charts))
-        .with("X-Index-Seq", index.seq.to_string()))
+        .ok_or_else(|| error(404, &format!("no tenant /{key}")))?;
+    let yaml = render_index(charts);
+    let seq = index.seq.to_string();
+    drop(index);
+    Ok(with_header(
+        ([(header::CONTENT_TYPE, "application/x-yaml")], yaml).into_response(),
+        "X-Index-Seq",
+        &seq,
+    ))
 }
 
-fn get_package(state: &State, tenant: &[String], file: &str) -> Result<Reply, Reply> {
+/// A package the index lists, or the provenance file beside one.
+fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Reply> {
     let names = tenant_of(tenant)?;
     if !safe_name(file) {
-        return Err(Reply::error(
-            400,
-            &format!("{file:?} is not a package name"),
-        ));
+        return Err(error(400, &format!("{file:?} is not a package name")));
     }
+    let package = file.strip_suffix(".prov").unwrap_or(file);
     let key = names.join("/");
-    let listed = state
+    let listed = repo
         .index
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .tenants
         .get(&key)
-        .is_some_and(|charts| charts.contains_key(file));
+        .is_some_and(|charts| charts.contains_key(package));
     if !listed {
-        return Err(Reply::error(404, &format!("no package {file} in /{key}")));
+        return Err(error(404, &format!("no package {package} in /{key}")));
     }
+    let what = if package == file {
+        "package"
+    } else {
+        "provenance file"
+    };
     let (mut f, meta) =
-        open_in_storage(&state.root, &names, file).map_err(|e| e.reply("package"))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+        open_in_storage(&repo.root, &strs(&names), file).map_err(|e| e.reply(what))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     f.read_to_end(&mut bytes)
-        .map_err(|e| Reply::error(500, &e.to_string()))?;
-    Ok(Reply::new(200, "application/gzip", bytes))
+        .map_err(|e| error(500, &e.to_string()))?;
+    let content_type = if package == file {
+        "application/gzip"
+    } else {
+        "application/pgp-signature"
+    };
+    Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }
 
-fn upload(state: &State, tenant: &[String], head: &Head, conn: &mut Conn) -> Result<Reply, Reply> {
-    let names = tenant_of(tenant)?;
-    let body = read_body(head, conn, state.max_upload)?;
-    let chart = parse_chart(&body).map_err(|e| Reply::error(400, &e))?;
+/// Whether the body is a multipart form (helm-push's upload).
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .get(..19)
+                .is_some_and(|t| t.eq_ignore_ascii_case("multipart/form-data"))
+        })
+}
+
+async fn upload(repo: &Arc<Repo>, tenant: &[String], req: Request) -> Result<Reply, Reply> {
+    let names = match tenant_of(tenant) {
+        Ok(n) => n,
+        Err(r) => {
+            let (parts, body) = req.into_parts();
+            drain(body, &parts.headers);
+            return Err(r);
+        }
+    };
+    let (package, prov) = if is_form(req.headers()) {
+        read_form(req, repo.max_upload).await?
+    } else {
+        let (parts, body) = req.into_parts();
+        let package = read_body(body, &parts.headers, "the package", repo.max_upload).await?;
+        (package, None)
+    };
+    let r = Arc::clone(repo);
+    let fields = blocking(move || store(&r, &names, &package, prov.as_deref())).await?;
+    Ok(repo.answer_write(201, fields).await)
+}
+
+/// helm-push's form: the package in field `chart`, its provenance file in
+/// `prov` (optional); other fields are read and ignored, as chartmuseum
+/// does. Each field is capped, and so is the whole form (413).
+async fn read_form(req: Request, max_upload: u64) -> Result<(Vec<u8>, Option<Vec<u8>>), Reply> {
+    let limit = max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
+    if declared_length(req.headers()).is_some_and(|n| n > limit) {
+        let (parts, body) = req.into_parts();
+        drain(body, &parts.headers);
+        return Err(too_large("the form", limit));
+    }
+    let form_error = |e: axum::extract::multipart::MultipartError| {
+        if e.status().as_u16() == 413 {
+            too_large("the form", limit)
+        } else {
+            error(
+                e.status().as_u16(),
+                &format!("reading the multipart form: {}", e.body_text()),
+            )
+        }
+    };
+    let mut form = Multipart::from_request(req, &())
+        .await
+        .map_err(|e| error(400, &format!("multipart form: {}", e.body_text())))?;
+    let (mut chart, mut prov) = (None, None);
+    loop {
+        let field = tokio::time::timeout(READ_TIMEOUT, form.next_field())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(form_error)?;
+        let Some(mut field) = field else { break };
+        let name = field.name().unwrap_or("").to_owned();
+        let mut other = None;
+        let (slot, what, cap) = match name.as_str() {
+            "chart" => (&mut chart, "the package", max_upload),
+            "prov" => (&mut prov, "the provenance file", MAX_PROV_BYTES),
+            _ => (&mut other, "a form field", limit),
+        };
+        if slot.is_some() {
+            return Err(error(400, &format!("the form has two {name:?} fields")));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = tokio::time::timeout(READ_TIMEOUT, field.chunk())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(form_error)?
+        {
+            if (bytes.len() + chunk.len()) as u64 > cap {
+                return Err(too_large(what, cap));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        *slot = Some(bytes);
+    }
+    let chart = chart.ok_or_else(|| {
+        error(
+            400,
+            "the multipart form has no \"chart\" field (the package, as helm cm-push sends it)",
+        )
+    })?;
+    Ok((chart, prov))
+}
+
+/// Stores a package (and its provenance file) as
+/// `<tenant>/<name>-<version>.tgz` (`.tgz.prov`); the fields of the 201.
+fn store(
+    repo: &Repo,
+    names: &[String],
+    package: &[u8],
+    prov: Option<&[u8]>,
+) -> Result<serde_json::Value, Reply> {
+    let chart: ChartMeta = parse_chart(package).map_err(|e| error(400, &e))?;
     let key = names.join("/");
-    let listed = state
+    let listed = repo
         .index
         .read()
         .unwrap_or_else(PoisonError::into_inner)
@@ -168,69 +461,98 @@ fn upload(state: &State, tenant: &[String], head: &Head, conn: &mut Conn) -> Res
                 .values()
                 .any(|c| c.meta.name == chart.name && c.meta.version == chart.version)
         });
-    let exists = || {
-        Reply::error(
+    let exists = |what: &str| {
+        error(
             409,
-            &format!("{} {} already exists in /{key}", chart.name, chart.version),
+            &format!(
+                "{what} of {} {} already exists in /{key}",
+                chart.name, chart.version
+            ),
         )
     };
     if listed {
-        return Err(exists());
+        return Err(exists("a package"));
     }
-    let dir = resolve_dir(&state.root, &names, true).map_err(|e| e.reply("tenant"))?;
+    let dir = resolve_dir(&repo.root, &strs(names), true).map_err(|e| e.reply("tenant"))?;
     let file = format!("{}-{}.tgz", chart.name, chart.version);
     let target = dir.join(&file);
     if fs::symlink_metadata(&target).is_ok() {
-        return Err(exists());
+        return Err(exists("a package"));
     }
+    // The provenance file first: once the package is listed, its
+    // provenance file is there too.
+    let prov_target = dir.join(format!("{file}.prov"));
+    if let Some(prov) = prov {
+        match put(repo, &dir, prov, &prov_target) {
+            Ok(true) => {}
+            Ok(false) => return Err(exists("a provenance file")),
+            Err(e) => return Err(error(500, &format!("storing the provenance file: {e}"))),
+        }
+    }
+    let written = put(repo, &dir, package, &target);
+    if !matches!(written, Ok(true)) && prov.is_some() {
+        let _ = fs::remove_file(&prov_target);
+    }
+    sync_dir(&dir);
+    match written {
+        Ok(true) => {
+            eprintln!(
+                "upload: {} ({} {}{})",
+                rel(&repo.root, &target),
+                chart.name,
+                chart.version,
+                if prov.is_some() { ", with .prov" } else { "" }
+            );
+            Ok(json!({ "saved": true }))
+        }
+        Ok(false) => Err(exists("a package")),
+        Err(e) => Err(error(500, &format!("storing the package: {e}"))),
+    }
+}
+
+/// Writes `bytes` to `target` in `dir`, which must not exist: through a
+/// temporary `.upload-*` file, fsynced, then hard-linked to its name (the
+/// link fails if the name exists: nothing is replaced; renamed where the
+/// file system has no hard links). False when `target` exists.
+fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path) -> io::Result<bool> {
     // Unique among replicas too (another host's process may have our pid).
     let tmp = dir.join(format!(
         "{UPLOAD_PREFIX}{}-{}-{}",
         std::process::id(),
-        state.uploads.fetch_add(1, Ordering::Relaxed),
+        repo.uploads.fetch_add(1, Ordering::Relaxed),
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_nanos()
     ));
-    let out = create_new(&tmp).map_err(|e| Reply::error(500, &format!("storing: {e}")))?;
-    let written = fill(out, &body).and_then(|()| {
-        // A link fails when the name exists: no upload replaces a package.
-        match fs::hard_link(&tmp, &target) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            // No hard links here (some FUSE file systems): rename.
-            Err(_) if fs::symlink_metadata(&target).is_ok() => Ok(false),
-            Err(_) => fs::rename(&tmp, &target).map(|()| true),
-        }
+    let out = create_new(&tmp)?;
+    let written = fill(out, bytes).and_then(|()| match fs::hard_link(&tmp, target) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        // No hard links here (some FUSE file systems): rename.
+        Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
+        Err(_) => fs::rename(&tmp, target).map(|()| true),
     });
     let _ = fs::remove_file(&tmp);
-    sync_dir(&dir);
-    match written {
-        Ok(true) => {
-            eprintln!(
-                "upload: {} ({} {})",
-                rel(&state.root, &target),
-                chart.name,
-                chart.version
-            );
-            Ok(Reply::json(201, "{\"saved\":true}".into()))
-        }
-        Ok(false) => Err(exists()),
-        Err(e) => Err(Reply::error(500, &format!("storing the package: {e}"))),
-    }
+    written
 }
 
-fn delete(state: &State, tenant: &[String], name: &str, version: &str) -> Result<Reply, Reply> {
+/// Removes a chart version (and its provenance file); the fields of the 200.
+fn delete(
+    repo: &Repo,
+    tenant: &[String],
+    name: &str,
+    version: &str,
+) -> Result<serde_json::Value, Reply> {
     let names = tenant_of(tenant)?;
     if !safe_name(name) || !safe_name(version) {
-        return Err(Reply::error(400, "not a valid chart name or version"));
+        return Err(error(400, "not a valid chart name or version"));
     }
-    let dir = resolve_dir(&state.root, &names, false).map_err(|e| e.reply("tenant"))?;
+    let dir = resolve_dir(&repo.root, &strs(&names), false).map_err(|e| e.reply("tenant"))?;
     // The file an upload makes, and any other file the index lists with
     // that name and version (one copied in by hand).
     let mut files = BTreeSet::from([format!("{name}-{version}.tgz")]);
-    if let Some(charts) = state
+    if let Some(charts) = repo
         .index
         .read()
         .unwrap_or_else(PoisonError::into_inner)
@@ -246,23 +568,25 @@ fn delete(state: &State, tenant: &[String], name: &str, version: &str) -> Result
     }
     let mut removed = 0;
     for file in files {
-        let path = dir.join(&file);
-        match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_file() => match fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Reply::error(500, &format!("removing {file}: {e}"))),
-            },
-            _ => {}
+        for file in [format!("{file}.prov"), file] {
+            let path = dir.join(&file);
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => match fs::remove_file(&path) {
+                    Ok(()) => removed += usize::from(!file.ends_with(".prov")),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(error(500, &format!("removing {file}: {e}"))),
+                },
+                _ => {}
+            }
         }
     }
     sync_dir(&dir);
     if removed == 0 {
-        return Err(Reply::error(
+        return Err(error(
             404,
             &format!("no {name} {version} in /{}", names.join("/")),
         ));
     }
     eprintln!("delete: /{} {name} {version}", names.join("/"));
-    Ok(Reply::json(200, "{\"deleted\":true}".into()))
+    Ok(json!({ "deleted": true }))
 }

@@ -1,391 +1,358 @@
-//! A small HTTP/1.1 server: one thread per connection (at most
-//! [`MAX_CONNECTIONS`], more are answered 503), one request per connection
-//! (`Connection: close`).
+//! The HTTP side: axum's router (built in `api`) served over hyper's
+//! HTTP/1.1 connections on tokio, with the limits a server facing the
+//! network needs, and the helpers the routes share (JSON answers, bounded
+//! bodies, path segments).
 //!
-//! Hand-written so that request sizes, timeouts and refused bodies stay
-//! under its control: the request line and headers are bounded
-//! ([`MAX_HEAD_BYTES`], [`MAX_HEADERS`]), control characters refused, a
-//! body is read only by the handler that wants it ([`read_body`], with a
-//! cap, `Content-Length` or chunked), and after answering what the client
-//! still sends is read and dropped for a while, so that it reads the
-//! answer rather than a connection reset. Paths are split into segments
-//! percent-decoded exactly once ([`segments`]).
+//! The connections are made here with hyper's own builder rather than
+//! `axum::serve`, which sets no head size limit and no timer (so no header
+//! read timeout). What each connection gets:
+//!
+//! - **Keep-alive** (HTTP/1.1's default; `Connection: close` is honoured).
+//! - **A bounded head**: at most [`MAX_HEAD_BYTES`] of request line and
+//!   headers, and at most [`MAX_HEADERS`] headers; past either the answer
+//!   is `431 Request Header Fields Too Large` and the connection closes.
+//!   Two checks make that: hyper's read buffer is [`MAX_HEAD_BYTES`], and
+//!   hyper answers 431 to a head still incomplete once the buffer holds
+//!   that much (or to a 101st header); but a read may complete a head
+//!   that had not filled the buffer yet, so hyper lets through heads up to
+//!   twice that size. Those are refused by [`check_head`], which counts
+//!   the head hyper parsed. Malformed heads (a NUL or a bare CR, a bad
+//!   method, conflicting `Content-Length`s, `Content-Length` beside
+//!   `Transfer-Encoding: chunked`) are hyper's 400.
+//! - **Timeouts**: a head must arrive whole within [`READ_TIMEOUT`] of the
+//!   connection starting to wait for it, idle keep-alive time included (so
+//!   an idle connection is closed after that long); each read of a body
+//!   waits at most [`READ_TIMEOUT`] ([`read_body`], 408); each write of an
+//!   answer that makes no progress for [`WRITE_TIMEOUT`] closes the
+//!   connection ([`WriteDeadline`]).
+//! - **At most [`MAX_CONNECTIONS`] at once**: past that, new connections
+//!   wait in the kernel's backlog until one closes (they are not accepted
+//!   and answered 503 as the hand-written server did: with keep-alive, a
+//!   slot frees as soon as an idle connection times out).
+//! - **Graceful shutdown** ([`serve`]): when the stop signal comes, no new
+//!   connection is accepted (the listener is closed), idle connections are
+//!   closed, and requests in flight are finished (each connection closes
+//!   after its answer), for at most [`DRAIN_TIMEOUT`].
+//!
+//! A body is read only by the route that wants it, with a cap ([`read_body`]:
+//! 413 on the declared length first, else once the count passes it); what
+//! a client still sends after a refusal is read and dropped for a while
+//! ([`drain`]), so that it reads the answer rather than a connection reset.
+//! Paths are split into segments percent-decoded exactly once ([`segments`]).
 
-use std::collections::BTreeSet;
-use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
-/// Connections served at once; more are answered 503.
-const MAX_CONNECTIONS: usize = 64;
-/// The request line and headers together.
-const MAX_HEAD_BYTES: u64 = 64 << 10;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+
+/// Connections served at once; more wait in the backlog.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// The request line and headers together: hyper's read buffer.
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Headers in a request.
-const MAX_HEADERS: usize = 100;
-/// Each read of a request waits at most this long.
-const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Each write of an answer waits at most this long.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// After answering, what the client still sends (a refused body) is read
-/// and dropped, up to these bounds, so that the answer is not lost to a
-/// connection reset.
+pub const MAX_HEADERS: usize = 100;
+/// How long a head may take to arrive (idle keep-alive time included),
+/// and each read of a body.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a write of an answer may make no progress.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// After the stop signal, how long requests in flight may take to finish.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// After refusing a body, what the client still sends is read and dropped,
+/// up to these bounds.
 const LINGER_BYTES: u64 = 64 << 20;
 const LINGER_TIME: Duration = Duration::from_secs(5);
 
-/// An answer.
-pub struct Reply {
-    status: u16,
-    content_type: &'static str,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
+/// An answer, or the refusal that ends a route early.
+pub type Reply = Response;
+
+/// A JSON answer.
+pub fn json(status: u16, value: &serde_json::Value) -> Reply {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut body = value.to_string();
+    body.push('\n');
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-impl Reply {
-    pub fn new(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Reply {
-        Reply {
-            status,
-            content_type,
-            headers: Vec::new(),
-            body: body.into(),
-        }
-    }
-
-    pub fn json(status: u16, json: String) -> Reply {
-        Reply::new(status, "application/json", json + "\n")
-    }
-
-    /// A JSON error: `{"error": message}`.
-    pub fn error(status: u16, message: &str) -> Reply {
-        Reply::json(status, format!("{{\"error\":{}}}", json_str(message)))
-    }
-
-    /// Adds a header.
-    pub fn with(mut self, name: &'static str, value: String) -> Reply {
-        self.headers.push((name, value));
-        self
-    }
+/// A JSON error: `{"error": message}`.
+pub fn error(status: u16, message: &str) -> Reply {
+    json(status, &serde_json::json!({ "error": message }))
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        201 => "Created",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "Unknown",
+/// Adds a header to an answer (`value` must be a valid header value: it
+/// is dropped otherwise).
+pub fn with_header(mut reply: Reply, name: &'static str, value: &str) -> Reply {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        reply.headers_mut().insert(name, v);
     }
+    reply
 }
 
-/// A JSON string.
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Serves `listener` for ever: each request, read on a thread of its own,
-/// is answered with what `handler` makes of it.
-pub fn serve<H>(listener: &TcpListener, handler: H)
-where
-    H: Fn(&Head, &mut Conn) -> Reply + Send + Sync + 'static,
-{
-    let handler = Arc::new(handler);
-    let open = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else {
-            // Out of descriptors, say: let some connections end.
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::SeqCst);
-            let mut s = stream;
-            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = write_reply(&mut s, &Reply::error(503, "too many connections"), false);
-            continue;
-        }
-        let handler = Arc::clone(&handler);
-        let open2 = Arc::clone(&open);
-        let spawned = std::thread::Builder::new()
-            .name("http".into())
-            .spawn(move || {
-                connection(stream, &*handler);
-                open2.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-/// One request, one answer, then the connection closes.
-fn connection(stream: TcpStream, handler: &dyn Fn(&Head, &mut Conn) -> Reply) {
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut conn = Conn {
-        reader: BufReader::new(read_half),
-        stream,
-    };
-    let (reply, head_only) = match read_head(&mut conn.reader) {
-        Ok(head) => (handler(&head, &mut conn), head.method == "HEAD"),
-        Err(reply) => (reply, false),
-    };
-    if write_reply(&mut conn.stream, &reply, head_only).is_ok() {
-        linger(conn);
-    }
-}
-
-/// A connection: its request is read from `reader`, its answer written
-/// to `stream`.
-pub struct Conn {
-    reader: BufReader<TcpStream>,
-    stream: TcpStream,
-}
-
-/// Closes our side, then reads and drops what the client still sends (a
-/// body we refused) for a while, so that it reads our answer rather than a
-/// connection reset.
-fn linger(mut conn: Conn) {
-    let _ = conn.stream.flush();
-    let _ = conn.stream.shutdown(Shutdown::Write);
-    let deadline = Instant::now() + LINGER_TIME;
-    let mut left = LINGER_BYTES;
-    let mut buf = [0u8; 16 << 10];
-    while left > 0 {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        let _ = conn.stream.set_read_timeout(Some(deadline - now));
-        match conn.reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => left = left.saturating_sub(n as u64),
-        }
-    }
-}
-
-fn write_reply(w: &mut TcpStream, reply: &Reply, head_only: bool) -> io::Result<()> {
-    let mut h = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        reply.status,
-        reason(reply.status),
-        reply.content_type,
-        reply.body.len()
-    );
-    for (name, value) in &reply.headers {
-        let _ = write!(h, "{name}: {value}\r\n");
-    }
-    h.push_str("\r\n");
-    w.write_all(h.as_bytes())?;
-    if !head_only {
-        w.write_all(&reply.body)?;
-    }
-    w.flush()
-}
-
-/// A request's line and headers.
-pub struct Head {
-    pub method: String,
-    /// The request target as sent (not decoded).
-    pub target: String,
-    /// Header names lower-cased.
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    /// The values of header `name` (lower case).
-    pub fn header(&self, name: &str) -> impl Iterator<Item = &str> {
-        self.headers
-            .iter()
-            .filter(move |(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// One line of at most `budget` bytes (CRLF or LF stripped).
-fn read_line(r: &mut impl BufRead, budget: &mut u64) -> Result<String, Reply> {
-    let mut line = Vec::new();
-    let n = r
-        .by_ref()
-        .take(*budget)
-        .read_until(b'\n', &mut line)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-                Reply::error(408, "request timeout")
-            }
-            _ => Reply::error(400, &e.to_string()),
-        })?;
-    *budget -= n as u64;
-    if line.last() != Some(&b'\n') {
-        return Err(if n == 0 {
-            Reply::error(400, "empty request")
-        } else {
-            Reply::error(431, "request line or headers too long")
-        });
-    }
-    line.pop();
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    if line
+/// The answer (431, closing the connection) to a request whose line and
+/// headers come to more than [`MAX_HEAD_BYTES`] (counted as sent: each
+/// header line with its `: ` and CRLF), if it is one.
+pub fn check_head(req: &axum::extract::Request) -> Option<Reply> {
+    let uri = req.uri();
+    let line = req.method().as_str().len()
+        + uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(0, |p| p.as_str().len())
+        + " HTTP/1.1\r\n".len()
+        + 1;
+    let headers: usize = req
+        .headers()
         .iter()
-        .any(|&b| b == 0 || b == b'\r' || b == b'\n' || b == 0x7f)
-    {
-        return Err(Reply::error(400, "control character in the request head"));
-    }
-    String::from_utf8(line).map_err(|_| Reply::error(400, "request head is not UTF-8"))
-}
-
-fn read_head(r: &mut impl BufRead) -> Result<Head, Reply> {
-    let mut budget = MAX_HEAD_BYTES;
-    let line = read_line(r, &mut budget)?;
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Reply::error(400, "malformed request line"));
-    };
-    if version != "HTTP/1.1" && version != "HTTP/1.0" {
-        return Err(Reply::error(505, "HTTP/1.0 and HTTP/1.1 only"));
-    }
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(Reply::error(400, "malformed method"));
-    }
-    if target.bytes().any(|b| b <= b' ') {
-        return Err(Reply::error(400, "control character in the request target"));
-    }
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(r, &mut budget)?;
-        if line.is_empty() {
-            break;
-        }
-        if headers.len() == MAX_HEADERS {
-            return Err(Reply::error(431, "too many headers"));
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(Reply::error(400, "malformed header"));
-        };
-        if name.is_empty() || name.bytes().any(|b| b <= b' ') {
-            return Err(Reply::error(400, "malformed header name"));
-        }
-        headers.push((
-            name.to_ascii_lowercase(),
-            value.trim_matches([' ', '\t']).to_owned(),
-        ));
-    }
-    Ok(Head {
-        method: method.to_owned(),
-        target: target.to_owned(),
-        headers,
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum();
+    (line + headers > MAX_HEAD_BYTES).then(|| {
+        with_header(
+            error(
+                431,
+                &format!("the request line and headers are larger than {MAX_HEAD_BYTES} bytes"),
+            ),
+            "Connection",
+            "close",
+        )
     })
 }
 
-/// The request body, at most `max` bytes (413 past that, checked on the
-/// declared length first and counted while reading).
-pub fn read_body(head: &Head, conn: &mut Conn, max: u64) -> Result<Vec<u8>, Reply> {
-    let too_large = || Reply::error(413, &format!("the package is larger than {max} bytes"));
-    let chunked = match head.header("transfer-encoding").next() {
-        Some(te) if te.eq_ignore_ascii_case("chunked") => true,
-        Some(te) => return Err(Reply::error(501, &format!("transfer-encoding {te:?}"))),
-        None => false,
+/// Serves `app` on `listener` until `stop` completes, then shuts down
+/// gracefully: stops accepting, closes idle connections, and waits for
+/// the requests in flight (at most [`DRAIN_TIMEOUT`]). Says on stderr
+/// `chart_index: stopping (WHY): N connections open` when `stop` gives
+/// WHY, and `chart_index: stopped` (or what was cut) at the end.
+pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = String>) {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut stop = std::pin::pin!(stop);
+    let why = loop {
+        let accepted = tokio::select! {
+            why = &mut stop => break why,
+            accepted = accept(&listener, &slots) => accepted,
+        };
+        let Some((stream, slot)) = accepted else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(READ_TIMEOUT)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .max_headers(MAX_HEADERS)
+            .keep_alive(true);
+        let io = TokioIo::new(WriteDeadline::new(stream));
+        let conn = builder.serve_connection(io, TowerToHyperService::new(app.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            // A connection's errors (a client gone, a head refused) are
+            // the client's business: hyper has answered what it could.
+            let _ = conn.await;
+            drop(slot);
+        });
     };
-    let lengths: BTreeSet<&str> = head.header("content-length").collect();
-    if chunked && !lengths.is_empty() || lengths.len() > 1 {
-        return Err(Reply::error(400, "conflicting body lengths"));
+    drop(listener);
+    eprintln!(
+        "chart_index: stopping ({why}): {} connections open",
+        graceful.count()
+    );
+    match tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await {
+        Ok(()) => eprintln!("chart_index: stopped"),
+        Err(_) => eprintln!(
+            "chart_index: stopped; requests still in flight after {DRAIN_TIMEOUT:?} were cut"
+        ),
     }
-    let length = match lengths.first() {
-        Some(l) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => {
-            Some(l.parse::<u64>().map_err(|_| too_large())?)
+}
+
+/// The next connection, once a slot is free; `None` after an error of
+/// `accept` (out of descriptors, say: it waits a little first, so that
+/// some connections can end).
+async fn accept(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+) -> Option<(TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let slot = Arc::clone(slots).acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, _)) => Some((stream, slot)),
+        Err(_) => {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            None
         }
-        Some(_) => return Err(Reply::error(400, "malformed content-length")),
-        None if chunked => None,
-        None => return Err(Reply::error(411, "send the package with a Content-Length")),
-    };
-    if length.is_some_and(|n| n > max) {
-        return Err(too_large());
     }
-    if head
-        .header("expect")
-        .any(|v| v.eq_ignore_ascii_case("100-continue"))
-    {
-        let _ = conn.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+}
+
+/// A connection whose writes fail (and so close it) when they make no
+/// progress for [`WRITE_TIMEOUT`]: a client that stops reading an answer
+/// does not hold its connection for ever.
+pub struct WriteDeadline {
+    io: TcpStream,
+    /// Armed while a write waits.
+    stall: Option<Pin<Box<Sleep>>>,
+}
+
+impl WriteDeadline {
+    fn new(io: TcpStream) -> WriteDeadline {
+        WriteDeadline { io, stall: None }
     }
-    let io_error = |e: io::Error| match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Reply::error(408, "request timeout"),
-        _ => Reply::error(400, &format!("reading the body: {e}")),
-    };
-    let mut body = Vec::new();
-    if let Some(n) = length {
-        body.reserve(n as usize);
-        conn.reader
-            .by_ref()
-            .take(n)
-            .read_to_end(&mut body)
-            .map_err(io_error)?;
-        if body.len() as u64 != n {
-            return Err(Reply::error(
-                400,
-                "the body is shorter than its content-length",
-            ));
+
+    /// `poll` is a write's (or flush's) progress: ready disarms the
+    /// deadline, pending arms it, and past it the write fails.
+    fn watch<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if poll.is_ready() {
+            self.stall = None;
+            return poll;
         }
-        return Ok(body);
+        let stall = self
+            .stall
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
+        ready!(stall.as_mut().poll(cx));
+        Poll::Ready(Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the client read nothing of the answer for {WRITE_TIMEOUT:?}"),
+        )))
     }
-    // Each chunk-size line may take 4 KiB, the trailers 64 KiB in all.
-    let mut trailers = MAX_HEAD_BYTES;
+}
+
+impl AsyncRead for WriteDeadline {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteDeadline {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.watch(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.watch(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        self.watch(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Whether the client waits for `100 Continue` before sending its body:
+/// then a refused body is never asked for (and not drained).
+pub fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::EXPECT)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
+/// The declared body length, if any (hyper has checked that it is one
+/// number, and that it does not come with `Transfer-Encoding`).
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// The answer to a body larger than `max` bytes.
+pub fn too_large(what: &str, max: u64) -> Reply {
+    error(413, &format!("{what} is larger than {max} bytes"))
+}
+
+/// The answer to a read that waited [`READ_TIMEOUT`] for nothing.
+pub fn timed_out() -> Reply {
+    error(
+        408,
+        &format!("request timeout: nothing received for {READ_TIMEOUT:?}"),
+    )
+}
+
+/// Reads and drops what is left of `body` (a refused one), at most
+/// [`LINGER_BYTES`] for at most [`LINGER_TIME`], in the background, so
+/// that the client reads the answer rather than a connection reset; not
+/// when the client waits for `100 Continue` (then it has sent nothing,
+/// and is not asked to).
+pub fn drain(body: Body, headers: &HeaderMap) {
+    if expects_continue(headers) {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut stream = body.into_data_stream();
+        let deadline = Instant::now() + LINGER_TIME;
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(Some(Ok(chunk))) => left = left.saturating_sub(chunk.len() as u64),
+                _ => break,
+            }
+        }
+    });
+}
+
+/// The whole body, at most `max` bytes (`what` names it in the 413): the
+/// declared length is checked first, then the count while reading; each
+/// read waits at most [`READ_TIMEOUT`] (408). A refused body is drained.
+pub async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    what: &str,
+    max: u64,
+) -> Result<Vec<u8>, Reply> {
+    if declared_length(headers).is_some_and(|n| n > max) {
+        drain(body, headers);
+        return Err(too_large(what, max));
+    }
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::with_capacity(declared_length(headers).unwrap_or(0) as usize);
     loop {
-        let line = read_line(&mut conn.reader, &mut 4096)?;
-        let size = line.split(';').next().unwrap_or("").trim();
-        let size =
-            u64::from_str_radix(size, 16).map_err(|_| Reply::error(400, "malformed chunk size"))?;
-        if size == 0 {
-            // Trailers, up to the empty line.
-            while !read_line(&mut conn.reader, &mut trailers)?.is_empty() {}
-            return Ok(body);
-        }
-        if size > max - body.len() as u64 {
-            return Err(too_large());
-        }
-        let before = body.len();
-        conn.reader
-            .by_ref()
-            .take(size)
-            .read_to_end(&mut body)
-            .map_err(io_error)?;
-        if (body.len() - before) as u64 != size {
-            return Err(Reply::error(400, "the body ends inside a chunk"));
-        }
-        if !read_line(&mut conn.reader, &mut 4096)?.is_empty() {
-            return Err(Reply::error(400, "malformed chunk"));
+        match tokio::time::timeout(READ_TIMEOUT, stream.next()).await {
+            Err(_) => return Err(timed_out()),
+            Ok(None) => return Ok(out),
+            Ok(Some(Err(e))) => return Err(error(400, &format!("reading the body: {e}"))),
+            Ok(Some(Ok(chunk))) => {
+                if (out.len() + chunk.len()) as u64 > max {
+                    drain(Body::from_stream(stream), headers);
+                    return Err(too_large(what, max));
+                }
+                out.extend_from_slice(&chunk);
+            }
         }
     }
 }
@@ -393,10 +360,9 @@ pub fn read_body(head: &Head, conn: &mut Conn, max: u64) -> Result<Vec<u8>, Repl
 /// Splits the request path into segments, each percent-decoded once. A
 /// segment that decodes to something with `/`, `\`, NUL, or to `.`/`..`,
 /// or that is not UTF-8, refuses the request.
-pub fn segments(target: &str) -> Result<Vec<String>, Reply> {
-    let path = target.split(['?', '#']).next().unwrap_or("");
+pub fn segments(path: &str) -> Result<Vec<String>, Reply> {
     let Some(path) = path.strip_prefix('/') else {
-        return Err(Reply::error(400, "the request target must be a path"));
+        return Err(error(400, "the request target must be a path"));
     };
     if path.is_empty() {
         return Ok(Vec::new());
@@ -414,20 +380,53 @@ pub fn segments(target: &str) -> Result<Vec<String>, Reply> {
                         .and_then(|s| u8::from_str_radix(s, 16).ok()),
                     _ => None,
                 };
-                bytes.push(v.ok_or_else(|| Reply::error(400, "malformed percent-encoding"))?);
+                bytes.push(v.ok_or_else(|| error(400, "malformed percent-encoding"))?);
             } else {
                 bytes.push(b);
             }
         }
-        let seg = String::from_utf8(bytes)
-            .map_err(|_| Reply::error(400, "a path segment is not UTF-8"))?;
+        let seg =
+            String::from_utf8(bytes).map_err(|_| error(400, "a path segment is not UTF-8"))?;
         if seg.is_empty() || seg == "." || seg == ".." || seg.contains(['/', '\\', '\0']) {
-            return Err(Reply::error(
-                400,
-                &format!("path segment {seg:?} is not accepted"),
-            ));
+            return Err(error(400, &format!("path segment {seg:?} is not accepted")));
         }
         out.push(seg);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segments;
+
+    #[test]
+    fn segments_are_decoded_once_and_never_name_a_parent() {
+        assert_eq!(segments("/").unwrap(), Vec::<String>::new());
+        assert_eq!(
+            segments("/org/team/index.yaml").unwrap(),
+            ["org", "team", "index.yaml"]
+        );
+        assert_eq!(segments("/a%20b/c%2Bd").unwrap(), ["a b", "c+d"]);
+        // Decoded once: `%252e` is the text `%2e`, not a dot.
+        assert_eq!(segments("/%252e%252e").unwrap(), ["%2e%2e"]);
+        for refused in [
+            "/../x",
+            "/%2e%2e/x",
+            "/%2E%2E/x",
+            "/.%2e/x",
+            "/./x",
+            "/org%2fteam/x",
+            "/org%2Fteam/x",
+            "/a%5cb",
+            "/a%00b",
+            "//x",
+            "/x/",
+            "/%zz",
+            "/%2",
+            "/%ff",
+            "x",
+        ] {
+            assert!(segments(refused).is_err(), "{refused} is refused");
+        }
+    }
 }

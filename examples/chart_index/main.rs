@@ -4,24 +4,40 @@
 //! ```text
 //! cargo run --release --example chart_index -- --storage DIR
 //!     [--listen 127.0.0.1:8080] [--backend auto|native|portable|poll]
-//!     [--poll-interval MS] [--max-upload-mb 16]
+//!     [--poll-interval MS] [--max-upload-mb 16] [--sync-timeout MS]
 //! ```
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
 //! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
 //! a tenant path of any depth (`org`, `org/team`, or none for `DIR` itself):
 //!
+//! - `GET /health`: 200 `{"healthy":true}` while the watch's phase is
+//!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
+//!   Degraded phase's `"reason"` or the Failed phase's `"error"`.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`. Header `X-Index-Seq`: the `seq`
 //!   of the last change batch applied (0 before any).
-//! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index.
-//! - `POST /api/<tenant>/charts`, a package as the body: stored as
-//!   `DIR/<tenant>/<name>-<version>.tgz` (201, 409 when it exists, 400 when
-//!   the body is not a chart, 413 above `--max-upload-mb`). Written to a
-//!   `.upload-*` file in the same directory, fsynced, then hard-linked to
-//!   its name (which fails if the name exists, so no upload replaces a
-//!   package; renamed where the file system has no hard links).
-//! - `DELETE /api/<tenant>/charts/<name>/<version>`: 200 or 404.
+//! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
+//!   `<file>.tgz.prov`: the provenance file uploaded with it.
+//! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
+//!   multipart form (`helm cm-push`: the package in field `chart`, its
+//!   provenance file in `prov`, optional): stored as
+//!   `DIR/<tenant>/<name>-<version>.tgz` (and `.tgz.prov`) (201
+//!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
+//!   is not a chart, 413 above `--max-upload-mb`). Written to a `.upload-*`
+//!   file in the same directory, fsynced, then hard-linked to its name
+//!   (which fails if the name exists, so no upload replaces a package;
+//!   renamed where the file system has no hard links).
+//! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes the package
+//!   and its provenance file: 200 `{"deleted":true,"indexed":true}` or 404.
+//!
+//! **Read-your-writes.** An upload or a delete answers once this server's
+//! own index shows it: it passes a [`Manager::sync`] barrier and waits for
+//! the batch it delivered to be applied, for at most `--sync-timeout`
+//! milliseconds (default 10000; 0 answers at once). If that time passes,
+//! the change is stored all the same and the answer says so:
+//! `"indexed":false` and a `"warning"` saying why. Every answer to a write
+//! carries `X-Index-Seq`, the batch the index had applied by then.
 //!
 //! **The index is built and kept from change batches alone.** The watch
 //! asks for an initial scan ([`WatchOptions::initial_scan`]): its first
@@ -49,13 +65,28 @@
 //! polling of directories the OS refuses to watch). Before `LISTENING`,
 //! one line per root on stderr says what it got and why, e.g.
 //! `chart_index: root: poll every 1s: fuse (0x65735546) at /mnt/charts`
-//! (again whenever that changes).
+//! (again whenever that changes). Trouble is said as it comes
+//! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
+//! as it goes (`chart_index: watching again`).
+//!
+//! `load.sh` beside this file measures it under load (oha; see the README).
 //!
 //! Nothing outside `DIR` is read or written (see the `storage` module), and
 //! temporary upload files are named `.upload-*` and ignored by the watch.
-//! Modules: `http` (a small hand-written HTTP/1.1 server), `api` (the
-//! routes), `chart` (reading packages), `index` (the index and its YAML),
-//! `storage` (path safety and durable writes).
+//!
+//! HTTP is axum over hyper's HTTP/1.1 on tokio: keep-alive, a bounded head
+//! (64 KiB, 100 headers: 431 past them), bounded bodies (413 without
+//! storing anything), read and write timeouts, at most 1024 connections at
+//! once (see the `http` module). SIGTERM or Ctrl-C (SIGINT, SIGHUP; on
+//! Windows Ctrl-Break and the console closing) stops it gracefully: no
+//! new connection is accepted, the requests in flight are answered (for
+//! at most 30 s), then the watch is stopped and the process exits 0,
+//! saying `chart_index: stopping (SIGTERM): N connections open` and
+//! `chart_index: stopped` on stderr.
+//!
+//! Modules: `http` (connections, limits, bodies, path segments), `api`
+//! (the routes), `chart` (reading packages), `index` (the index and its
+//! YAML), `storage` (path safety and durable writes).
 //!
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
 //! [`WatchSpec::backend`]: specwatch::WatchSpec::backend
@@ -72,17 +103,19 @@ use std::io::{self, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
+use tokio::sync::watch;
 
-use crate::api::State;
+use crate::api::Repo;
 use crate::index::{Index, apply_batch};
 use crate::storage::UPLOAD_PREFIX;
 
 const USAGE: &str = "usage: chart_index --storage DIR [--listen ADDR] \
-     [--backend auto|native|portable|poll] [--poll-interval MS] [--max-upload-mb N]";
+     [--backend auto|native|portable|poll] [--poll-interval MS] [--max-upload-mb N] \
+     [--sync-timeout MS]";
 
 /// The name of the one watch spec, over the storage directory.
 const SPEC: &str = "storage";
@@ -90,6 +123,9 @@ const SPEC: &str = "storage";
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 /// How long starting to watch (and the initial scan) may take.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long an upload or delete waits for the index to show it, when
+/// `--sync-timeout` gives no time.
+const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 
 struct Args {
     storage: PathBuf,
@@ -100,6 +136,8 @@ struct Args {
     /// (roots `Auto` finds shared; directories the OS will not watch).
     poll_interval: Duration,
     max_upload: u64,
+    /// How long an upload or delete waits for the index to show it.
+    sync_timeout: Duration,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -109,6 +147,7 @@ fn parse_args() -> Result<Args, String> {
     let mut poll = false;
     let mut poll_interval = DEFAULT_POLL_INTERVAL;
     let mut max_upload_mb: u64 = 16;
+    let mut sync_timeout = DEFAULT_SYNC_TIMEOUT;
     let mut it = std::env::args_os().skip(1);
     fn value(
         flag: &str,
@@ -152,6 +191,17 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|mb| (1..=1 << 20).contains(mb))
                     .ok_or_else(|| format!("--max-upload-mb: not a positive number: {v:?}"))?;
             }
+            Some("--sync-timeout") => {
+                let v = value("--sync-timeout", &mut it)?;
+                let ms: u64 = v
+                    .parse()
+                    .ok()
+                    .filter(|ms| *ms <= 3_600_000)
+                    .ok_or_else(|| {
+                        format!("--sync-timeout: not a number of milliseconds up to an hour: {v:?}")
+                    })?;
+                sync_timeout = Duration::from_millis(ms);
+            }
             Some("-h" | "--help") => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -167,6 +217,7 @@ fn parse_args() -> Result<Args, String> {
         backend,
         poll_interval,
         max_upload: max_upload_mb << 20,
+        sync_timeout,
     })
 }
 
@@ -234,7 +285,8 @@ fn run(args: Args) -> Result<(), String> {
     let status = manager
         .wait_watching(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
-    let mut follower = Follower::default();
+    let (applied_tx, applied) = watch::channel(0);
+    let mut follower = Follower::new(root.clone(), applied_tx);
     follower.status(&status);
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
@@ -242,36 +294,97 @@ fn run(args: Args) -> Result<(), String> {
     manager
         .sync(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
-    let state = Arc::new(State::new(root, Index::new(), args.max_upload));
     for ev in events.try_iter() {
-        follower.handle(ev, &state);
+        follower.handle(ev);
     }
-    {
-        let state = Arc::clone(&state);
-        std::thread::Builder::new()
-            .name("follow".into())
-            .spawn(move || {
-                for ev in &events {
-                    follower.handle(ev, &state);
-                }
-            })
-            .map_err(|e| e.to_string())?;
-    }
-    {
-        let mut out = io::stdout().lock();
-        writeln!(out, "LISTENING http://{addr}")
-            .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())?;
-    }
-    http::serve(&listener, move |head, conn| api::route(&state, head, conn));
+    let manager = Arc::new(manager);
+    let repo = Arc::new(Repo::new(
+        root,
+        Arc::clone(&follower.index),
+        Arc::clone(&manager),
+        applied,
+        args.max_upload,
+        args.sync_timeout,
+    ));
+    // The follower holds the index, not the manager: once the manager is
+    // dropped, the events end and so does the thread.
+    std::thread::Builder::new()
+        .name("follow".into())
+        .spawn(move || {
+            for ev in &events {
+                follower.handle(ev);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    runtime.block_on(async {
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let stop = stop_signal().map_err(|e| format!("listening for signals: {e}"))?;
+        {
+            let mut out = io::stdout().lock();
+            writeln!(out, "LISTENING http://{addr}")
+                .and_then(|()| out.flush())
+                .map_err(|e| e.to_string())?;
+        }
+        http::serve(listener, api::router(repo), stop).await;
+        Ok::<(), String>(())
+    })?;
+    // Blocking work still under way (a sync barrier whose client left)
+    // may hold the manager a little longer; it stops once the last holder
+    // lets go.
+    runtime.shutdown_timeout(Duration::from_secs(5));
     drop(manager);
     Ok(())
 }
 
-/// Applies the watch's events, in order: change batches to the index,
-/// statuses to stderr (each root's backend, trouble) when they change.
-#[derive(Default)]
+/// What stops the server: SIGTERM, SIGINT (Ctrl-C) or SIGHUP; on Windows
+/// Ctrl-C, Ctrl-Break or the console closing. Set up before `LISTENING`
+/// (so that a signal sent once it is printed is never missed); the future
+/// gives the signal's name.
+#[cfg(unix)]
+fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+            _ = hup.recv() => "SIGHUP",
+        }
+        .to_owned()
+    })
+}
+
+#[cfg(windows)]
+fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+    let mut c = ctrl_c()?;
+    let mut brk = ctrl_break()?;
+    let mut close = ctrl_close()?;
+    Ok(async move {
+        tokio::select! {
+            _ = c.recv() => "Ctrl-C",
+            _ = brk.recv() => "Ctrl-Break",
+            _ = close.recv() => "console closed",
+        }
+        .to_owned()
+    })
+}
+
+/// Applies the watch's events, in order: change batches to the index
+/// (then says through `applied` which batch it has applied), statuses to
+/// stderr (each root's backend, trouble) when they change.
 struct Follower {
+    /// The storage directory, canonical.
+    root: PathBuf,
+    index: Arc<RwLock<Index>>,
+    applied: watch::Sender<u64>,
     /// The roots last printed.
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
@@ -279,10 +392,21 @@ struct Follower {
 }
 
 impl Follower {
-    fn handle(&mut self, ev: Event, state: &State) {
+    fn new(root: PathBuf, applied: watch::Sender<u64>) -> Follower {
+        Follower {
+            root,
+            index: Arc::new(RwLock::new(Index::new())),
+            applied,
+            roots: Vec::new(),
+            trouble: None,
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
-                apply_batch(&state.index, &state.root, &batch);
+                apply_batch(&self.index, &self.root, &batch);
+                self.applied.send_replace(batch.seq.0);
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
             _ => {}
@@ -303,8 +427,9 @@ impl Follower {
             _ => return,
         };
         if trouble != self.trouble {
-            if let Some(t) = &trouble {
-                eprintln!("chart_index: {t}");
+            match &trouble {
+                Some(t) => eprintln!("chart_index: {t}"),
+                None => eprintln!("chart_index: watching again"),
             }
             self.trouble = trouble;
         }

@@ -164,7 +164,7 @@ impl Engine {
                     self.remove_entry(id, name, true);
                     self.add_entry(id, name, FileType::Dir);
                 } else if child.is_some_and(|c| self.recovery.retrying(c)) {
-                    self.retry_all_now();
+                    self.recovery.all_now(self.clock.now());
                 }
             }
             (Some(_), Some(t)) => {
@@ -272,7 +272,7 @@ impl Engine {
         };
         match self.watches.watch_of(cid) {
             // The OS hands back the same watch for the same directory.
-            Some(w) => !self.still_watched(path, w),
+            Some(w) => !self.watches.still_watched(path, w),
             None => true,
         }
     }

@@ -1,30 +1,18 @@
-//! Ignore files ([`WatchOptions::ignore_files`](crate::WatchOptions::ignore_files)):
-//! reading them as directories are indexed, and following their changes.
-//! The rules they hold live in each spec's matcher (`specs.rs` writes it);
-//! this file only holds the changes waiting to be read again.
-//!
-//! When one changes, its directory's subtree is compared under the old
-//! and the new rules, for each spec that honours it: entries that become
-//! ignored are reported `Removed` (directories with all they showed, and
-//! their nodes let go of), entries that stop being ignored are reported
-//! `Created` (directories covered and read, with all they hold).
+//! Ignore files ([`WatchOptions::ignore_files`](crate::WatchOptions::ignore_files))
+//! waiting to be read again: the only writer of those that changed (read
+//! again at the end of the pass) and of those outside the watched tree,
+//! followed by their signatures. The rules they hold live in each spec's
+//! matcher (`specs.rs` writes it); the steps that read them and apply a
+//! change of rules are `ignoring.rs`'s.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::Engine;
-use crate::change::{ChangeKind, FileType};
+use crate::clock::Clock;
 use crate::fs;
-use crate::ignore::Matcher;
 use crate::ignore_files::IgnoreFile;
 use crate::index::{DirId, SpecId};
-
-/// Largest ignore file read (larger ones are treated as absent).
-const MAX_IGNORE_FILE: u64 = 1 << 20;
-
-/// How far above a root ignore files are looked for (a repository's top).
-const MAX_LEVELS_ABOVE: usize = 64;
 
 /// How often ignore files outside the watched tree are looked at.
 const OUTSIDE_EVERY: Duration = Duration::from_secs(1);
@@ -52,7 +40,7 @@ struct Outside {
 
 impl Reloads {
     /// Follows `which` of `dir` for `sid` from now on.
-    fn follow(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, now: Instant) {
+    pub(super) fn follow(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, now: Instant) {
         if self
             .outside
             .iter()
@@ -83,323 +71,43 @@ impl Reloads {
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.next_look
     }
-}
 
-fn read(dir: &Path, which: IgnoreFile) -> Option<String> {
-    fs::read_small(&dir.join(which.rel_path()), MAX_IGNORE_FILE)
-}
-
-impl Engine {
-    /// Reads the ignore files of indexed directory `id` for those of
-    /// `specs` that honour them.
-    pub(super) fn load_ignore_files(&mut self, id: DirId, specs: &[SpecId]) {
-        if !self.specs.any_ignore_files() {
-            return; // the walk's hot path: nothing to look up
-        }
-        let honour: Vec<SpecId> = specs
-            .iter()
-            .copied()
-            .filter(|s| self.specs.honours_ignore_files(*s))
-            .collect();
-        if honour.is_empty() {
-            return;
-        }
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let dir = node.path().clone();
-        let present: Vec<(IgnoreFile, bool)> = IgnoreFile::ALL
-            .into_iter()
-            .map(|w| {
-                let here = match w {
-                    IgnoreFile::Exclude => {
-                        node.entries().get(OsStr::new(".git")) == Some(FileType::Dir)
-                    }
-                    w => node
-                        .entries()
-                        .get(OsStr::new(w.rel_path()))
-                        .is_some_and(|t| t != FileType::Dir),
-                };
-                (w, here)
-            })
-            .collect();
-        for (which, here) in present {
-            // An absent file clears what an earlier one there had set.
-            let text = if here { read(&dir, which) } else { None };
-            for &s in &honour {
-                self.set_ignore_file(s, &dir, which, text.as_deref());
-                if which == IgnoreFile::Exclude && here {
-                    // In `.git`, which is pruned: no watch sees it change.
-                    self.reloads.follow(s, &dir, which, self.now);
-                }
-            }
-        }
-    }
-
-    /// Reads the ignore files of the directories above `root` up to its
-    /// repository's top (the first with a `.git`), for `sid`.
-    pub(super) fn load_ignore_files_above(&mut self, sid: SpecId, root: &Path) {
-        if !self.specs.honours_ignore_files(sid) {
-            return;
-        }
-        let mut dir = root.parent();
-        let mut levels = 0;
-        while let Some(d) = dir
-            && levels < MAX_LEVELS_ABOVE
-        {
-            levels += 1;
-            // Followed whether present or not: one may be written later.
-            for which in [IgnoreFile::Ignore, IgnoreFile::Gitignore] {
-                if let Some(text) = read(d, which) {
-                    self.set_ignore_file(sid, d, which, Some(&text));
-                }
-                self.reloads.follow(sid, d, which, self.now);
-            }
-            if fs::is_dir_following(&d.join(".git")) {
-                if let Some(text) = read(d, IgnoreFile::Exclude) {
-                    self.set_ignore_file(sid, d, IgnoreFile::Exclude, Some(&text));
-                }
-                self.reloads.follow(sid, d, IgnoreFile::Exclude, self.now);
-                break;
-            }
-            dir = d.parent();
-        }
-    }
-
-    fn set_ignore_file(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, text: Option<&str>) {
-        self.specs.set_ignore_file(sid, dir, which, text);
-    }
-
-    /// Directory `node` (at `dir`) left the index: the rules of its ignore
-    /// files go with it, for every spec that honours them (a directory
-    /// made again at that path starts without them).
-    pub(super) fn forget_ignore_files(&mut self, dir: &Path, specs: &[SpecId]) {
-        for &s in specs {
-            if self.specs.honours_ignore_files(s) {
-                for which in IgnoreFile::ALL {
-                    self.specs.set_ignore_file(s, dir, which, None);
-                }
-                self.reloads.unfollow(s, Some(dir));
-            }
-        }
-    }
-
-    /// Looks at the ignore files outside the watched tree (when due, or
-    /// `now` for a sync) and applies those that changed.
-    pub(super) fn look_outside(&mut self, now: bool) {
-        let due = self
-            .reloads
-            .next_look
-            .is_some_and(|t| now || t <= self.clock.now());
+    /// Looks at the files outside the tree, if that is due (or `forced`,
+    /// for a sync), and schedules the next look: those whose signature
+    /// changed since the last one (spec, directory, which file).
+    pub(super) fn changed_outside(
+        &mut self,
+        forced: bool,
+        clock: &Clock,
+    ) -> Vec<(SpecId, PathBuf, IgnoreFile)> {
+        let due = self.next_look.is_some_and(|t| forced || t <= clock.now());
         if !due {
-            return;
+            return Vec::new();
         }
-        self.reloads.next_look = Some(self.clock.now() + OUTSIDE_EVERY);
+        self.next_look = Some(clock.now() + OUTSIDE_EVERY);
         let mut changed = Vec::new();
-        for o in &mut self.reloads.outside {
+        for o in &mut self.outside {
             let sig = fs::sig_of(&o.dir.join(o.which.rel_path()));
             if sig != o.sig {
                 o.sig = sig;
                 changed.push((o.sid, o.dir.clone(), o.which));
             }
         }
-        if changed.is_empty() {
-            return;
-        }
-        self.now = self.clock.now();
-        for (sid, dir, which) in changed {
-            let Some(old) = self.specs.get(sid).map(|st| st.matcher().clone()) else {
-                continue;
-            };
-            let mut new = old.clone();
-            if !new.set_file(&dir, which, read(&dir, which).as_deref()) {
-                continue;
-            }
-            self.specs.set_matcher(sid, new);
-            // Below `dir`: the spec's roots there, or `dir` itself.
-            let roots = self.specs.get(sid).map(|st| st.roots().to_vec());
-            let tops: Vec<DirId> = match self.index.lookup(&dir) {
-                Some(id) if self.index.get(id).is_some_and(|n| n.covers(sid)) => vec![id],
-                _ => roots
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|r| r.starts_with(&dir))
-                    .filter_map(|r| self.index.lookup(r))
-                    .collect(),
-            };
-            for top in tops {
-                self.apply_ignore_change(sid, top, &old);
-            }
-        }
-        self.watches.reconcile_soon();
+        changed
     }
 
-    /// Entry `name` of directory `id` changed: if it is an ignore file,
-    /// read it again at the end of the pass.
-    pub(super) fn note_ignore_file(&mut self, id: DirId, name: &OsStr) {
-        if IgnoreFile::named(name).is_some()
-            && self
-                .index
-                .get(id)
-                .is_some_and(|n| n.full().iter().any(|s| self.specs.honours_ignore_files(*s)))
-        {
-            self.reloads.pending.push((id, name.to_os_string()));
-        }
+    /// Entry `name` of directory `id`, an ignore file, changed: it is read
+    /// again at the end of the pass.
+    pub(super) fn note(&mut self, id: DirId, name: OsString) {
+        self.pending.push((id, name));
     }
 
-    /// Reads again the ignore files that changed, and reports what that
-    /// changed for each spec that honours them.
-    pub(super) fn reload_ignore_files(&mut self) {
-        if self.reloads.pending.is_empty() {
-            return;
-        }
-        let mut todo = std::mem::take(&mut self.reloads.pending);
+    /// The ignore files that changed since the last call, sorted, each
+    /// once.
+    pub(super) fn take_pending(&mut self) -> Vec<(DirId, OsString)> {
+        let mut todo = std::mem::take(&mut self.pending);
         todo.sort();
         todo.dedup();
-        self.now = self.clock.now();
-        for (id, name) in todo {
-            let (Some(node), Some(which)) = (self.index.get(id), IgnoreFile::named(&name)) else {
-                continue;
-            };
-            let dir = node.path().clone();
-            let specs: Vec<SpecId> = node
-                .full()
-                .iter()
-                .copied()
-                .filter(|s| self.specs.honours_ignore_files(*s))
-                .collect();
-            let text = read(&dir, which);
-            for s in specs {
-                let Some(old) = self.specs.get(s).map(|st| st.matcher().clone()) else {
-                    continue;
-                };
-                let mut new = old.clone();
-                if !new.set_file(&dir, which, text.as_deref()) {
-                    continue;
-                }
-                self.specs.set_matcher(s, new);
-                self.apply_ignore_change(s, id, &old);
-            }
-        }
-        self.watches.reconcile_soon();
-    }
-
-    /// The entries of directory `id` (full paths and types), if `sid`
-    /// covers it: what the walks below compare, taken out of the index so
-    /// that they can change it.
-    fn covered_entries(&self, id: DirId, sid: SpecId) -> Option<Vec<(PathBuf, FileType)>> {
-        let node = self.index.get(id).filter(|n| n.covers(sid))?;
-        Some(
-            node.entries()
-                .iter()
-                .map(|(n, t)| (node.path().join(n), t))
-                .collect(),
-        )
-    }
-
-    /// Reports, for `sid`, what its rules' change (from `old`) made appear
-    /// or vanish below directory `top`, and covers or lets go of
-    /// directories to match.
-    fn apply_ignore_change(&mut self, sid: SpecId, top: DirId, old: &Matcher) {
-        let mut stack = vec![top];
-        while let Some(id) = stack.pop() {
-            let Some(entries) = self.covered_entries(id, sid) else {
-                continue;
-            };
-            for (p, t) in entries {
-                let is_dir = t == FileType::Dir;
-                let was = old.is_ignored(&p, is_dir);
-                let now = self
-                    .specs
-                    .get(sid)
-                    .is_some_and(|st| st.matcher().is_ignored(&p, is_dir));
-                let child = self.index.lookup(&p);
-                match (was, now) {
-                    (false, true) => {
-                        self.specs.record_unfiltered(
-                            sid,
-                            self.now,
-                            p.clone(),
-                            ChangeKind::Removed,
-                            t,
-                        );
-                        if let Some(c) = child {
-                            self.hide_subtree(sid, c, old);
-                        }
-                    }
-                    (true, false) => {
-                        self.specs.record_unfiltered(
-                            sid,
-                            self.now,
-                            p.clone(),
-                            ChangeKind::Created,
-                            t,
-                        );
-                        if is_dir && self.specs.needs(sid, &p) {
-                            self.show_subtree(sid, p, old);
-                        }
-                    }
-                    (false, false) => {
-                        if let Some(c) = child {
-                            stack.push(c);
-                        }
-                    }
-                    (true, true) => {}
-                }
-            }
-        }
-    }
-
-    /// Directory `top` became ignored for `sid`: what `sid` saw below it
-    /// (under `old` rules) is reported removed, and `sid` lets go of it
-    /// and its subtree (their OS watches go when no spec needs them).
-    fn hide_subtree(&mut self, sid: SpecId, top: DirId, old: &Matcher) {
-        let mut stack = vec![top];
-        let mut nodes = Vec::new();
-        while let Some(id) = stack.pop() {
-            let Some(entries) = self.covered_entries(id, sid) else {
-                continue;
-            };
-            nodes.push(id);
-            for (p, t) in entries {
-                if !old.is_ignored(&p, t == FileType::Dir) {
-                    self.specs
-                        .record_unfiltered(sid, self.now, p.clone(), ChangeKind::Removed, t);
-                }
-                if let Some(c) = self.index.lookup(&p) {
-                    stack.push(c);
-                }
-            }
-        }
-        for id in nodes {
-            if self.index.uncover(id, sid) {
-                self.free_node(id);
-            }
-        }
-    }
-
-    /// Directory `dir` stopped being ignored for `sid`: cover it (watch,
-    /// read) and report what it holds that the `old` rules hid, for `sid`
-    /// alone.
-    fn show_subtree(&mut self, sid: SpecId, dir: PathBuf, old: &Matcher) {
-        self.add_full(vec![sid], dir.clone(), false);
-        let Some(top) = self.index.lookup(&dir) else {
-            return;
-        };
-        let mut stack = vec![top];
-        while let Some(id) = stack.pop() {
-            let Some(entries) = self.covered_entries(id, sid) else {
-                continue;
-            };
-            for (p, t) in entries {
-                if let Some(c) = self.index.lookup(&p) {
-                    stack.push(c);
-                }
-                if old.is_ignored(&p, t == FileType::Dir) {
-                    self.specs
-                        .record_for(sid, self.now, p, ChangeKind::Created, t);
-                }
-            }
-        }
+        todo
     }
 }

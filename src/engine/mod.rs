@@ -30,14 +30,24 @@
 //! `trace.rs` holds the macros through which the owners emit `tracing`
 //! events (cargo feature `tracing`; nothing at all without it).
 //!
-//! `walk.rs` (covering a tree: watch, then read), `tree.rs` (entries
-//! added and removed, with what is below them), `events.rs`
-//! (what a hint leads to), `modes.rs` (how each root is watched, and
-//! what that asks of each directory), `polling.rs` (polls, on the
-//! scanner or here) and `rescanning.rs` (`rescan_every`'s rescans) own no
-//! state: they are the steps that ask the owners to change. Owners never
-//! call steps (`tests/layers.rs` checks it; some owners' files still hold
-//! steps, listed there).
+//! The steps own no state: they ask the owners to change. `walk.rs`
+//! (covering a tree: watch, then read; a first walk's progress),
+//! `tree.rs` (entries added and removed, with what is below them),
+//! `events.rs` (what a hint leads to), `modes.rs` (how each root is
+//! watched, and what that asks of each directory), `polling.rs` (polls,
+//! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
+//! `applying.rs` (specs created, replaced, deleted), `batching.rs`
+//! (changes routed into batches, batches closed), `attaching.rs` (roots
+//! attached, and again when their watching point changes),
+//! `following.rs` (symlinks looked at again), `ignoring.rs` (ignore files
+//! read and their changes applied), `publishing.rs` (status facts
+//! gathered), `retrying.rs` (retries with back-off), `rereading.rs`
+//! (directories read again and diffed; everything after an overflow),
+//! `syncing.rs` (sync barriers), `watching.rs` (OS watches asked for and
+//! let go of), `forget.rs` (what the owners forget), `check.rs` (the
+//! index's invariants, for tests) and this loop. Owners
+//! never call steps: no owner's file holds an `impl Engine` or names a
+//! step's module (`tests/layers.rs` checks it).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -56,11 +66,16 @@ use crate::index::Index;
 use crate::spec::{Backend, WatchSpec};
 use crate::stats::Stats;
 
+mod applying;
+mod attaching;
+mod batching;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod events;
+mod following;
 mod forget;
 mod ignore_files;
+mod ignoring;
 mod links;
 mod modes;
 mod poll;
@@ -68,18 +83,23 @@ mod polling;
 mod problems;
 mod progress;
 mod publish;
+mod publishing;
 mod recovery;
+mod rereading;
 mod rescan;
 mod rescanning;
+mod retrying;
 mod roots;
 mod specs;
 mod sync;
+mod syncing;
 #[cfg(test)]
 mod tests;
 pub(crate) mod trace;
 mod tree;
 mod walk;
 mod watches;
+mod watching;
 
 pub(crate) use publish::Shared;
 
@@ -464,7 +484,7 @@ impl Engine {
         self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
-        self.flush_batches(&sync::specs_of(&synced));
+        self.flush_batches(&syncing::specs_of(&synced));
         self.publish();
         // Before the answers: a caller of `sync` finds the engine settled.
         self.trim_if_idle();

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::Engine;
+use super::specs::RootMode;
 use super::trace;
 use crate::backend::FileSystem;
 use crate::index::{DirId, SpecId};
@@ -40,15 +41,6 @@ impl Backends {
             _ => None,
         }
     }
-}
-
-/// How one root is watched.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct RootMode {
-    pub status: RootStatus,
-    /// `Some`: the engine polls what is below the root at this interval
-    /// (no OS watch). `None`: the running backend watches it.
-    pub poll: Option<Duration>,
 }
 
 /// Decides how `root` is watched for a spec whose choice is `choice`

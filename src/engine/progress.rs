@@ -3,11 +3,12 @@
 //! spec's roots are attached (one long step of the engine's thread on a
 //! big tree), the walk counts directories and entries and publishes the
 //! spec's status (phase `Starting`, with `progress`) at most every
-//! [`PROGRESS_EVERY`].
+//! [`PROGRESS_EVERY`]. Also the only writer of whether a heap trim is due
+//! after a big walk. The steps that publish the progress and trim the
+//! heap are `walk.rs`'s.
 
 use std::time::{Duration, Instant};
 
-use super::Engine;
 use crate::index::SpecId;
 use crate::status::Progress;
 
@@ -38,7 +39,8 @@ impl Walk {
         }
     }
 
-    fn begin(&mut self, sid: SpecId, now: Instant) {
+    /// The first walk of `sid` begins (at `now`).
+    pub(super) fn begin(&mut self, sid: SpecId, now: Instant) {
         self.current = Some((sid, Progress::default(), now));
         self.published = false;
     }
@@ -46,7 +48,11 @@ impl Walk {
     /// Counts a directory read with `entries` entries; the spec whose
     /// progress is to be published now, if it is time (noted as done at
     /// `now()`).
-    fn count(&mut self, entries: usize, now: impl FnOnce() -> Instant) -> Option<SpecId> {
+    pub(super) fn count(
+        &mut self,
+        entries: usize,
+        now: impl FnOnce() -> Instant,
+    ) -> Option<SpecId> {
         let (sid, p, last) = self.current.as_mut()?;
         p.dirs += 1;
         p.entries += entries;
@@ -63,51 +69,26 @@ impl Walk {
     }
 
     /// The walk is over: the spec it was for if it published progress, and
-    /// how many directories it read.
-    fn end(&mut self) -> (Option<SpecId>, usize) {
+    /// how many directories it read (a heap trim is due after
+    /// [`TRIM_AFTER`] of them).
+    pub(super) fn end(&mut self) -> (Option<SpecId>, usize) {
         let Some((sid, p, _)) = self.current.take() else {
             return (None, 0);
         };
+        if p.dirs >= TRIM_AFTER {
+            self.trim_due = true;
+        }
         (std::mem::take(&mut self.published).then_some(sid), p.dirs)
     }
-}
 
-impl Engine {
-    /// The first walk of `sid` begins.
-    pub(super) fn walk_begins(&mut self, sid: SpecId) {
-        self.walk.begin(sid, self.clock.now());
-    }
-
-    /// A directory with `entries` entries was read during a walk: publish
-    /// the progress if it is time.
-    pub(super) fn walked(&mut self, entries: usize) {
-        let clock = &self.clock;
-        if let Some(sid) = self.walk.count(entries, || clock.now()) {
-            self.out.touch(sid);
-            self.publish();
+    /// Whether the heap is to be trimmed now: a big walk ended and the
+    /// engine is `idle` (asked only then); the trim is then no longer due.
+    pub(super) fn take_trim(&mut self, idle: impl FnOnce() -> bool) -> bool {
+        if self.trim_due && idle() {
+            self.trim_due = false;
+            return true;
         }
-    }
-
-    /// The first walk is over: its next status (at the end of the pass)
-    /// says where it stands.
-    pub(super) fn walk_ends(&mut self) {
-        let (published, dirs) = self.walk.end();
-        if let Some(sid) = published {
-            self.out.touch(sid);
-        }
-        if dirs >= TRIM_AFTER {
-            self.walk.trim_due = true;
-        }
-    }
-
-    /// At the end of a pass: once nothing waits in the inbox after a big
-    /// walk (whose events, on the portable backend, come after it), the
-    /// memory freed meanwhile goes back to the OS.
-    pub(super) fn trim_if_idle(&mut self) {
-        if self.walk.trim_due && self.inbox.is_empty() {
-            self.walk.trim_due = false;
-            crate::fs::trim_heap();
-        }
+        false
     }
 }
 

@@ -2,28 +2,19 @@
 //! directories that could not be watched or read, and rescans after lost
 //! events. The only writer of the retry table, of the read times that bound
 //! what an overflow may have hidden, and of the per-spec recovery counters.
+//! The steps are `retrying.rs`'s (retries) and `rereading.rs`'s (a
+//! directory read again and diffed; everything, after lost events).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::ffi::{OsStr, OsString};
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Engine;
-use super::trace;
-use crate::backend::Hint;
-use crate::change::{ChangeKind, FileType};
 use crate::clock::wall_before;
-use crate::fs;
-use crate::index::{DirId, EntryDiff, SpecId, diff};
-use crate::reads;
+use crate::index::{DirId, SpecId};
 
 /// First delay before a failed watch is tried again; it doubles per attempt.
 pub(super) const RETRY_FIRST: Duration = Duration::from_millis(50);
 /// Longest delay between two attempts.
 pub(super) const RETRY_MAX: Duration = Duration::from_secs(30);
-/// Directories an overflow's rescan reads ahead on worker threads at once.
-const LOOK_CHUNK: usize = 1024;
 
 /// Default of how far before the last complete read an overflow may have
 /// hidden changes: file systems' timestamps are coarser than the wall clock.
@@ -37,12 +28,14 @@ pub(super) fn backoff(attempts: u32) -> Duration {
         .min(RETRY_MAX)
 }
 
+/// A directory waiting to be tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Retry {
-    attempts: u32,
-    at: Instant,
+pub(super) struct Retry {
+    pub attempts: u32,
+    /// When it is tried again.
+    pub at: Instant,
     /// When the first attempt failed: changes since then had no events.
-    first: SystemTime,
+    pub first: SystemTime,
 }
 
 #[derive(Debug)]
@@ -80,7 +73,13 @@ impl Recovery {
 
     /// Directory `id` failed (again) at `now`; counts the attempt for
     /// `specs`. Returns when it is tried again.
-    fn schedule(&mut self, id: DirId, specs: &[SpecId], now: Instant, wall: SystemTime) -> Instant {
+    pub(super) fn schedule(
+        &mut self,
+        id: DirId,
+        specs: &[SpecId],
+        now: Instant,
+        wall: SystemTime,
+    ) -> Instant {
         let (attempts, first) = self
             .retries
             .get(&id)
@@ -102,12 +101,17 @@ impl Recovery {
     }
 
     /// The directories whose back-off is over at `now`.
-    fn due(&self, now: Instant) -> Vec<DirId> {
+    pub(super) fn due(&self, now: Instant) -> Vec<DirId> {
         self.retries
             .iter()
             .filter(|(_, r)| r.at <= now)
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// The retry `id` waits for, if it does.
+    pub(super) fn retry_of(&self, id: DirId) -> Option<Retry> {
+        self.retries.get(&id).copied()
     }
 
     /// Whether `id` waits for a retry.
@@ -127,16 +131,19 @@ impl Recovery {
         self.cancel(id);
     }
 
-    fn attempts_of(&self, id: DirId) -> Option<u32> {
+    pub(super) fn attempts_of(&self, id: DirId) -> Option<u32> {
         self.retries.get(&id).map(|r| r.attempts)
     }
 
-    fn cancel(&mut self, id: DirId) {
+    pub(super) fn cancel(&mut self, id: DirId) {
         self.retries.remove(&id);
     }
 
-    /// Every waiting directory is due at `now` at the latest.
-    fn all_now(&mut self, now: Instant) {
+    /// Something happened to a directory waiting for a retry (a chmod,
+    /// say): every waiting directory is due at `now` at the latest, rather
+    /// than after its backoff (on a path backend the watch that failed may
+    /// be an ancestor's).
+    pub(super) fn all_now(&mut self, now: Instant) {
         for r in self.retries.values_mut() {
             r.at = r.at.min(now);
         }
@@ -159,6 +166,12 @@ impl Recovery {
         self.prev_read
     }
 
+    /// When the latest read started on the monotonic clock (or a moment
+    /// after), once there has been one.
+    pub(super) fn last_read_mono(&self) -> Option<Instant> {
+        self.last_read_mono
+    }
+
     /// When the latest read started.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fn last_read(&self) -> SystemTime {
@@ -177,7 +190,7 @@ impl Recovery {
     }
 
     /// An overflow was recovered for `specs`.
-    fn count_overflow(&mut self, specs: &[SpecId]) {
+    pub(super) fn count_overflow(&mut self, specs: &[SpecId]) {
         for &s in specs {
             *self.overflows.entry(s).or_default() += 1;
             self.touched.push(s);
@@ -199,293 +212,6 @@ impl Recovery {
 
     pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
         std::mem::take(&mut self.touched)
-    }
-}
-
-impl Engine {
-    /// Directory `id` could not be watched or read for a possibly transient
-    /// reason: try again after a backoff that doubles per attempt.
-    pub(super) fn schedule_retry(&mut self, id: DirId, specs: &[SpecId]) {
-        let live: Vec<SpecId> = specs
-            .iter()
-            .copied()
-            .filter(|s| self.specs.contains(*s))
-            .collect();
-        self.recovery
-            .schedule(id, &live, self.clock.now(), self.clock.wall());
-        trace::traced! {
-            if let Some(r) = self.recovery.retries.get(&id) {
-                trace::event!(
-                    DEBUG,
-                    path = %self.dir_path(id),
-                    specs = %self.specs.names_of(&live),
-                    attempt = r.attempts,
-                    after = ?r.at.saturating_duration_since(self.clock.now()),
-                    "directory to be tried again"
-                );
-            }
-        }
-    }
-
-    /// Tries failed watches and reads again whose backoff is over; a
-    /// directory that gets its watch is re-read (and files changed
-    /// meanwhile, by ctime, reported), since no events came while it had
-    /// none; one that could not be read is read and its contents reported.
-    pub(super) fn retry_due(&mut self) {
-        for id in self.recovery.due(self.clock.now()) {
-            let Some(node) = self.index.get(id) else {
-                self.recovery.cancel(id);
-                continue;
-            };
-            let Some(&Retry {
-                attempts, first, ..
-            }) = self.recovery.retries.get(&id)
-            else {
-                continue;
-            };
-            let follow = node.full().is_empty();
-            let unread = !node.full().is_empty() && !node.complete();
-            let mut specs = node.full().to_vec();
-            specs.extend(node.partial().iter().map(|p| p.spec));
-            // Refused a watch: polling covers its changes now (at the watch
-            // limit), but a poll compares with what was read, so one never
-            // read is read below, as a watch would have had it.
-            if self.needs_watch(id)
-                && !self.watch_node(id, follow, &specs)
-                && !(self.polls.contains(id) && unread)
-            {
-                if self.polls.contains(id) {
-                    self.recovery.cancel(id); // polling covers it now
-                } else if self.recovery.attempts_of(id) == Some(attempts) {
-                    // Refused as gone: keep backing off until the node goes.
-                    self.schedule_retry(id, &specs);
-                }
-                continue;
-            }
-            // Changes since the first failure had no events.
-            let since = self.recovery.since(first);
-            match self.index.get(id) {
-                Some(n) if n.complete() => self.rescan_node(id, Some(since)),
-                Some(n) if !n.full().is_empty() => {
-                    let path = n.path().to_path_buf();
-                    let full = n.full().to_vec();
-                    self.add_full(full, path, true);
-                }
-                _ => {}
-            }
-            // A failed read rescheduled it with one more attempt.
-            if self.recovery.attempts_of(id) == Some(attempts) {
-                self.recovery.cancel(id);
-                trace::event!(
-                    INFO,
-                    path = %self.dir_path(id),
-                    attempts,
-                    "directory watched and read again"
-                );
-            }
-        }
-    }
-
-    /// Something happened to a directory waiting for a retry (a chmod, say):
-    /// try every waiting directory again now rather than after its backoff
-    /// (on a path backend the watch that failed may be an ancestor's).
-    pub(super) fn retry_all_now(&mut self) {
-        self.recovery.all_now(self.clock.now());
-    }
-
-    /// The OS dropped events: re-read everything, diff, and report files
-    /// changed since `complete_read` (minus the margin) as modified.
-    pub(super) fn overflow(&mut self, complete_read: SystemTime) {
-        let since = self.recovery.since(complete_read);
-        self.recovery.count_overflow(&self.specs.ids());
-        self.specs.end_guards();
-        trace::event!(
-            WARN,
-            specs = %self.specs.names_of(&self.specs.ids()),
-            dirs = self.index.len(),
-            "OS events lost (queue overflow): rescanning every directory"
-        );
-        trace::bind!(found_before = self.specs.recorded());
-        // What was lost was lost before the read that brought the marker
-        // began: a directory first read after that shows it all (notify's
-        // own walk overflows the queue while the engine's first reads are
-        // still to come, so a start-up need not read the tree twice).
-        // On the monotonic clock: the wall clock may have been stepped.
-        // Not while a barrier waits: its cookie may be found by this
-        // rescan's reads, and the events of a skipped directory, queued
-        // before the cookie, may not have been read yet.
-        let lost_by = self
-            .recovery
-            .last_read_mono
-            .filter(|_| !self.syncs.waiting());
-        let ids: Vec<DirId> = self
-            .index
-            .ids()
-            .into_iter()
-            .filter(|id| !lost_by.is_some_and(|t| self.index.first_read_after(*id, t)))
-            .collect();
-        // The reads and stats (a whole tree's) on worker threads, a chunk
-        // at a time; the index is changed here alone, in order.
-        let threads = reads::threads();
-        for chunk in ids.chunks(LOOK_CHUNK) {
-            let dirs: Vec<(DirId, Arc<Path>)> = chunk
-                .iter()
-                .filter_map(|&id| {
-                    let n = self.index.get(id)?;
-                    n.complete().then(|| (id, n.path().clone()))
-                })
-                .collect();
-            let paths: Vec<Arc<Path>> = dirs.iter().map(|(_, p)| p.clone()).collect();
-            let mut looks: HashMap<DirId, (Arc<Path>, reads::Look)> = dirs
-                .into_iter()
-                .zip(reads::look_all(&paths, Some(since), threads))
-                .map(|((id, p), l)| (id, (p, l)))
-                .collect();
-            for &id in chunk {
-                // Looked at as this node, unless an earlier directory's
-                // diff freed it and its slot (even its path: a directory
-                // replaced) went to another, read after the look began.
-                let look = looks
-                    .remove(&id)
-                    .filter(|(p, _)| self.index.get(id).is_some_and(|n| Arc::ptr_eq(n.path(), p)))
-                    .map(|(_, l)| l);
-                self.rescan_node_with(id, Some(since), look);
-            }
-        }
-        trace::event!(
-            INFO,
-            specs = %self.specs.names_of(&self.specs.ids()),
-            changes = self.specs.recorded() - found_before,
-            "overflow recovered: rescan done"
-        );
-    }
-
-    /// Rescans every indexed directory at or below `root` (or `root`'s
-    /// entry in its parent when it is not a directory).
-    pub(super) fn rescan_under(&mut self, root: &Path, since: Option<SystemTime>) {
-        if let Some(parent) = root.parent()
-            && let (Some(pid), Some(name)) = (self.index.lookup(parent), root.file_name())
-        {
-            self.handle_name(pid, name, Hint::Rescan);
-            if let Some(since) = since {
-                self.report_if_changed(pid, name, since);
-            }
-        }
-        let ids = self.index.ids_where(|_, n| n.path().starts_with(root));
-        for id in ids {
-            self.rescan_node(id, since);
-        }
-    }
-
-    fn report_if_changed(&mut self, id: DirId, name: &OsStr, since: SystemTime) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        if let Some(t) = node.entries().get(name)
-            && t != FileType::Dir
-            && fs::changed_since(&node.path().join(name), since)
-        {
-            self.route(id, name, ChangeKind::Modified, t, false);
-        }
-    }
-
-    /// Re-reads one directory and applies the diff. With `since`, entries
-    /// present before and after whose inode changed since then are reported
-    /// modified.
-    pub(super) fn rescan_node(&mut self, id: DirId, since: Option<SystemTime>) {
-        self.rescan_node_with(id, since, None);
-    }
-
-    /// [`rescan_node`](Self::rescan_node), with what a worker already read
-    /// of the directory and found changed since `since` (`look`).
-    fn rescan_node_with(
-        &mut self,
-        id: DirId,
-        since: Option<SystemTime>,
-        look: Option<reads::Look>,
-    ) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        // What this re-read reports, a `rescan_every` must not report again:
-        // its next look at this directory starts afresh.
-        self.rescans.forget_dir(id);
-        let path = node.path().clone();
-        if !node.complete() {
-            let names: Vec<OsString> = node.partial().iter().map(|p| p.name.clone()).collect();
-            for n in names {
-                self.handle_name(id, &n, Hint::Rescan);
-                if let Some(since) = since {
-                    self.report_if_changed(id, &n, since);
-                }
-            }
-            return;
-        }
-        let (listing, on_disk) = match look {
-            Some(l) => {
-                self.syncs.cookies_found(l.cookies);
-                (l.listing, Some(l.changed))
-            }
-            None => (self.list_dir(&path), None),
-        };
-        let Some(diffs) = self.diff_read(id, listing) else {
-            return;
-        };
-        // Modified: entries there before and after the diff (not created,
-        // removed or retyped by it) whose inode changed since `since`.
-        let touched: BTreeSet<OsString> = match since {
-            Some(_) => diffs.iter().map(|d| d.name().to_os_string()).collect(),
-            None => BTreeSet::new(),
-        };
-        // Without a worker's look, the files to `stat` here.
-        let to_stat: Vec<OsString> = match (since, &on_disk) {
-            (Some(_), None) => {
-                let node = self.index.get(id).expect("live node");
-                node.entries()
-                    .iter()
-                    .filter(|(n, t)| *t != FileType::Dir && !touched.contains(*n))
-                    .map(|(n, _)| n.to_os_string())
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
-        self.apply_diffs(id, diffs);
-        if let Some(since) = since {
-            let hits = match on_disk {
-                // The worker stat'ed the files of the fresh listing: those
-                // the diff did not touch were there before, alike.
-                Some(found) => found.into_iter().filter(|n| !touched.contains(n)).collect(),
-                None => fs::changed_among(&path, to_stat.iter().map(OsString::as_os_str), since),
-            };
-            for n in hits {
-                let t = self.index.get(id).and_then(|x| x.entries().get(&n));
-                if let Some(t) = t.filter(|t| *t != FileType::Dir) {
-                    self.route(id, &n, ChangeKind::Modified, t, false);
-                }
-            }
-        }
-        self.revalidate_links_in(id);
-    }
-
-    /// Diffs what a read of directory `id` found against the index; `None`
-    /// when it could not be read (gone: dropped if nothing above tracks it).
-    fn diff_read(
-        &mut self,
-        id: DirId,
-        read: std::io::Result<Vec<(OsString, FileType)>>,
-    ) -> Option<Vec<EntryDiff>> {
-        match read {
-            Ok(list) => {
-                // Newer than any look of the scanner's under way.
-                self.polls.outdate(id);
-                Some(diff(self.index.get(id)?.entries(), list))
-            }
-            Err(e) if fs::gone(&e) => {
-                self.check_top(id, false);
-                None
-            }
-            Err(_) => None,
-        }
     }
 }
 

@@ -1,15 +1,14 @@
 //! The applied specs, as the engine knows them: one [`SpecState`] per
 //! generation (a new id for every update), the name index, each spec's
-//! compiled ignore rules and its open batch. The only writer of all that;
-//! the steps that create, update and delete specs are here too.
+//! compiled ignore rules and its open batch. The only writer of all that.
+//! The steps that create, update and delete specs are `applying.rs`'s;
+//! those that route changes into batches and close them, `batching.rs`'s.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::Engine;
-use super::modes::RootMode;
 use super::trace;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::coalesce::Coalescer;
@@ -30,6 +29,15 @@ pub(super) struct SpecState {
     modes: Vec<RootMode>,
     /// Set by an apply until its cookies come back (see [`Guard`]).
     guard: Option<Guard>,
+}
+
+/// How one root is watched (decided in `modes.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RootMode {
+    pub status: RootStatus,
+    /// `Some`: the engine polls what is below the root at this interval
+    /// (no OS watch). `None`: the running backend watches it.
+    pub poll: Option<Duration>,
 }
 
 /// What an apply holds back: the OS hints queued before it describe writes
@@ -102,6 +110,16 @@ impl SpecState {
         self.modes.iter().filter(|m| m.poll.is_some()).count()
     }
 
+    /// Whether its first walk reports what it finds (`initial_scan`).
+    pub(super) fn initial_scan(&self) -> bool {
+        self.spec.options.initial_scan
+    }
+
+    /// How often it is rescanned, if it is (`rescan_every`).
+    pub(super) fn rescan_every(&self) -> Option<Duration> {
+        self.spec.options.rescan_every
+    }
+
     /// Whether it honours ignore files.
     pub(super) fn honours_ignore_files(&self) -> bool {
         self.spec.options.ignore_files
@@ -153,7 +171,7 @@ pub(super) struct SpecTable {
 impl SpecTable {
     /// Adds a generation under `name`; returns its id and the id of the
     /// generation it replaces (still present: the caller retires it).
-    fn insert(
+    pub(super) fn insert(
         &mut self,
         name: String,
         generation: Generation,
@@ -427,7 +445,13 @@ impl SpecTable {
 
     /// Holds back, for `sid`, what the OS queued before `cookies` (see
     /// [`Guard`]); `before` is the generation it replaces.
-    fn guard(&mut self, sid: SpecId, before: SpecId, cookies: Vec<PathBuf>, now: Instant) {
+    pub(super) fn guard(
+        &mut self,
+        sid: SpecId,
+        before: SpecId,
+        cookies: Vec<PathBuf>,
+        now: Instant,
+    ) {
         if cookies.is_empty() {
             return;
         }
@@ -472,7 +496,7 @@ impl SpecTable {
     }
 
     /// Closes the open batch of `sid`, due or not.
-    fn take(&mut self, sid: SpecId) -> Vec<Change> {
+    pub(super) fn take(&mut self, sid: SpecId) -> Vec<Change> {
         self.states
             .get_mut(&sid)
             .map(|st| st.coalescer.take())
@@ -480,7 +504,7 @@ impl SpecTable {
     }
 
     /// Closes every batch that is due at `now`.
-    fn take_due(&mut self, now: Instant) -> Vec<(SpecId, Vec<Change>)> {
+    pub(super) fn take_due(&mut self, now: Instant) -> Vec<(SpecId, Vec<Change>)> {
         let mut out = Vec::new();
         let states = &mut self.states;
         self.open.retain(|sid| {
@@ -501,217 +525,6 @@ impl SpecTable {
             .iter()
             .filter_map(|s| self.states.get(s)?.coalescer.deadline())
             .min()
-    }
-}
-
-impl Engine {
-    /// Creates or replaces the named spec. The old generation's open batch
-    /// is closed first (nothing seen is lost), then the new one is attached
-    /// before the old one lets go of its watches (no gap).
-    pub(super) fn upsert(
-        &mut self,
-        name: String,
-        generation: Generation,
-        spec: WatchSpec,
-        matcher: Matcher,
-    ) {
-        trace::span!(INFO, "apply", spec = %name, generation = generation.0);
-        let roots = spec.paths.clone();
-        let (sid, old) = self.specs.insert(name, generation, spec, matcher);
-        if let Some(old) = old {
-            // Its last batch first, so that it is journaled with it.
-            self.emit(old, None);
-        }
-        let wall = self.clock.wall();
-        let name = self
-            .specs
-            .get(sid)
-            .expect("just inserted")
-            .name()
-            .to_owned();
-        self.out.started(sid, &name, generation, wall);
-        let initial_scan = self
-            .specs
-            .get(sid)
-            .is_some_and(|st| st.spec.options.initial_scan);
-        if let Some(every) = self
-            .specs
-            .get(sid)
-            .and_then(|st| st.spec.options.rescan_every)
-        {
-            self.rescans.add(sid, every, self.clock.now());
-        }
-        self.walk_begins(sid);
-        for root in &roots {
-            self.attach_root(sid, root, false);
-        }
-        self.walk_ends();
-        // An update's guard (a new spec has none: with no `Created` of its
-        // own to stand for them, writes during its walk must be reported).
-        if let Some(old) = old {
-            let cookies = self.guard_cookies(sid);
-            self.specs.guard(sid, old, cookies, self.clock.now());
-        }
-        if initial_scan {
-            self.scan_initial(sid, &roots);
-        } else if let Some(old) = old {
-            self.report_update(old, sid);
-        }
-        if let Some(old) = old {
-            self.retire(old);
-        }
-        self.watches.reconcile_soon();
-    }
-
-    /// The net effect of an update from generation `old` to `new`, as
-    /// changes of `new`: entries it shows that `old` did not (an ignore
-    /// removed, a path added) are `Created`, entries `old` showed that it
-    /// does not are `Removed`, so that a consumer's mirror stays exact
-    /// across the update. (A root itself, listed in its parent, is not
-    /// among them; what is below it is.)
-    fn report_update(&mut self, old: SpecId, new: SpecId) {
-        let (Some(o), Some(n)) = (self.specs.get(old), self.specs.get(new)) else {
-            return;
-        };
-        let (old_m, new_m) = (o.matcher.clone(), n.matcher.clone());
-        let now = self.now;
-        let ids = self
-            .index
-            .ids_where(|_, node| node.covers(old) || node.covers(new));
-        let mut diffs = Vec::new();
-        for id in ids {
-            let Some(node) = self.index.get(id) else {
-                continue;
-            };
-            let (in_old, in_new) = (node.covers(old), node.covers(new));
-            for (name, t) in node.entries().iter() {
-                let p = node.path().join(name);
-                let dir = t == FileType::Dir;
-                let was = in_old && !old_m.is_ignored(&p, dir);
-                let is = in_new && !new_m.is_ignored(&p, dir);
-                match (was, is) {
-                    (false, true) => diffs.push((p, ChangeKind::Created, t)),
-                    (true, false) => diffs.push((p, ChangeKind::Removed, t)),
-                    _ => {}
-                }
-            }
-        }
-        for (p, kind, t) in diffs {
-            self.specs.record_unfiltered(new, now, p, kind, t);
-        }
-    }
-
-    /// Reports every indexed entry below `roots` (and the roots themselves
-    /// when they are not directories) as created, for `sid` alone.
-    fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
-        let now = self.now;
-        for root in roots {
-            let Some(id) = self
-                .index
-                .lookup(root)
-                .filter(|id| self.index.get(*id).is_some_and(|n| n.covers(sid)))
-            else {
-                // A file, a link, or nothing: its parent's entry says.
-                let t = root.parent().zip(root.file_name()).and_then(|(p, n)| {
-                    let node = self.index.get(self.index.lookup(p)?)?;
-                    node.entries().get(n)
-                });
-                if let Some(t) = t {
-                    self.specs
-                        .record_root(sid, now, root, ChangeKind::Created, t);
-                }
-                continue;
-            };
-            let mut stack = vec![id];
-            let mut found = Vec::new();
-            while let Some(id) = stack.pop() {
-                let Some(node) = self.index.get(id) else {
-                    continue;
-                };
-                for (name, t) in node.entries().iter() {
-                    let child = node.path().join(name);
-                    if matches!(t, FileType::Dir | FileType::Symlink)
-                        && let Some(c) = self.index.lookup(&child)
-                        && self.index.get(c).is_some_and(|n| n.covers(sid))
-                    {
-                        stack.push(c);
-                    }
-                    found.push((child, t));
-                }
-            }
-            for (path, t) in found {
-                self.specs
-                    .record_for(sid, now, path, ChangeKind::Created, t);
-            }
-        }
-    }
-
-    /// Deletes the named spec: its pending changes are dropped.
-    pub(super) fn delete(&mut self, name: &str) {
-        let Some(sid) = self.specs.id_of(name) else {
-            return;
-        };
-        self.retire(sid);
-        self.watches.reconcile_soon();
-        self.out.deleted(name);
-    }
-
-    /// Removes every trace of a spec generation: registrations, unused
-    /// directories, and the facts other owners keep about it.
-    fn retire(&mut self, sid: SpecId) {
-        for id in self.index.detach(sid) {
-            self.free_node(id);
-        }
-        self.forget_spec(sid);
-    }
-
-    /// Publishes the batch of `sid`: the one given, or its open one.
-    fn emit(&mut self, sid: SpecId, changes: Option<Vec<Change>>) {
-        let changes = changes.unwrap_or_else(|| self.specs.take(sid));
-        if changes.is_empty() {
-            return;
-        }
-        if let Some(st) = self.specs.get(sid) {
-            self.out
-                .batch(sid, st.name(), st.generation(), changes, self.clock.wall());
-        }
-    }
-
-    /// Closes the batches that are due, and those of `synced` specs
-    /// whatever their windows say.
-    pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
-        for &sid in synced {
-            self.emit(sid, None);
-        }
-        let due = self.specs.take_due(self.clock.now());
-        let long = due.len() > 8;
-        for (i, (sid, changes)) in due.into_iter().enumerate() {
-            self.emit(sid, Some(changes));
-            if i == 0 && long {
-                // A consumer woken by the first batch may have been put on
-                // this CPU: let it take it before the rest of the pass.
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    /// Hands a raw change at `id/name` to every spec it concerns, and
-    /// notes it if it is an ignore file: the one way a change of an
-    /// indexed directory's entry is routed. `hinted`: a `Modified` the OS
-    /// hinted at (an apply's guard may hold it back).
-    pub(super) fn route(
-        &mut self,
-        id: crate::index::DirId,
-        name: &OsStr,
-        kind: ChangeKind,
-        ft: FileType,
-        hinted: bool,
-    ) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        self.specs.route(self.now, node, name, kind, ft, hinted);
-        self.note_ignore_file(id, name);
     }
 }
 

@@ -81,7 +81,7 @@ impl Harness {
     fn apply(&mut self, name: &str, spec: WatchSpec) {
         self.upsert(name, Generation(1), spec);
         // The OS reports the cookies of the apply's guard, as it would.
-        for c in self.engine.guard_cookies_waiting() {
+        for c in self.engine.syncs.guard_cookies_waiting() {
             let (dir, name) = (c.parent().unwrap(), c.file_name().unwrap());
             self.event(dir, name.to_str().unwrap(), Hint::Created);
         }

@@ -1,8 +1,9 @@
 //! The walk: covering a directory and what is below it (watch first, then
 //! read, so nothing created in between is missed), the first reads, and
-//! the batches a big walk goes in. No state of its own but the batch
-//! sizes (an engine field, with defaults here, changed only by a test
-//! hook).
+//! the batches a big walk goes in; a first walk's progress published
+//! while it goes, and the heap trimmed after a big one. No state of its
+//! own but the batch sizes (an engine field, with defaults here, changed
+//! only by a test hook); the progress is `progress.rs`'s.
 //!
 //! A walk goes one directory at a time, depth first, until it has covered
 //! a few thousand; from then on a batch at a time: the engine watches (and
@@ -483,6 +484,39 @@ impl Engine {
             } else if let Some(target) = fs::link_target(&child) {
                 stack.push((child, cs, Some(target)));
             }
+        }
+    }
+}
+
+/// A first walk's progress (`progress.rs` counts it) and the heap trim
+/// after a big one.
+impl Engine {
+    /// A directory with `entries` entries was read during a walk: publish
+    /// the progress if it is time.
+    pub(super) fn walked(&mut self, entries: usize) {
+        let clock = &self.clock;
+        if let Some(sid) = self.walk.count(entries, || clock.now()) {
+            self.out.touch(sid);
+            self.publish();
+        }
+    }
+
+    /// The first walk is over: its next status (at the end of the pass)
+    /// says where it stands.
+    pub(super) fn walk_ends(&mut self) {
+        let (published, _dirs) = self.walk.end();
+        if let Some(sid) = published {
+            self.out.touch(sid);
+        }
+    }
+
+    /// At the end of a pass: once nothing waits in the inbox after a big
+    /// walk (whose events, on the portable backend, come after it), the
+    /// memory freed meanwhile goes back to the OS.
+    pub(super) fn trim_if_idle(&mut self) {
+        let inbox = &self.inbox;
+        if self.walk.take_trim(|| inbox.is_empty()) {
+            crate::fs::trim_heap();
         }
     }
 }

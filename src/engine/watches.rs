@@ -7,15 +7,15 @@
 //! (followed symlinks) is one watch, held by one node and aliased by the
 //! others. With a path backend (notify) watches are recursive and by path:
 //! the backend keeps them, and the table only reconciles them with what the
-//! index needs.
+//! index needs. The steps that ask for watches and let go of them are
+//! `watching.rs`'s.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::Engine;
 use crate::backend::{Os, PathWatcher, WatchError, WatchId};
-use crate::index::{DirId, SpecId};
+use crate::index::DirId;
 
 /// Which node holds each watch, as `u32` node ids: 8 bytes an entry where
 /// a `usize` makes 16 (one entry per watched directory).
@@ -139,7 +139,7 @@ impl WatchTable {
 
     /// Asks a backend that looks by itself (a poller) to compare racy
     /// files' contents in watch `w`'s directory too.
-    fn hash_contents(&mut self, w: WatchId) {
+    pub(super) fn hash_contents(&mut self, w: WatchId) {
         if let Os::Dirs(d) = &mut self.os {
             d.hash_contents(w, true);
         }
@@ -153,7 +153,7 @@ impl WatchTable {
     }
 
     /// A per-directory watch call, within the cap. Records nothing.
-    fn call(&mut self, path: &Path, follow: bool) -> Result<WatchId, WatchError> {
+    pub(super) fn call(&mut self, path: &Path, follow: bool) -> Result<WatchId, WatchError> {
         if let Some(max) = self.cap
             && self.holder.len() >= max
             && matches!(&self.os, Os::Dirs(d) if d.holds_os_watches())
@@ -174,12 +174,12 @@ impl WatchTable {
 
     /// Whether nodes other than `id` hold watch `w` (and `id` is not yet
     /// one of them).
-    fn held_by_others(&self, w: WatchId, id: DirId) -> bool {
+    pub(super) fn held_by_others(&self, w: WatchId, id: DirId) -> bool {
         self.holder(w).is_some_and(|h| h != id) && !self.aliases(w).contains(&id)
     }
 
     /// Records that node `id` holds (or shares) watch `w`.
-    fn record(&mut self, id: DirId, w: WatchId) {
+    pub(super) fn record(&mut self, id: DirId, w: WatchId) {
         match self.holder.get(&w) {
             Some(h) if h != id => {
                 let a = self.aliases.entry(w).or_default();
@@ -200,7 +200,7 @@ impl WatchTable {
 
     /// Takes every node of watch `w` out of the table (their own records
     /// stay) to sort them again.
-    fn take_members(&mut self, w: WatchId) -> Vec<DirId> {
+    pub(super) fn take_members(&mut self, w: WatchId) -> Vec<DirId> {
         self.holder
             .remove(&w)
             .into_iter()
@@ -209,7 +209,7 @@ impl WatchTable {
     }
 
     /// Puts back the members of `w` that still lead to it.
-    fn set_members(&mut self, w: WatchId, kept: &[DirId]) {
+    pub(super) fn set_members(&mut self, w: WatchId, kept: &[DirId]) {
         if let Some((first, rest)) = kept.split_first() {
             self.holder.insert(w, *first);
             if !rest.is_empty() {
@@ -219,7 +219,7 @@ impl WatchTable {
     }
 
     /// Node `id` no longer has a watch (without telling the OS).
-    fn clear(&mut self, id: DirId) {
+    pub(super) fn clear(&mut self, id: DirId) {
         if let Some(w) = self.of_dir.get_mut(id) {
             *w = NONE;
         }
@@ -227,7 +227,7 @@ impl WatchTable {
 
     /// Whether `path` leads to the directory of watch `w`, asking the OS.
     /// A watch the question created and nothing records is removed again.
-    fn leads_to(&mut self, path: &Path, follow: bool, w: WatchId) -> bool {
+    pub(super) fn leads_to(&mut self, path: &Path, follow: bool, w: WatchId) -> bool {
         let Os::Dirs(d) = &mut self.os else {
             return false;
         };
@@ -244,7 +244,7 @@ impl WatchTable {
     }
 
     /// Removes watch `w` from the OS if nothing records it.
-    fn discard_if_unrecorded(&mut self, w: WatchId) {
+    pub(super) fn discard_if_unrecorded(&mut self, w: WatchId) {
         if !self.holder.contains_key(&w)
             && let Os::Dirs(d) = &mut self.os
         {
@@ -339,15 +339,45 @@ impl WatchTable {
         self.reconcile_due = true;
     }
 
-    fn take_reconcile_due(&mut self) -> bool {
+    pub(super) fn take_reconcile_due(&mut self) -> bool {
         std::mem::take(&mut self.reconcile_due)
     }
 
-    fn paths(&self) -> Option<&dyn PathWatcher> {
+    pub(super) fn paths(&self) -> Option<&dyn PathWatcher> {
         match &self.os {
             Os::Paths(p) => Some(p.as_ref()),
             Os::Dirs(_) => None,
         }
+    }
+
+    /// Path backends: a watch of `path` (`recursive`: and of everything
+    /// below it).
+    pub(super) fn watch_path(&mut self, path: &Path, recursive: bool) -> Result<(), WatchError> {
+        match &mut self.os {
+            Os::Paths(p) => p.watch(path, recursive),
+            Os::Dirs(_) => unreachable!(),
+        }
+    }
+
+    /// Path backends: lets go of the watches of `stale` paths (polled
+    /// directories may get a watch then).
+    pub(super) fn unwatch_paths(&mut self, stale: &[PathBuf]) {
+        if let Os::Paths(p) = &mut self.os {
+            for w in stale {
+                p.unwatch(w);
+            }
+        }
+        if !stale.is_empty() {
+            // Polled directories may get a watch now.
+            self.freed = true;
+        }
+    }
+
+    /// Whether the directory at `path` (whose node has watch `w`) is still
+    /// the one watched (per-directory backends; others cannot tell cheaply
+    /// and say no).
+    pub(super) fn still_watched(&mut self, path: &Path, w: WatchId) -> bool {
+        self.leads_to(path, false, w)
     }
 
     /// Path backends: whether a recursive watch above `path` covers it.
@@ -432,271 +462,11 @@ impl WatchTable {
     }
 }
 
-impl Engine {
-    /// Adds an OS watch for a node (per-directory: its own; path backends:
-    /// unless a recursive watch above covers it). `follow`: the node's path
-    /// may be a symlink (ancestors of roots), else it must be a real
-    /// directory. On failure the node is polled (no watches left), retried
-    /// later (possibly transient), or left to its parent's events (gone).
-    pub(super) fn watch_node(&mut self, id: DirId, follow: bool, specs: &[SpecId]) -> bool {
-        if !self.apply_mode(id) {
-            return false; // polled: every covering spec polls it
-        }
-        if !self.watches.per_directory() && self.below_link(id) {
-            // notify keys its watches by path and the kernel by inode: a
-            // second path to a watched directory would share its kernel
-            // watch, and notify drops a shared watch with either path (when
-            // one is unwatched, or when a directory on it goes), while the
-            // other stays unwatched. So what is at or below a followed link
-            // is polled on this backend.
-            self.poll_instead(id, super::poll::Why::Link);
-            return false;
-        }
-        let path = self.index.get(id).expect("live node").path().clone();
-        let result = if self.watches.per_directory() {
-            // A followed link's own path is a symlink.
-            match self.watches.call(&path, follow || self.links.contains(id)) {
-                Ok(w) => {
-                    if self.watches.held_by_others(w, id) && !self.regroup(w, id) {
-                        // Our node was below a stale one and went with it:
-                        // the events for the names above re-add it.
-                        self.watches.discard_if_unrecorded(w);
-                        return false;
-                    }
-                    self.watches.record(id, w);
-                    let hash = self.wants_hash(id)
-                        || specs
-                            .iter()
-                            .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()));
-                    if hash {
-                        self.watches.hash_contents(w);
-                    }
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            }
-        } else {
-            // Ancestors of roots (`follow`) are watched for their own
-            // entries only; covered directories recursively.
-            match &mut self.watches.os {
-                Os::Paths(p) => p.watch(&path, !follow),
-                Os::Dirs(_) => unreachable!(),
-            }
-        };
-        match result {
-            Ok(()) => {
-                self.problems.clear(specs, &path);
-                true
-            }
-            Err(e) if e.at_limit() => {
-                // No watch to be had: poll this directory instead.
-                self.poll_at_limit(id, &e);
-                false
-            }
-            Err(e) => {
-                if !e.gone() {
-                    // Possibly transient (EIO, EACCES that a chmod lifts,
-                    // ...): try again later, backing off.
-                    self.schedule_retry(id, specs);
-                }
-                self.record_error(specs, &e.at, &format!("cannot watch: {}", e.error));
-                false
-            }
-        }
-    }
-
-    /// A watch call for node `id` returned `w`, which other nodes hold: the
-    /// same directory under other paths. Those whose path still leads to it
-    /// (through followed links) stay as its aliases; the others are stale
-    /// (their directory moved to `id`'s path and the move away is not
-    /// handled yet) and are dropped with their entry in the parent, so that
-    /// the index keeps one node per directory entry; the events still
-    /// queued for the old names re-read whatever is there now. Returns
-    /// whether node `id` is still indexed (it may have gone with a stale
-    /// node).
-    fn regroup(&mut self, w: WatchId, id: DirId) -> bool {
-        let mut kept = Vec::new();
-        let mut stale = Vec::new();
-        for m in self.watches.take_members(w) {
-            // Ask the OS whether the other path still leads to the watched
-            // directory: the answer is exact, where comparing stats races
-            // with renames. (Even without followed links it can: a path
-            // through a directory just replaced by a link, whose events are
-            // still queued.)
-            let same = match self.index.get(m) {
-                Some(n) => {
-                    let path = n.path().clone();
-                    let follow = self.links.contains(m);
-                    self.watches.leads_to(&path, follow, w)
-                }
-                None => false,
-            };
-            if same {
-                kept.push(m);
-            } else {
-                stale.push(m);
-            }
-        }
-        self.watches.set_members(w, &kept);
-        for &m in &stale {
-            self.watches.clear(m);
-        }
-        for m in stale {
-            self.drop_stale(m, true);
-        }
-        self.index.get(id).is_some()
-    }
-
-    /// Node `id` (at `path`) lets go of its OS watch (unless another path
-    /// to the same directory keeps it).
-    pub(super) fn drop_watch(&mut self, id: DirId, path: &Path) {
-        if let Some((w, next)) = self.watches.release(id, path)
-            && let Some(n) = self.index.get(next)
-        {
-            // Another path to the directory keeps its watch.
-            let path = n.path().clone();
-            self.watches.repoint(w, &path, self.links.contains(next));
-        }
-    }
-
-    /// Whether the directory `id` (whose node has watch `w`) at `path` is
-    /// still the one watched (per-directory backends; others cannot tell
-    /// cheaply and say no).
-    pub(super) fn still_watched(&mut self, path: &Path, w: WatchId) -> bool {
-        self.watches.leads_to(path, false, w)
-    }
-
-    /// Whether directory `id` still lacks the OS watch it needs.
-    pub(super) fn needs_watch(&self, id: DirId) -> bool {
-        let Some(node) = self.index.get(id) else {
-            return false;
-        };
-        !self.polls.contains(id)
-            && !self
-                .watches
-                .has_watch(id, node.path(), !node.full().is_empty())
-    }
-
-    /// Whether node `id` has no OS watch (polled or not).
-    pub(super) fn lacks_watch(&self, id: DirId) -> bool {
-        self.index
-            .get(id)
-            .is_some_and(|n| !self.watches.has_watch(id, n.path(), !n.full().is_empty()))
-    }
-
-    /// Whether node `id` lacks its watch with nothing to make up for it (no
-    /// polling, no retry pending), so that no event will tell about its
-    /// directory.
-    pub(super) fn stranded(&self, id: DirId) -> bool {
-        self.needs_watch(id) && !self.recovery.retrying(id)
-    }
-
-    /// [`stranded`](Self::stranded), where it is known for sure: on
-    /// per-directory backends. (On a path backend a node may lack a watch of
-    /// its own under a partial recursive one.)
-    pub(super) fn unwatched(&self, id: DirId) -> bool {
-        self.watches.per_directory() && self.stranded(id)
-    }
-
-    /// Path backends: unwatch what no node needs any more, watch what an
-    /// uncovered node needs. Then polled directories may move back.
-    pub(super) fn reconcile_watches(&mut self) {
-        if self.watches.take_reconcile_due() {
-            self.reconcile_paths();
-        }
-    }
-
-    fn reconcile_paths(&mut self) {
-        let Some(p) = self.watches.paths() else {
-            return;
-        };
-        let mut node_paths: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut full_paths: BTreeSet<PathBuf> = BTreeSet::new();
-        let mut partial_only: Vec<PathBuf> = Vec::new();
-        for id in self.index.ids() {
-            let Some(n) = self.index.get(id) else {
-                continue;
-            };
-            if n.is_unused() || !self.wanted(id).0 {
-                continue; // (polled by every spec covering it: no watch)
-            }
-            node_paths.insert(n.path().to_path_buf());
-            if n.full().is_empty() {
-                partial_only.push(n.path().to_path_buf());
-            } else {
-                full_paths.insert(n.path().to_path_buf());
-            }
-        }
-        // A watch goes only when nothing at or below it is needed: notify
-        // drops every watch below a recursive one with it, and re-adding
-        // them would leave a gap.
-        let stale: Vec<PathBuf> = p
-            .watched()
-            .keys()
-            .filter(|w| {
-                !node_paths
-                    .range((*w).clone()..)
-                    .next()
-                    .is_some_and(|n| n.starts_with(w))
-            })
-            .cloned()
-            .collect();
-        let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
-        {
-            let kept_recursive: BTreeSet<&PathBuf> = p
-                .watched()
-                .iter()
-                .filter(|(w, r)| **r && !stale.contains(w))
-                .map(|(w, _)| w)
-                .collect();
-            let covered = |x: &Path| {
-                x.ancestors()
-                    .skip(1)
-                    .any(|a| full_paths.contains(a) || kept_recursive.contains(&a.to_path_buf()))
-                    || p.covers(x)
-            };
-            for f in &full_paths {
-                if !covered(f) && p.watched().get(f) != Some(&true) {
-                    wanted.push((f.clone(), true));
-                }
-            }
-            for f in &partial_only {
-                if !covered(f) && !p.watched().contains_key(f) {
-                    wanted.push((f.clone(), false));
-                }
-            }
-        }
-        if let Os::Paths(p) = &mut self.watches.os {
-            for w in &stale {
-                p.unwatch(w);
-            }
-        }
-        if !stale.is_empty() {
-            // Polled directories may get a watch now.
-            self.watches.freed = true;
-        }
-        for (path, recursive) in wanted {
-            let Some(id) = self.index.lookup(&path) else {
-                continue;
-            };
-            if self.recovery.retrying(id) || self.polls.polled_for_link(id) {
-                continue; // its backoff says when; or it is polled for good
-            }
-            let Some(n) = self.index.get(id) else {
-                continue;
-            };
-            let mut specs = n.full().to_vec();
-            specs.extend(n.partial().iter().map(|p| p.spec));
-            self.watch_node(id, !recursive, &specs);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::{DirWatcher, Fault, ReaderPause};
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::sync::Arc;
 
     /// A per-directory backend without an OS: watch ids by path, shared

@@ -44,6 +44,26 @@ pub(crate) fn chart(name: &str, version: &str) -> Vec<u8> {
     )
 }
 
+/// A valid chart package holding `noise` bytes that do not compress (so
+/// that the package is about that large).
+pub(crate) fn padded_chart(name: &str, version: &str, noise: usize) -> Vec<u8> {
+    let mut blob = Vec::with_capacity(noise + 8);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while blob.len() < noise {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        blob.extend_from_slice(&x.to_le_bytes());
+    }
+    tgz(&[
+        (
+            format!("{name}/Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: {version}\n").into_bytes(),
+        ),
+        (format!("{name}/blob.bin"), blob),
+    ])
+}
+
 pub(crate) fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

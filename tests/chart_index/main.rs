@@ -7,10 +7,12 @@
 //! its index changes at no other time).
 //!
 //! This target holds the tests of the HTTP routes, tenants, direct writes
-//! to the storage directory, traversal safety and the backend flags; the
-//! helpers live beside it: `server` (the process and its log), `client`
-//! (HTTP), `charts` (packages and indexes) and `replicas` (two servers on
-//! one storage directory).
+//! to the storage directory, traversal safety and the backend flags;
+//! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
+//! form, read-your-writes, `/health`, graceful shutdown) and `replicas`
+//! two servers on one storage directory; the helpers live beside them:
+//! `server` (the process and its log), `client` (HTTP) and `charts`
+//! (packages and indexes).
 #![cfg(unix)]
 
 mod charts;
@@ -19,13 +21,16 @@ mod client;
 mod common;
 mod replicas;
 mod server;
+mod serving;
 
 use std::io::Write;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::charts::{chart, contains, nv, package, parse_index, sha256, snapshot, tgz};
+use crate::charts::{
+    chart, contains, nv, package, padded_chart, parse_index, sha256, snapshot, tgz,
+};
 use crate::client::{Body, Resp, http};
 use crate::common::example;
 use crate::server::Server;
@@ -407,21 +412,7 @@ fn nothing_outside_storage_is_read_or_written() {
     // Too large: refused by its declared length, and by counting when it
     // comes chunked; nothing is stored.
     let storage_before = snapshot(&storage);
-    let mut noise = Vec::with_capacity(2 << 20);
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    while noise.len() < 2 << 20 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        noise.extend_from_slice(&x.to_le_bytes());
-    }
-    let big = tgz(&[
-        (
-            "big/Chart.yaml".to_owned(),
-            b"apiVersion: v2\nname: big\nversion: 1.0.0\n".to_vec(),
-        ),
-        ("big/blob.bin".to_owned(), noise),
-    ]);
+    let big = padded_chart("big", "1.0.0", 2 << 20);
     assert!(big.len() > 2 << 20);
     let r = s.post("/api/org/charts", &big);
     assert_eq!(r.status, 413, "{}", r.text());
@@ -587,6 +578,7 @@ fn backend_flags_choose_how_the_root_is_watched() {
         (&["--poll-interval", "0"], "--poll-interval"),
         (&["--poll-interval", "soon"], "--poll-interval"),
         (&["--backend"], "--backend needs a value"),
+        (&["--sync-timeout", "soon"], "--sync-timeout"),
     ] {
         let mut cmd = example::command("chart_index");
         cmd.arg("--storage")

@@ -3,10 +3,11 @@
 //! waits can wake on each.
 
 use std::path::Path;
+use std::process::ExitStatus;
 use std::time::Instant;
 
 use crate::charts::{Listing, parse_index};
-use crate::client::{Body, Resp, http, index_path};
+use crate::client::{Body, Field, Resp, form, http, http_with, index_path};
 use crate::common::WAIT;
 use crate::common::example::{self, Process, Stream};
 
@@ -58,6 +59,29 @@ impl Server {
 
     pub(crate) fn delete(&self, target: &str) -> Resp {
         http(&self.addr, "DELETE", target.as_bytes(), Body::None)
+    }
+
+    /// Uploads `fields` (name, file name, bytes) as helm-push does: a
+    /// multipart form.
+    pub(crate) fn post_form(&self, target: &str, fields: &[Field<'_>]) -> Resp {
+        let (body, content_type) = form(fields);
+        http_with(
+            &self.addr,
+            "POST",
+            target.as_bytes(),
+            &[&format!("Content-Type: {content_type}")],
+            Body::Length(&body),
+        )
+    }
+
+    /// Sends it SIGTERM, without waiting.
+    pub(crate) fn ask_stop(&mut self) {
+        self.process.ask_stop();
+    }
+
+    /// Waits for it to exit, and returns how.
+    pub(crate) fn wait_exit(&mut self) -> ExitStatus {
+        self.process.wait_exit()
     }
 
     /// The index of `tenant` (`""` for the root) as it is now.

@@ -253,14 +253,27 @@ impl Process {
     /// Asks it to stop (see [`ask_to_stop`]) and returns its exit status;
     /// panics if it has not exited within [`WAIT`].
     pub fn terminate(&mut self) -> ExitStatus {
+        self.ask_stop();
+        self.wait_exit()
+    }
+
+    /// Asks it to stop (see [`ask_to_stop`]), without waiting: for a test
+    /// of what it does meanwhile; [`wait_exit`](Process::wait_exit) then
+    /// waits for it.
+    pub fn ask_stop(&mut self) {
+        ask_to_stop(self.child.as_mut().expect("still running"));
+    }
+
+    /// Waits for it to exit and returns its exit status; panics if it has
+    /// not exited within [`WAIT`].
+    pub fn wait_exit(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("still running");
-        ask_to_stop(&mut child);
         let (tx, rx) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
             let _ = tx.send(child.wait());
         });
         rx.recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("{}: no exit within {WAIT:?} of SIGTERM", self.label))
+            .unwrap_or_else(|_| panic!("{}: no exit within {WAIT:?}", self.label))
             .unwrap()
     }
 }

@@ -221,7 +221,8 @@ fn a_long_first_walk_publishes_its_progress_as_starting() {
     let sid = h.engine.specs.id_of("s").unwrap();
     // As the walk of a big tree would: directories read one after another
     // while the clock moves on.
-    h.engine.walk_begins(sid);
+    let now = h.engine.clock.now();
+    h.engine.walk.begin(sid, now);
     for _ in 0..200 {
         h.clock.advance(MS);
         h.engine.walked(10);

@@ -19,7 +19,7 @@ fn an_update_holds_back_older_hints_for_paths_it_adds() {
     h.engine.end_pass();
     let b = h.batches();
     assert_eq!(kinds(&b, &log), [ChangeKind::Created], "the update's own");
-    let cookies = h.engine.guard_cookies_waiting();
+    let cookies = h.engine.syncs.guard_cookies_waiting();
     assert_eq!(cookies.len(), 1, "one cookie, in the root");
     let root = h.root.clone();
     h.event(&root, "a.log", Hint::Modified);
@@ -34,7 +34,7 @@ fn an_update_holds_back_older_hints_for_paths_it_adds() {
     h.engine.end_pass();
     let b = h.batches();
     assert_eq!(kinds(&b, &log), [ChangeKind::Modified], "after the cookie");
-    assert!(h.engine.guard_cookies_waiting().is_empty());
+    assert!(h.engine.syncs.guard_cookies_waiting().is_empty());
 }
 
 /// A poll's finding is no OS hint queued before an update: an update's
@@ -58,7 +58,7 @@ fn an_update_guard_does_not_hold_back_what_a_poll_finds() {
     h.upsert("s", Generation(2), h.spec().quiet_window(10 * MS));
     h.engine.end_pass();
     assert_eq!(h.status("s").polled_dirs, 1, "{:?}", h.status("s"));
-    assert_eq!(h.engine.guard_cookies_waiting().len(), 1, "guard on");
+    assert_eq!(h.engine.syncs.guard_cookies_waiting().len(), 1, "guard on");
     h.after(20 * MS);
     assert_eq!(h.kinds_of(&f), [ChangeKind::Created], "the update's own");
     // Written after the update, while its cookie is still out.

@@ -1,0 +1,169 @@
+//! Applying specs: a spec created or replaced (attached, walked, its
+//! update's net effect or its initial scan reported, the old generation
+//! retired), and deleted. The applied specs are `specs.rs`'s; the other
+//! owners forget a retired generation through `forget.rs`.
+
+use std::path::PathBuf;
+
+use super::Engine;
+use super::trace;
+use crate::change::{ChangeKind, FileType};
+use crate::ids::Generation;
+use crate::ignore::Matcher;
+use crate::index::SpecId;
+use crate::spec::WatchSpec;
+
+impl Engine {
+    /// Creates or replaces the named spec. The old generation's open batch
+    /// is closed first (nothing seen is lost), then the new one is attached
+    /// before the old one lets go of its watches (no gap).
+    pub(super) fn upsert(
+        &mut self,
+        name: String,
+        generation: Generation,
+        spec: WatchSpec,
+        matcher: Matcher,
+    ) {
+        trace::span!(INFO, "apply", spec = %name, generation = generation.0);
+        let roots = spec.paths.clone();
+        let (sid, old) = self.specs.insert(name, generation, spec, matcher);
+        if let Some(old) = old {
+            // Its last batch first, so that it is journaled with it.
+            self.emit(old, None);
+        }
+        let wall = self.clock.wall();
+        let name = self
+            .specs
+            .get(sid)
+            .expect("just inserted")
+            .name()
+            .to_owned();
+        self.out.started(sid, &name, generation, wall);
+        let initial_scan = self.specs.get(sid).is_some_and(|st| st.initial_scan());
+        if let Some(every) = self.specs.get(sid).and_then(|st| st.rescan_every()) {
+            self.rescans.add(sid, every, self.clock.now());
+        }
+        self.walk.begin(sid, self.clock.now());
+        for root in &roots {
+            self.attach_root(sid, root, false);
+        }
+        self.walk_ends();
+        // An update's guard (a new spec has none: with no `Created` of its
+        // own to stand for them, writes during its walk must be reported).
+        if let Some(old) = old {
+            let cookies = self.guard_cookies(sid);
+            self.specs.guard(sid, old, cookies, self.clock.now());
+        }
+        if initial_scan {
+            self.scan_initial(sid, &roots);
+        } else if let Some(old) = old {
+            self.report_update(old, sid);
+        }
+        if let Some(old) = old {
+            self.retire(old);
+        }
+        self.watches.reconcile_soon();
+    }
+
+    /// The net effect of an update from generation `old` to `new`, as
+    /// changes of `new`: entries it shows that `old` did not (an ignore
+    /// removed, a path added) are `Created`, entries `old` showed that it
+    /// does not are `Removed`, so that a consumer's mirror stays exact
+    /// across the update. (A root itself, listed in its parent, is not
+    /// among them; what is below it is.)
+    fn report_update(&mut self, old: SpecId, new: SpecId) {
+        let (Some(o), Some(n)) = (self.specs.get(old), self.specs.get(new)) else {
+            return;
+        };
+        let (old_m, new_m) = (o.matcher().clone(), n.matcher().clone());
+        let now = self.now;
+        let ids = self
+            .index
+            .ids_where(|_, node| node.covers(old) || node.covers(new));
+        let mut diffs = Vec::new();
+        for id in ids {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            let (in_old, in_new) = (node.covers(old), node.covers(new));
+            for (name, t) in node.entries().iter() {
+                let p = node.path().join(name);
+                let dir = t == FileType::Dir;
+                let was = in_old && !old_m.is_ignored(&p, dir);
+                let is = in_new && !new_m.is_ignored(&p, dir);
+                match (was, is) {
+                    (false, true) => diffs.push((p, ChangeKind::Created, t)),
+                    (true, false) => diffs.push((p, ChangeKind::Removed, t)),
+                    _ => {}
+                }
+            }
+        }
+        for (p, kind, t) in diffs {
+            self.specs.record_unfiltered(new, now, p, kind, t);
+        }
+    }
+
+    /// Reports every indexed entry below `roots` (and the roots themselves
+    /// when they are not directories) as created, for `sid` alone.
+    fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
+        let now = self.now;
+        for root in roots {
+            let Some(id) = self
+                .index
+                .lookup(root)
+                .filter(|id| self.index.get(*id).is_some_and(|n| n.covers(sid)))
+            else {
+                // A file, a link, or nothing: its parent's entry says.
+                let t = root.parent().zip(root.file_name()).and_then(|(p, n)| {
+                    let node = self.index.get(self.index.lookup(p)?)?;
+                    node.entries().get(n)
+                });
+                if let Some(t) = t {
+                    self.specs
+                        .record_root(sid, now, root, ChangeKind::Created, t);
+                }
+                continue;
+            };
+            let mut stack = vec![id];
+            let mut found = Vec::new();
+            while let Some(id) = stack.pop() {
+                let Some(node) = self.index.get(id) else {
+                    continue;
+                };
+                for (name, t) in node.entries().iter() {
+                    let child = node.path().join(name);
+                    if matches!(t, FileType::Dir | FileType::Symlink)
+                        && let Some(c) = self.index.lookup(&child)
+                        && self.index.get(c).is_some_and(|n| n.covers(sid))
+                    {
+                        stack.push(c);
+                    }
+                    found.push((child, t));
+                }
+            }
+            for (path, t) in found {
+                self.specs
+                    .record_for(sid, now, path, ChangeKind::Created, t);
+            }
+        }
+    }
+
+    /// Deletes the named spec: its pending changes are dropped.
+    pub(super) fn delete(&mut self, name: &str) {
+        let Some(sid) = self.specs.id_of(name) else {
+            return;
+        };
+        self.retire(sid);
+        self.watches.reconcile_soon();
+        self.out.deleted(name);
+    }
+
+    /// Removes every trace of a spec generation: registrations, unused
+    /// directories, and the facts other owners keep about it.
+    fn retire(&mut self, sid: SpecId) {
+        for id in self.index.detach(sid) {
+            self.free_node(id);
+        }
+        self.forget_spec(sid);
+    }
+}

@@ -1,0 +1,61 @@
+//! The specs' batches, in and out: a raw change of an indexed
+//! directory's entry routed to the open batch of every spec it concerns
+//! (the one way in), and batches closed, when due or at a sync, and
+//! handed to `publish.rs`. The batches themselves are `specs.rs`'s.
+
+use std::ffi::OsStr;
+
+use super::Engine;
+use crate::change::{Change, ChangeKind, FileType};
+use crate::index::{DirId, SpecId};
+
+impl Engine {
+    /// Publishes the batch of `sid`: the one given, or its open one.
+    pub(super) fn emit(&mut self, sid: SpecId, changes: Option<Vec<Change>>) {
+        let changes = changes.unwrap_or_else(|| self.specs.take(sid));
+        if changes.is_empty() {
+            return;
+        }
+        if let Some(st) = self.specs.get(sid) {
+            self.out
+                .batch(sid, st.name(), st.generation(), changes, self.clock.wall());
+        }
+    }
+
+    /// Closes the batches that are due, and those of `synced` specs
+    /// whatever their windows say.
+    pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
+        for &sid in synced {
+            self.emit(sid, None);
+        }
+        let due = self.specs.take_due(self.clock.now());
+        let long = due.len() > 8;
+        for (i, (sid, changes)) in due.into_iter().enumerate() {
+            self.emit(sid, Some(changes));
+            if i == 0 && long {
+                // A consumer woken by the first batch may have been put on
+                // this CPU: let it take it before the rest of the pass.
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Hands a raw change at `id/name` to every spec it concerns, and
+    /// notes it if it is an ignore file: the one way a change of an
+    /// indexed directory's entry is routed. `hinted`: a `Modified` the OS
+    /// hinted at (an apply's guard may hold it back).
+    pub(super) fn route(
+        &mut self,
+        id: DirId,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+        hinted: bool,
+    ) {
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        self.specs.route(self.now, node, name, kind, ft, hinted);
+        self.note_ignore_file(id, name);
+    }
+}

@@ -1,0 +1,223 @@
+//! Sync barriers (Watchman's cookies, in-process): the steps that start
+//! a barrier (the caller's, an apply's guard, a rescan's), complete it
+//! once its cookies are seen, and answer it. The barriers waiting and the
+//! cookies seen are `sync.rs`'s.
+//!
+//! A barrier registers first, then the engine itself creates one cookie
+//! file per root (in the root, or the nearest existing directory above
+//! it). The OS reports a watcher's events in order, so once every cookie
+//! has come back through the inbox every event before it has been handled;
+//! at the end of that pass the spec's polled directories are polled once
+//! more (those without an OS watch on the scanner: the barrier is parked
+//! until those looks are applied, in a later pass), its links looked at
+//! again, its open batch closed, and the caller answered. A cookie that
+//! cannot be created costs a rescan of its root instead. Cookies are
+//! removed before the answer and never indexed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use crossbeam_channel::Sender;
+
+use super::Engine;
+use super::specs::GUARD_DEADLINE;
+use super::sync::{Wait, cookies_for};
+use crate::fs;
+use crate::index::SpecId;
+
+/// A barrier whose cookies have all been seen.
+pub(super) struct Ready {
+    sid: Option<SpecId>,
+    wait: Wait,
+}
+
+impl Engine {
+    /// Registers a barrier for spec `name`, then creates its cookies.
+    pub(super) fn start_sync(&mut self, name: String, deadline: Instant, reply: Sender<bool>) {
+        self.start_barrier(name, deadline, Some(reply), None);
+    }
+
+    /// A barrier for spec `name`: the caller's (`reply`), or the engine's
+    /// own before a rescan (`rescan`: when it began).
+    pub(super) fn start_barrier(
+        &mut self,
+        name: String,
+        deadline: Instant,
+        reply: Option<Sender<bool>>,
+        rescan: Option<SystemTime>,
+    ) {
+        let Some(sid) = self.specs.id_of(&name) else {
+            if let Some(r) = reply {
+                let _ = r.send(false);
+            }
+            return;
+        };
+        let all = self.specs.get(sid).expect("named spec").roots().to_vec();
+        // A root that does not exist gets no cookie (it would go in an
+        // ancestor, outside the spec's paths, even `/`): the name its
+        // nearest existing ancestor waits for is looked at instead, which
+        // is exact (nothing is there to be stale).
+        let (roots, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+            all.into_iter().partition(|r| fs::exists(r));
+        for root in missing {
+            self.look_for_missing_root(sid, &root);
+        }
+        let cookies = cookies_for(roots);
+        self.syncs.begin(
+            name,
+            cookies.iter().map(|(c, _)| c.clone()).collect(),
+            deadline,
+            reply,
+            rescan,
+        );
+        let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
+        self.watches.barrier(&paths);
+        for (cookie, root) in cookies {
+            let polled_only = cookie
+                .parent()
+                .and_then(|d| self.index.lookup(d))
+                .is_some_and(|id| self.polled_only(id));
+            match fs::create_cookie(&cookie) {
+                // No event will bring it: the spec's polled directories
+                // are polled when the barrier completes.
+                Ok(_) if polled_only => self.syncs.cookie_made(cookie, false),
+                Ok(_) => self.syncs.cookie_made(cookie, true),
+                Err(_) => {
+                    // No cookie (a read-only or permission-denied
+                    // directory): rescan the root instead, a weaker barrier
+                    // that loses no created or removed entry.
+                    self.syncs.cookie_not_made(&cookie);
+                    let since: SystemTime = self.recovery.overflow_since();
+                    self.rescan_under(&root, Some(since));
+                }
+            }
+        }
+        // A backend that looks for changes by itself (a poller) looks now.
+        self.watches.look_now();
+    }
+
+    /// Creates (and at once removes) the cookies of an apply's guard for
+    /// `sid`, after its reads and before its report: one in each existing
+    /// root (or a file root's
+    /// directory) that has an OS watch, so that its event comes back in
+    /// queue order. Returns the cookies to wait for (none: no guard, as
+    /// for a manager that polls).
+    pub(super) fn guard_cookies(&mut self, sid: SpecId) -> Vec<PathBuf> {
+        let Some(st) = self.specs.get(sid) else {
+            return Vec::new();
+        };
+        if !self.watches.holds_os_watches() {
+            return Vec::new();
+        }
+        let name = st.name().to_owned();
+        let roots: Vec<PathBuf> = st
+            .roots()
+            .iter()
+            .filter(|r| fs::exists(r))
+            .cloned()
+            .collect();
+        let mut created = Vec::new();
+        for (cookie, _) in cookies_for(roots) {
+            let heard = cookie.parent().is_some_and(|d| {
+                self.index.lookup(d).is_some_and(|id| {
+                    self.index
+                        .get(id)
+                        .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
+                })
+            });
+            // Removed at once: its creation's event is the marker, and no
+            // one sees the file after the apply (nor reads it as theirs).
+            if heard && fs::create_cookie(&cookie).is_ok() {
+                fs::remove_cookie(&cookie);
+                created.push(cookie);
+            }
+        }
+        if !created.is_empty() {
+            let deadline = self.clock.now() + GUARD_DEADLINE;
+            self.syncs.guard(name, &created, deadline);
+        }
+        created
+    }
+
+    /// Looks at the name under which root `root` of `sid` is awaited (it
+    /// may have appeared).
+    fn look_for_missing_root(&mut self, sid: SpecId, root: &Path) {
+        let Some(nid) = self.index.find_partial(sid, root) else {
+            return;
+        };
+        let name = self.index.get(nid).and_then(|n| {
+            n.partial()
+                .iter()
+                .find(|p| p.spec == sid && p.root == root)
+                .map(|p| p.name.clone())
+        });
+        if let Some(name) = name {
+            self.handle_name(nid, &name, crate::backend::Hint::Rescan);
+        }
+    }
+
+    /// The barriers whose cookies have all been seen, made complete: the
+    /// spec's polled directories polled once more (they have no events to
+    /// wait for) and its links looked at again (a link's target can change
+    /// without an event). Their batches are closed by the caller. One that
+    /// handed looks to the scanner is parked, and returned here (ready) in
+    /// the pass that applies the last of them.
+    pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
+        let polls = &self.polls;
+        let scanned = self.syncs.take_scanned(|id, t| polls.done(id, t));
+        let (guards, ready): (Vec<Wait>, Vec<Wait>) = self
+            .syncs
+            .take_ready()
+            .into_iter()
+            .partition(Wait::is_guard);
+        for g in guards {
+            g.remove_cookies();
+        }
+        let mut out = Vec::with_capacity(ready.len() + scanned.len());
+        for wait in scanned {
+            out.push(Ready {
+                sid: self.specs.id_of(wait.name()),
+                wait,
+            });
+        }
+        for wait in ready {
+            let sid = self.specs.id_of(wait.name());
+            if let Some(sid) = sid {
+                self.specs.end_guard(sid);
+                let scans = self.poll_spec(sid);
+                self.look_outside(true);
+                if let Some(began) = wait.rescan() {
+                    self.rescan_spec(sid, began);
+                }
+                self.revalidate_links_of(sid);
+                if !self.roots.is_empty() {
+                    self.settle();
+                }
+                if !scans.is_empty() {
+                    // The scanner's looks come later: the barrier passes
+                    // once they are applied.
+                    self.syncs.park(wait, scans);
+                    continue;
+                }
+            }
+            out.push(Ready { sid, wait });
+        }
+        out
+    }
+
+    /// Answers barriers whose batches have been delivered, and lets go of
+    /// those whose caller gave up.
+    pub(super) fn answer_syncs(&mut self, ready: Vec<Ready>) {
+        for r in ready {
+            r.wait.pass();
+        }
+        for w in self.syncs.take_expired(self.clock.now()) {
+            w.remove_cookies();
+        }
+    }
+}
+
+/// The specs of `ready` barriers (whose batches close now).
+pub(super) fn specs_of(ready: &[Ready]) -> Vec<SpecId> {
+    ready.iter().filter_map(|r| r.sid).collect()
+}
