@@ -32,7 +32,9 @@ impl Manager {
     /// on a thread of their own once a walk has covered at least
     /// `reader_after` (by default 64 and 4,096: small trees never start
     /// the thread), so that small test trees take the big trees' path.
-    /// Per-directory backends only (native, poll).
+    /// Directories watched by a per-directory backend only (native): a
+    /// polled directory's first read is its first look, made one at a
+    /// time.
     pub fn walk_in_batches(&self, size: usize, reader_after: usize) -> Result<()> {
         self.send(Msg::Hook(Hook::Batches(size, reader_after)))
     }

@@ -139,13 +139,13 @@
 //!   file system, judged by the root's own file system when it is
 //!   attached: another mount further below a root is not detected (give
 //!   it a spec of its own, or choose `Poll`).
-//! - Polling chosen per spec (or by `Auto`) looks at directories on one
-//!   scanner thread per manager: a network mount that hangs never holds up
-//!   the engine (events, statuses, the barriers of specs that poll
-//!   nothing go on), but the looks at other polled directories wait behind
-//!   the hung one, and a `sync` that needs them times out. Give storage
-//!   that may hang a manager of its own (or build one with
-//!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`).
+//! - Polling (chosen per spec, by `Auto`, or for everything by
+//!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`) looks at
+//!   directories on one scanner thread per manager: a network mount that
+//!   hangs never holds up the engine (events, statuses, the barriers of
+//!   specs that poll nothing go on), but the looks at other polled
+//!   directories wait behind the hung one, and a `sync` that needs them
+//!   times out. Give storage that may hang a manager of its own.
 //! - A poll compares each entry's type, size, mtime and ctime (to the
 //!   nanosecond) and inode: a file rewritten with the same size within the
 //!   file system's timestamp granularity and put back under the same inode
@@ -198,8 +198,8 @@
 //! one small contract and only hint. `ARCHITECTURE.md` in the repository
 //! draws the modules, says which state each owns, and walks one change
 //! from the kernel to a subscriber. Short-lived helper threads only read
-//! the disk: a walk past 4,096 directories (native and poll backends)
-//! reads on a thread of its own (`specwatch-walk`) while the engine places
+//! the disk: a walk past 4,096 directories (native backend) reads on a
+//! thread of its own (`specwatch-walk`) while the engine places
 //! the watches, and an overflow's rescan on `specwatch-read` threads.
 //!
 //! # Cargo features

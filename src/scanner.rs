@@ -1,9 +1,11 @@
 //! The scanner: the thread that looks at the directories the engine polls
 //! without an OS watch ([`fs::look`]: a listing, a `stat` of every entry,
-//! the comparison with the previous picture), so that a slow or hung file
-//! system (a network mount whose server stopped answering) never holds up
-//! the engine: events, statuses, and the barriers of specs without polled
-//! directories go on. One thread serves every polled directory: a look
+//! the comparison with the previous picture): those of a spec's `Poll`,
+//! of `Auto` on a shared file system, of the watch limit's fallback, and
+//! every directory of a manager that polls everything. It looks on a
+//! thread of its own so that a slow or hung file system (a network mount
+//! whose server stopped answering) never holds up the engine: events,
+//! statuses, and the barriers of specs without polled directories go on. One thread serves every polled directory: a look
 //! that hangs holds up the looks queued behind it (of any spec) until it
 //! returns; a scanner per file system is the next step (issue 22).
 //!
@@ -17,7 +19,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Sender, unbounded};
 
@@ -30,8 +32,8 @@ pub(crate) struct Job {
     pub dir: usize,
     pub token: u64,
     pub path: PathBuf,
-    /// The picture to compare with.
-    pub before: Picture,
+    /// The picture to compare with (the engine's, shared).
+    pub before: Arc<Picture>,
     /// Compare racy files' contents too.
     pub hash: bool,
     /// The wall clock when the job was made (what "racy" is judged
@@ -64,6 +66,39 @@ fn look(j: Job) -> Finding {
         dir: j.dir,
         token: j.token,
         path: j.path,
+    }
+}
+
+/// Findings not handed back yet: the scanner hands them back together
+/// (one message for the engine to wake up to, not one per directory), as
+/// soon as it has nothing more to look at, or has held some for [`HOLD`],
+/// or [`HOLD_MAX`] of them.
+#[derive(Default)]
+struct Held {
+    findings: Vec<Finding>,
+    since: Option<Instant>,
+}
+
+/// How long a finding may wait for others while more looks are queued (a
+/// look that hangs holds back those made at most this long before it).
+const HOLD: Duration = Duration::from_millis(1);
+
+/// How many findings go back at most in one message.
+const HOLD_MAX: usize = 256;
+
+impl Held {
+    fn push(&mut self, f: Finding) {
+        self.since.get_or_insert_with(Instant::now);
+        self.findings.push(f);
+    }
+
+    fn full(&self) -> bool {
+        self.findings.len() >= HOLD_MAX || self.since.is_some_and(|t| t.elapsed() >= HOLD)
+    }
+
+    fn take(&mut self) -> Vec<Finding> {
+        self.since = None;
+        std::mem::take(&mut self.findings)
     }
 }
 
@@ -134,12 +169,18 @@ impl Scanner {
                 .name("specwatch-scan".into())
                 .spawn(move || {
                     // Ends when the engine drops its handle (or stops
-                    // listening). Each finding goes back as soon as it is
-                    // made; a look that hangs holds up the looks queued
-                    // behind it on this thread.
-                    for batch in recv {
-                        for job in batch {
-                            if stop.load(Ordering::Relaxed) || !d(vec![look(job)]) {
+                    // listening). A look that hangs holds up the looks
+                    // queued behind it on this thread.
+                    let mut held = Held::default();
+                    for batch in recv.iter() {
+                        let n = batch.len();
+                        for (i, job) in batch.into_iter().enumerate() {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            held.push(look(job));
+                            let idle = i + 1 == n && recv.is_empty();
+                            if (idle || held.full()) && !d(held.take()) {
                                 return;
                             }
                         }
@@ -162,14 +203,13 @@ impl Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn job(dir: &std::path::Path, token: u64) -> Job {
         Job {
             dir: 7,
             token,
             path: dir.to_path_buf(),
-            before: Picture::default(),
+            before: Arc::default(),
             hash: false,
             wall: SystemTime::now(),
         }

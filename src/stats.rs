@@ -9,7 +9,7 @@ pub struct Stats {
     /// symlinks), plus one on the parent of each root (to see the root
     /// itself vanish and reappear). Portable backend: the watch calls
     /// made on notify (one per root; notify holds one inotify watch per
-    /// directory below it). Poll backend: 0 (it holds none).
+    /// directory below it). A manager that polls: 0 (it holds none).
     pub os_watches: usize,
     /// Directories in the index.
     pub indexed_dirs: usize,

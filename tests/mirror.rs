@@ -675,8 +675,8 @@ fn mirror_native_follow_watch_capped() {
     }
 }
 
-/// The poll backend: no OS event at all, every change found by looking
-/// (each `sync` makes it look at once).
+/// A manager that polls: no OS event at all, every change found by the
+/// engine's polls (each `sync` makes it look at once).
 #[test]
 fn mirror_poll() {
     for seed in seeds() {
@@ -684,8 +684,8 @@ fn mirror_poll() {
     }
 }
 
-/// The poll backend through followed links (one directory under several
-/// paths is one watch, scanned once). Unix only, as symlinks are.
+/// A manager that polls, through followed links (one directory under
+/// several paths, looked at through each). Unix only, as symlinks are.
 #[cfg(unix)]
 #[test]
 fn mirror_poll_follow() {

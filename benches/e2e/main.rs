@@ -5,7 +5,7 @@
 //! ```sh
 //! cargo bench --bench e2e            # all scenarios
 //! cargo bench --bench e2e -- quick   # smaller trees
-//! cargo bench --bench e2e -- poll    # the poll backend's rows only
+//! cargo bench --bench e2e -- poll    # the polling rows only
 //! cargo bench --bench e2e -- scale   # 2,000 x 20 and 50,000 x 20
 //! cargo bench --bench e2e -- many    # 1,000 specs on those trees (many.rs)
 //! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
@@ -439,9 +439,9 @@ fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
             format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
         ));
         // Floor and polls alternate, so that all see the same cache state.
-        // Two pollers: the poll backend's thread (a manager that polls
-        // everything), and the engine polling a spec that chose `Poll` in a
-        // manager that watches natively.
+        // Two managers, one poller (the engine, through its scanner): one
+        // that polls everything (`Backend::Poll`), and one that watches
+        // natively with a spec that chose `Poll`.
         let (_, _, m) = startup_specwatch(POLL_IDLE, &root);
         let spec_poll = Manager::builder().backend(Backend::Native).build().unwrap();
         spec_poll

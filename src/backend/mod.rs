@@ -31,9 +31,11 @@
 //!    names each watch by a [`WatchId`] (the same directory reached by two
 //!    paths gets the same id: the engine shares it). A [`PathWatcher`]
 //!    watches recursively by path and names events by absolute path. The
-//!    engine's watch table speaks both; a new backend (a poller, say)
-//!    implements one of the two traits in a new file here and gets an arm
-//!    in [`start`].
+//!    engine's watch table speaks both; a new backend implements one of
+//!    the two traits in a new file here and gets an arm in [`start`].
+//!    Polling is not a backend: the engine polls (`engine/polling.rs`,
+//!    on the scanner's thread), and a manager that polls everything runs
+//!    [`poll::Poll`], which holds no watch.
 //!
 //! Test hooks ([`Fault`]) make the next watch calls fail as the OS would,
 //! through the same error mapping as real failures.
@@ -110,22 +112,16 @@ pub(crate) enum OsEvent {
     DirSelf { watch: WatchId, moved: bool },
     /// The OS dropped the watch `watch` (its directory is gone, or it was
     /// removed): no event will carry this id any more.
+    #[cfg_attr(
+        not(any(target_os = "linux", test)),
+        expect(
+            dead_code,
+            reason = "sent only by a backend that listens per directory: inotify (Linux) and the tests' fake"
+        )
+    )]
     Dropped { watch: WatchId },
     /// Something happened at `path` ([`PathWatcher`]s).
     Path { path: PathBuf, hint: Hint },
-    /// The directory watched as `watch` held exactly `entries` (sorted by
-    /// name, sync cookies included) when the backend looked; `modified`:
-    /// those of them written (`false`) or replaced by another inode
-    /// (`true`) since its previous look. A backend that looks rather than
-    /// listens (a poller) sends this for every directory it looks at: the
-    /// engine diffs it against its index, so that the two never drift
-    /// apart (a per-name hint would be judged against whatever the engine
-    /// saw last, which can be newer than the backend's previous look).
-    Listing {
-        watch: WatchId,
-        entries: Vec<(OsString, crate::change::FileType)>,
-        modified: Vec<(OsString, bool)>,
-    },
     /// The OS lost events: anything below every watch may have changed
     /// since the read before this one.
     Overflow,
@@ -170,6 +166,13 @@ pub(crate) enum Read {
 impl OsMsg {
     /// Events already in our vocabulary, read from `read_at` on (the
     /// monotonic time is taken now, after the read: later, so safe).
+    #[cfg_attr(
+        not(any(target_os = "linux", test)),
+        expect(
+            dead_code,
+            reason = "made only by a backend that decodes on its own thread: inotify's reader (Linux), and the tests'"
+        )
+    )]
     pub(crate) fn events(events: Vec<OsEvent>, raw: u64, read_at: SystemTime) -> OsMsg {
         OsMsg::events_at(events, raw, read_at, Instant::now())
     }
@@ -293,6 +296,13 @@ impl Faults {
     }
 
     /// Uses up one injected I/O failure, if any is left.
+    #[cfg_attr(
+        not(any(target_os = "linux", test)),
+        expect(
+            dead_code,
+            reason = "only per-directory backends fail so: inotify (Linux) and the tests' fake"
+        )
+    )]
     pub(crate) fn take_fail(&mut self) -> bool {
         take_one(&mut self.fail)
     }
@@ -544,12 +554,8 @@ pub(crate) fn start(choice: Backend, sink: Sink) -> Result<Os, StartError> {
         #[cfg(not(target_os = "linux"))]
         Backend::Auto => start_portable(sink),
         Backend::Portable => start_portable(sink),
-        Backend::Poll { interval } => poll::Poll::start(sink, interval)
-            .map(|p| Os::Dirs(Box::new(p)))
-            .map_err(|error| StartError {
-                what: "cannot start the poller thread",
-                error,
-            }),
+        // The engine polls everything (`engine/modes.rs`): no watches.
+        Backend::Poll { .. } => Ok(Os::Dirs(Box::new(poll::Poll))),
     }
 }
 

@@ -46,13 +46,6 @@ impl Engine {
                     self.below_unknown(&path);
                 }
             }
-            OsEvent::Listing {
-                watch,
-                entries,
-                modified,
-            } => {
-                self.each_node_of(watch, |e, id| e.apply_listing(id, &entries, &modified));
-            }
             OsEvent::Error { path, message } => {
                 let all = self.specs.ids();
                 self.record_error(&all, &path, &message);
@@ -159,8 +152,12 @@ impl Engine {
                 let child = self.index.lookup(&path);
                 let suspect = match hint {
                     Hint::Removed | Hint::Moved => true,
-                    // Only per-directory backends can tell cheaply.
-                    Hint::Rescan => self.watches.per_directory(),
+                    // Only per-directory backends can tell cheaply, by the
+                    // watch; a directory polled without one is compared
+                    // with what is at its path by its own polls.
+                    Hint::Rescan => {
+                        self.watches.per_directory() && !child.is_some_and(|c| self.polled_only(c))
+                    }
                     Hint::Created | Hint::Modified => false,
                 } || child.is_some_and(|c| self.unwatched(c));
                 if suspect && self.dir_replaced(id, name, &path) {
@@ -183,10 +180,10 @@ impl Engine {
         }
     }
 
-    /// Directory `id` held exactly `listing` (sorted by name) when a
-    /// backend or the engine's scanner looked, and the `modified` entries were written (`false`)
-    /// or replaced (`true`) since its previous look: diff against the
-    /// index and report, as for a read of the engine's own.
+    /// Directory `id` held exactly `listing` (sorted by name) when a poll
+    /// looked (on the scanner or here), and the `modified` entries were
+    /// written (`false`) or replaced (`true`) since its previous look: diff
+    /// against the index and report, as for a read of the engine's own.
     pub(super) fn apply_listing(
         &mut self,
         id: DirId,

@@ -25,16 +25,42 @@ pub(super) struct Backends {
     /// The manager's choice, for specs that make none (may be `Auto`).
     pub default: Backend,
     /// The event backend it runs (`Native`, `Portable`, or `Poll` for a
-    /// manager that polls everything on the backend's thread).
+    /// manager that polls everything: every root is polled by the engine,
+    /// and the backend holds no watch).
     pub running: Backend,
     /// The interval `Auto` polls shared file systems at.
     pub poll_interval: Duration,
 }
 
+impl Backends {
+    /// The interval a manager that polls everything polls at (`None`: it
+    /// runs an event backend).
+    pub(super) fn polls_all(&self) -> Option<Duration> {
+        match self.running {
+            Backend::Poll { interval } => Some(interval.max(Duration::from_millis(1))),
+            _ => None,
+        }
+    }
+}
+
 /// Decides how `root` is watched for a spec whose choice is `choice`
 /// (`None`: the manager's default), given what `statfs` said of the file
-/// system it is on (only asked for `Auto`).
+/// system it is on (only asked for `Auto`). In a manager that polls
+/// everything, what its backend would watch is polled at its interval.
 pub(super) fn decide(
+    root: &Path,
+    choice: Option<Backend>,
+    backends: &Backends,
+    fs: impl FnOnce() -> io::Result<FileSystem>,
+) -> RootMode {
+    let mut mode = decide_choice(root, choice, backends, fs);
+    if mode.poll.is_none() {
+        mode.poll = backends.polls_all();
+    }
+    mode
+}
+
+fn decide_choice(
     root: &Path,
     choice: Option<Backend>,
     backends: &Backends,
@@ -80,11 +106,6 @@ pub(super) fn decide(
                 ),
                 poll: None,
             },
-        },
-        // The manager polls everything at this interval already.
-        Backend::Poll { .. } if choice == backends.running => RootMode {
-            status: status(choice, BackendReason::Chosen),
-            poll: None,
         },
         Backend::Poll { interval } => RootMode {
             status: status(choice, BackendReason::Chosen),
@@ -132,12 +153,15 @@ impl Engine {
     /// What directory `id` needs: an OS watch (some covering spec watches
     /// it with the running backend), and polling at which interval (some
     /// covering spec polls it).
+    /// In a manager that polls everything, every covered directory is
+    /// polled, and none gets an OS watch.
     pub(super) fn wanted(&self, id: DirId) -> (bool, Option<Duration>) {
-        if !self.specs.any_polled() {
+        let all = self.backends.polls_all();
+        if all.is_none() && !self.specs.any_polled() {
             return (true, None);
         }
         let Some(node) = self.index.get(id) else {
-            return (true, None);
+            return (all.is_none(), None);
         };
         let mut os = false;
         let mut poll: Option<Duration> = None;
@@ -147,7 +171,7 @@ impl Engine {
                 return;
             };
             any = true;
-            match p {
+            match p.or(all) {
                 Some(every) => poll = Some(poll.map_or(every, |q| q.min(every))),
                 None => os = true,
             }
@@ -158,7 +182,7 @@ impl Engine {
         for p in node.partial() {
             add(self.specs.poll_of_root(p.spec, &p.root));
         }
-        (os || !any, poll)
+        (os || (!any && all.is_none()), poll)
     }
 
     /// Carries out what [`wanted`](Self::wanted) says about polling for
@@ -320,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn a_polling_manager_polls_on_its_own_thread() {
+    fn a_polling_manager_polls_every_root_at_its_interval() {
         let every = Duration::from_millis(20);
         let polling = Backends {
             default: Backend::Poll { interval: every },
@@ -328,14 +352,27 @@ mod tests {
             poll_interval: Duration::from_secs(1),
         };
         let m = decide(Path::new("/x"), None, &polling, never());
-        assert_eq!(m.poll, None, "the backend's thread polls it");
-        assert_eq!(m.status.backend, Backend::Poll { interval: every });
+        assert_eq!(m.poll, Some(every), "the engine polls it");
+        assert_eq!(m.status.to_string(), "poll every 20ms: chosen at /x");
         // Another interval: the engine polls it at that one.
         let other = Backend::Poll {
             interval: Duration::from_millis(500),
         };
         let m = decide(Path::new("/x"), Some(other), &polling, never());
         assert_eq!(m.poll, Some(Duration::from_millis(500)));
+        // `Auto` on a local file system: what the backend would watch is
+        // polled at the manager's interval, and the status says which file
+        // system it is; on a shared one, at the shared interval, as ever.
+        let ext4 = fs("ext4", Some(0xEF53), false);
+        let m = decide(Path::new("/src"), Some(Backend::Auto), &polling, ext4);
+        assert_eq!(m.poll, Some(every));
+        assert_eq!(
+            m.status.to_string(),
+            "poll every 20ms: ext4 (0xef53) at /src"
+        );
+        let nfs = fs("nfs", Some(0x6969), true);
+        let m = decide(Path::new("/mnt"), Some(Backend::Auto), &polling, nfs);
+        assert_eq!(m.poll, Some(Duration::from_secs(1)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::fs::{self, Picture};
@@ -45,8 +46,9 @@ pub(super) struct Polled {
     /// `Auto` found a shared file system), at this interval.
     chosen: Option<Duration>,
     /// What the last look saw: entries' signatures, racy files' content
-    /// hashes (see `WatchOptions::content_hash`).
-    picture: Picture,
+    /// hashes (see `WatchOptions::content_hash`). Shared with the look the
+    /// scanner is making (which compares with it), never copied for it.
+    picture: Arc<Picture>,
     /// The look the scanner is making of it, if one is under way (at most
     /// one at a time: a slow or hung directory gets no queue of looks).
     in_flight: Option<u64>,
@@ -86,7 +88,7 @@ impl Polled {
         Polled {
             instead: None,
             chosen: None,
-            picture: Picture::default(),
+            picture: Arc::default(),
             in_flight: None,
             again: None,
             stale: false,
@@ -305,19 +307,24 @@ impl PollSet {
             && p.picture.get(name).is_none()
             && let Some(sig) = sig()
         {
-            p.picture.set(name, Some(sig));
+            Arc::make_mut(&mut p.picture).set(name, Some(sig));
         }
     }
 
     /// What the last look at `id` saw, if it is polled.
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
-        self.dirs.get(&id).map(|p| &p.picture)
+        self.dirs.get(&id).map(|p| &*p.picture)
+    }
+
+    /// [`picture`](Self::picture), shared (for the scanner's look).
+    pub(super) fn shared_picture(&self, id: DirId) -> Option<Arc<Picture>> {
+        self.dirs.get(&id).map(|p| p.picture.clone())
     }
 
     /// Replaces the picture of `id`, if it is polled.
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id) {
-            p.picture = picture;
+            p.picture = Arc::new(picture);
         }
     }
 

@@ -76,6 +76,23 @@ impl Engine {
         self.polls.set_picture(id, picture);
     }
 
+    /// The first read of polled directory `id` (at `path`), made by its
+    /// first look: its entries (sync cookies go to the sync table), and
+    /// the picture kept for the next poll.
+    pub(super) fn first_look(
+        &mut self,
+        id: DirId,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(OsString, FileType)>> {
+        let hash = self.wants_hash(id);
+        self.polls.outdate(id);
+        let mut look = fs::look(path, true, None, hash, self.clock.wall())?;
+        self.syncs.cookies_found(look.take_cookies(path));
+        let listing = look.picture.listing();
+        self.polls.set_picture(id, look.picture);
+        Ok(listing)
+    }
+
     /// Takes the signature of entry `name` of polled directory `id` if it
     /// has none yet (a name a partial node starts to wait for).
     pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
@@ -154,7 +171,7 @@ impl Engine {
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
-            before: self.polls.picture(id).cloned().unwrap_or_default(),
+            before: self.polls.shared_picture(id).unwrap_or_default(),
             hash: self.wants_hash(id),
             wall: self.clock.wall(),
         })
@@ -264,7 +281,8 @@ impl Engine {
 
     /// Polls the polled directories spec `sid` covers (a sync's barrier:
     /// they have no events to wait for). Returns the looks handed to the
-    /// scanner and not done yet, which the barrier waits for.
+    /// scanner and not done yet, which the barrier waits for: the last
+    /// handed over first (they are done in the order handed over).
     pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(DirId, u64)> {
         let ids: Vec<DirId> = self
             .polls
@@ -291,6 +309,7 @@ impl Engine {
         self.scan(jobs);
         asked
             .into_iter()
+            .rev()
             .filter(|(id, t)| !self.polls.done(*id, *t))
             .collect()
     }

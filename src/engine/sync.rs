@@ -33,7 +33,10 @@ pub(super) struct Wait {
     guard: bool,
     /// Its cookies are all seen and the spec looked at; it waits for the
     /// scanner's looks at the spec's polled directories (directory,
-    /// token) in `scans`.
+    /// token) in `scans`, the last handed over first: the scanner is done
+    /// with them in the order handed over, so each pass pops those done
+    /// off the end (a barrier over 10,000 directories is not looked
+    /// through whole after each finding).
     parked: bool,
     scans: Vec<(DirId, u64)>,
 }
@@ -201,7 +204,13 @@ impl Syncs {
     /// directories' looks are all `done` now.
     pub(super) fn take_scanned(&mut self, done: impl Fn(DirId, u64) -> bool) -> Vec<Wait> {
         for w in &mut self.waits {
-            w.scans.retain(|(id, t)| !done(*id, *t));
+            // (Done for good once done: a look applied or overtaken, or
+            // its directory polled no more.)
+            while let Some(&(id, t)) = w.scans.last()
+                && done(id, t)
+            {
+                w.scans.pop();
+            }
         }
         let (ready, waiting) = std::mem::take(&mut self.waits)
             .into_iter()

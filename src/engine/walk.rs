@@ -262,7 +262,8 @@ impl Engine {
             if !self.index.get(c.id).is_some_and(DirNode::complete) {
                 let read = match look {
                     Some(look) => {
-                        self.first_read(c.id, &c.path, &c.specs, look.listing, read_at, report)
+                        let listing = look.listing;
+                        self.first_read(c.id, &c.path, &c.specs, listing, read_at, report, false)
                     }
                     None => self.read_new(c.id, &c.path, &c.specs, c.watched, report),
                 };
@@ -364,7 +365,14 @@ impl Engine {
         report: bool,
     ) -> bool {
         let mut read_at = self.clock.now();
-        let mut listing = self.list_dir(path);
+        // A polled directory's first read is its first look: the picture
+        // its next poll compares with is what was read, nothing between.
+        let signed = self.polls.contains(id);
+        let mut listing = if signed {
+            self.first_look(id, path)
+        } else {
+            self.list_dir(path)
+        };
         // The watch was refused because no directory was at the path
         // (gone: no retry is scheduled), yet one was read there just
         // after: it was replaced in between. Watch the one there now and
@@ -392,13 +400,16 @@ impl Engine {
             listing.map(Listing::of_read),
             read_at,
             report,
+            signed,
         )
     }
 
     /// Applies the first full read of directory `id` (at `path`), begun at
     /// `read_at` after its watch: fills its node and, with `report`,
-    /// reports its entries as created. False when the directory was gone:
-    /// nothing below it is to be walked.
+    /// reports its entries as created. A polled directory's first picture
+    /// is taken now unless `signed` (the read was its first look). False
+    /// when the directory was gone: nothing below it is to be walked.
+    #[expect(clippy::too_many_arguments, reason = "one read's facts")]
     fn first_read(
         &mut self,
         id: DirId,
@@ -407,12 +418,13 @@ impl Engine {
         listing: io::Result<Listing>,
         read_at: Instant,
         report: bool,
+        signed: bool,
     ) -> bool {
         match listing {
             Ok(list) => {
                 let n = list.len();
                 let added = self.index.fill_listing(id, list, read_at, report);
-                if self.polls.contains(id) {
+                if !signed && self.polls.contains(id) {
                     self.sign(id);
                 }
                 if report {

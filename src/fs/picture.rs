@@ -1,7 +1,8 @@
 //! A directory's picture, and what changed since the last one: the one
 //! read-and-stat and the one comparison that every kind of polling uses
-//! (the poll backend's scanner, the directories the engine polls, and
-//! `rescan_every`'s safety net).
+//! (the directories the engine polls, on the scanner or on its own thread,
+//! a manager that polls everything included, and `rescan_every`'s safety
+//! net).
 //!
 //! A look reads the directory and `stat`s every entry ([`scan_dir`]), then
 //! compares each entry's signature with the previous picture's: one that
@@ -35,8 +36,6 @@ pub(crate) struct Picture {
 /// What one look saw.
 #[derive(Debug)]
 pub(crate) struct Look {
-    /// The directory's own identity (device, inode).
-    pub ident: (u64, u64),
     /// The picture it took (for the next look to compare with).
     pub picture: Picture,
     /// Entries written (`false`) or replaced (`true`) since the previous
@@ -176,11 +175,7 @@ pub(crate) fn look(
     if before.is_none() {
         modified.clear();
     }
-    Ok(Look {
-        ident: scan.ident,
-        picture,
-        modified,
-    })
+    Ok(Look { picture, modified })
 }
 
 impl Look {

@@ -64,8 +64,6 @@ impl Sig {
 /// What one poll of a directory sees.
 #[derive(Debug)]
 pub(crate) struct Scan {
-    /// The directory's own identity (device, inode).
-    pub ident: (u64, u64),
     /// Every entry with its signature, sorted by name; sync cookies
     /// included (a poll must see them come).
     pub entries: Vec<(OsString, Sig)>,
@@ -89,12 +87,8 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let fd = open_dir(dir, follow)?;
-    // SAFETY: fstat fills the struct it is given.
+    // SAFETY: a plain C struct, filled by each `fstatat` before it is read.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let ident = (st.st_dev, st.st_ino);
     let mut entries = Vec::new();
     each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
@@ -145,7 +139,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
         Ok(())
     })?;
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { ident, entries })
+    Ok(Scan { entries })
 }
 
 /// Reads directory `dir` with every entry's signature (see the Linux
@@ -178,16 +172,14 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
         entries.push((name, sig));
     }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan {
-        ident: listing.ident,
-        entries,
-    })
+    Ok(Scan { entries })
 }
 
 /// Reads directory `dir` and stats every entry (see the Linux version).
 #[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
-    let ident = identity(dir, follow)?;
+    // A directory (through a link only if `follow`), or an error.
+    identity(dir, follow)?;
     let mut cookies = Vec::new();
     let listing = read_listing(dir, &mut cookies)?;
     let names = listing.into_iter().map(|(n, _)| n).chain(
@@ -211,7 +203,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
         }
     }
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { ident, entries })
+    Ok(Scan { entries })
 }
 
 /// A hash of the content of file `path` (`None`: unreadable, or larger

@@ -123,9 +123,8 @@ fn open(path: &Path, follow: bool, access: u32) -> io::Result<std::fs::File> {
         .open(path)
 }
 
-/// A directory's identity and its entries, as [`list`] read them.
+/// A directory's entries, as [`list`] read them.
 pub(super) struct Listing {
-    pub ident: (u64, u64),
     pub entries: Vec<(OsString, Stat)>,
 }
 
@@ -133,7 +132,7 @@ pub(super) struct Listing {
 const NAME_SURROGATE: u32 = 0x2000_0000;
 
 /// The entries of directory `dir` (`follow`: `dir` may be a link to one),
-/// each as [`stat`] would say, and `dir`'s own identity; `.` and `..` left
+/// each as [`stat`] would say; `.` and `..` left
 /// out. One handle, opened with every sharing mode (never in the way of a
 /// rename or delete of the directory or its entries, as `FindFirstFile`'s
 /// is under Wine), read with `FileIdBothDirectoryInfo`: names, types,
@@ -165,7 +164,6 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
         return Err(io::Error::from(io::ErrorKind::NotADirectory));
     }
     let volume = u64::from(info.dwVolumeSerialNumber);
-    let ident = identity(&info);
     // 64 KiB, 8-byte aligned as the records are.
     let mut buf = vec![0u64; 8 * 1024];
     let mut class = FileIdBothDirectoryRestartInfo;
@@ -183,10 +181,7 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
         if ok == 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(ERROR_NO_MORE_FILES as i32) {
-                return Ok(Listing {
-                    ident,
-                    entries: out,
-                });
+                return Ok(Listing { entries: out });
             }
             return Err(e);
         }
@@ -326,9 +321,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("sub")).unwrap();
         std::fs::write(d.path().join("f"), "five!").unwrap();
-        let Listing { ident, mut entries } = list(d.path(), false).unwrap();
+        let Listing { mut entries } = list(d.path(), false).unwrap();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(ident, stat(d.path(), false).unwrap().ident);
         let names: Vec<_> = entries.iter().map(|(n, _)| n.to_str().unwrap()).collect();
         assert_eq!(names, ["f", "sub"]);
         for (name, listed) in &entries {

@@ -316,3 +316,165 @@ fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
         h.status("n")
     );
 }
+
+/// A manager that polls everything (`Backend::Poll` as its backend): what
+/// the poll backend of its own thread guaranteed, the engine's polls do.
+mod a_polling_manager {
+    use super::*;
+
+    const EVERY: Duration = Duration::from_millis(30);
+
+    fn polling() -> Harness {
+        harness(Config {
+            backend: Backend::Poll { interval: EVERY },
+            ..Config::default()
+        })
+    }
+
+    /// The names (below the root) and kinds of what `batches` report.
+    fn names(h: &Harness, batches: &[Arc<ChangeBatch>]) -> Vec<(String, ChangeKind)> {
+        let mut v: Vec<(String, ChangeKind)> = batches
+            .iter()
+            .flat_map(|b| b.changes.iter())
+            .map(|c| {
+                let rel = c.path.strip_prefix(&h.root).unwrap();
+                (rel.to_string_lossy().into_owned(), c.kind)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Every directory is polled at the manager's interval, none holds a
+    /// watch, the status says so; a poll reports what changed since the
+    /// first read and nothing else, and polls come by themselves.
+    #[test]
+    fn every_directory_is_polled_and_a_poll_reports_what_changed_since_the_first_read() {
+        let mut h = polling();
+        std::fs::create_dir(h.root.join("sub")).unwrap();
+        std::fs::write(h.root.join("old"), "1").unwrap();
+        std::fs::write(h.root.join("gone"), "1").unwrap();
+        h.apply("s", h.spec().quiet_window(10 * MS));
+        assert_eq!(h.fake.calls(), 0, "no watch asked for");
+        let root_id = h.engine.index.lookup(&h.root).unwrap();
+        let sub_id = h.engine.index.lookup(&h.root.join("sub")).unwrap();
+        assert!(h.engine.polls.contains(root_id) && h.engine.polls.contains(sub_id));
+        let st = h.status("s");
+        assert_eq!(st.phase, Phase::Watching, "polled by choice: {st:?}");
+        assert_eq!((st.polled_dirs, st.watched_dirs), (0, 2), "{st:?}");
+        assert_eq!(
+            st.roots.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            vec![format!("poll every 30ms: chosen at {}", h.root.display())]
+        );
+        std::fs::write(h.root.join("new"), "n").unwrap();
+        std::fs::write(h.root.join("old"), "longer").unwrap();
+        std::fs::remove_file(h.root.join("gone")).unwrap();
+        std::fs::write(h.root.join("sub/f"), "f").unwrap();
+        assert_eq!(h.engine.next_deadline(), Some(h.clock.now() + EVERY));
+        h.after(EVERY - MS);
+        h.after(10 * MS);
+        assert!(h.batches().is_empty(), "nothing before the interval");
+        h.after(EVERY);
+        h.after(10 * MS);
+        let b = h.batches();
+        assert_eq!(
+            names(&h, &b),
+            vec![
+                ("gone".into(), ChangeKind::Removed),
+                ("new".into(), ChangeKind::Created),
+                ("old".into(), ChangeKind::Modified),
+                ("sub/f".into(), ChangeKind::Created),
+            ]
+        );
+        // The next polls find nothing new.
+        h.after(EVERY);
+        h.after(EVERY);
+        assert!(h.batches().is_empty(), "reported once");
+        assert_eq!(h.fake.calls(), 0);
+        assert!(h.engine.check_invariants().is_empty());
+    }
+
+    /// A directory replaced by another at its path is covered again from
+    /// the new one; one that is gone leaves the index, and what it held is
+    /// reported removed, once. A directory renamed within the tree is
+    /// looked at at its new path.
+    #[test]
+    fn a_directory_replaced_gone_or_renamed_is_followed() {
+        let mut h = polling();
+        let out = h.root.parent().unwrap().join("out");
+        let (sub, z) = (h.root.join("sub"), h.root.join("z"));
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::create_dir(&z).unwrap();
+        std::fs::write(sub.join("f"), "f").unwrap();
+        h.apply("s", h.spec().quiet_window(10 * MS));
+        // Replaced: the old one kept elsewhere (its inode not reused).
+        std::fs::rename(&sub, &out).unwrap();
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("g"), "g").unwrap();
+        // Renamed within the tree, and written at its new path.
+        let a = h.root.join("a");
+        std::fs::rename(&z, &a).unwrap();
+        std::fs::write(a.join("h"), "h").unwrap();
+        h.after(EVERY);
+        h.after(10 * MS);
+        let got = names(&h, &h.batches());
+        for want in [
+            ("sub/f", ChangeKind::Removed),
+            ("sub/g", ChangeKind::Created),
+            ("z", ChangeKind::Removed),
+            ("a", ChangeKind::Created),
+            ("a/h", ChangeKind::Created),
+        ] {
+            assert!(
+                got.contains(&(want.0.into(), want.1)),
+                "{want:?} in {got:?}"
+            );
+        }
+        // What happens in the old directory, now outside, is not reported.
+        std::fs::write(out.join("late"), "x").unwrap();
+        // Gone.
+        std::fs::remove_dir_all(&sub).unwrap();
+        h.after(EVERY);
+        h.after(10 * MS);
+        let got = names(&h, &h.batches());
+        assert_eq!(
+            got,
+            vec![
+                ("sub".into(), ChangeKind::Removed),
+                ("sub/g".into(), ChangeKind::Removed),
+            ]
+        );
+        assert!(h.engine.index.lookup(&sub).is_none());
+        h.after(EVERY);
+        assert!(h.batches().is_empty(), "reported once");
+        assert!(h.engine.check_invariants().is_empty());
+    }
+
+    /// A sync barrier polls every directory of the spec after its cookie
+    /// exists: a change made just before it is delivered when it passes,
+    /// without waiting for the interval.
+    #[test]
+    fn a_sync_sees_every_change_made_before_it() {
+        let mut h = polling();
+        std::fs::create_dir(h.root.join("sub")).unwrap();
+        let long = Duration::from_secs(5);
+        h.apply("s", h.spec().quiet_window(long).max_delay(long));
+        let f = h.root.join("sub/f");
+        std::fs::write(&f, "x").unwrap();
+        let (reply, answer) = bounded(1);
+        h.engine.handle(Msg::Sync {
+            name: "s".into(),
+            deadline: h.clock.now() + Duration::from_secs(10),
+            reply,
+        });
+        h.engine.end_pass();
+        assert_eq!(answer.try_recv(), Ok(true), "passed, before any interval");
+        assert_eq!(h.kinds_of(&f), vec![ChangeKind::Created]);
+        let left = std::fs::read_dir(&h.root)
+            .unwrap()
+            .flatten()
+            .filter(|e| crate::fs::is_cookie(&e.file_name()))
+            .count();
+        assert_eq!(left, 0, "its cookie is removed, and never reported");
+    }
+}
