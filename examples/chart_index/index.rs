@@ -264,7 +264,7 @@ fn yaml_str(s: &str) -> String {
 }
 
 /// RFC 3339 in UTC, with nanoseconds.
-fn rfc3339(t: SystemTime) -> String {
+pub fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
