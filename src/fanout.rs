@@ -151,15 +151,14 @@ impl Backlog {
                     if p.changes.is_empty() {
                         continue;
                     }
-                    let mut changes: Vec<Change> = p.changes.into_values().collect();
-                    changes.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-                    Event::Changes(Arc::new(ChangeBatch {
-                        name: p.template.name.clone(),
-                        generation: p.template.generation,
-                        seq: p.template.seq,
-                        time: p.template.time,
-                        changes,
-                    }))
+                    let t = &p.template;
+                    Event::Changes(Arc::new(ChangeBatch::new(
+                        t.name.clone(),
+                        t.generation,
+                        t.seq,
+                        t.time,
+                        p.changes.into_values(),
+                    )))
                 }
                 Entry::Status(ev) => ev,
                 Entry::Deleted(n) => Event::Deleted(n),
@@ -365,13 +364,13 @@ mod tests {
     }
 
     fn batch(name: &str, generation: u64, seq: u64, changes: Vec<Change>) -> Event {
-        Event::Changes(Arc::new(ChangeBatch {
-            name: name.into(),
-            generation: Generation(generation),
-            seq: Seq(seq),
-            time: SystemTime::UNIX_EPOCH,
+        Event::Changes(Arc::new(ChangeBatch::new(
+            name,
+            Generation(generation),
+            Seq(seq),
+            SystemTime::UNIX_EPOCH,
             changes,
-        }))
+        )))
     }
 
     fn status(name: &str, dirs: usize) -> Event {

@@ -55,7 +55,7 @@ use tokio::time::Instant;
 
 use crate::SPEC;
 use crate::auth::{Access, Auth, Denied};
-use crate::chart::{ChartMeta, ChartVersion, parse_chart};
+use crate::chart::{ChartVersion, parse_chart};
 use crate::http::{
     READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, query_value, read_body,
     segments, timed_out, too_large, with_header,
@@ -140,6 +140,11 @@ impl Repo {
     /// applied that one. The index itself still changes only from batches.
     async fn barrier(self: &Arc<Self>) -> Result<u64, String> {
         let timeout = self.sync_timeout;
+        if timeout.is_zero() {
+            // Answering at once, as asked: whether the index shows the
+            // change by now is a race, so it is not claimed.
+            return Err("--sync-timeout 0: not waited for".into());
+        }
         let deadline = Instant::now() + timeout;
         let repo = Arc::clone(self);
         let synced = tokio::time::timeout_at(
@@ -625,7 +630,7 @@ fn store(
     prov: Option<&[u8]>,
     force: bool,
 ) -> Result<serde_json::Value, Reply> {
-    let chart: ChartMeta = parse_chart(package).map_err(|e| error(400, &e))?;
+    let (chart, _) = parse_chart(package).map_err(|e| error(400, &e))?;
     if let Some(prov) = prov {
         let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
         if name != chart.name || version != chart.version {

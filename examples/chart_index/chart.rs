@@ -4,14 +4,26 @@
 //! checks the whole archive (a gzip stream cut short fails its trailer
 //! check, so a package still being written is refused, not half listed),
 //! bounds what it may unpack to, and refuses YAML aliases and deep nesting
-//! in the Chart.yaml. Name and version must be plain names
-//! ([`safe_name`]): they become a file name.
+//! in the Chart.yaml (yaml-rust2's event scan, before the document is
+//! read into [`ChartMeta`] by serde_norway).
+//!
+//! What is read is Helm's `chart.Metadata`, field for field, and checked
+//! as Helm's loader checks it (`Metadata.Validate`): a version that Helm's
+//! semver library parses ([`helm_version`]), a type that is `application`
+//! or `library`, dependency aliases of letters, digits, `_`, `-`, no two
+//! dependencies with the same name or alias; text fields have their
+//! whitespace made spaces and unprintable characters dropped, as Helm does
+//! (so the index lists what `helm repo index` lists). Name and version must
+//! also be plain names ([`safe_name`]): they become a file name.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::{self, Read};
 use std::path::{Component, Path};
 use std::time::SystemTime;
 
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::storage::{open_in_storage, safe_name};
@@ -29,67 +41,269 @@ const MAX_YAML_DEPTH: usize = 64;
 #[derive(Clone, Debug)]
 pub struct ChartVersion {
     pub meta: ChartMeta,
+    /// `meta.version` as Helm orders it.
+    pub semver: semver::Version,
     /// The package's sha256, in hex.
     pub digest: String,
     /// Its modification time.
     pub created: SystemTime,
 }
 
-/// What the index takes from a Chart.yaml.
-#[derive(Clone, Debug)]
+/// A Chart.yaml, as Helm's `chart.Metadata` (`pkg/chart/v2/metadata.go`):
+/// the same fields under the same names, written as Helm writes them
+/// (empty ones left out; `apiVersion` `v1` when the Chart.yaml has none),
+/// in the order Helm's YAML has them (alphabetical). A field given as
+/// `null` reads as empty, as in Helm.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChartMeta {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub api_version: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub app_version: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub condition: String,
+    #[serde(
+        default,
+        deserialize_with = "no_null_items",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub dependencies: Vec<Dependency>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
+    pub deprecated: bool,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub description: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub home: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub icon: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub keywords: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub kube_version: String,
+    #[serde(
+        default,
+        deserialize_with = "no_null_items",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub maintainers: Vec<Maintainer>,
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sources: Vec<String>,
+    /// A string in Helm's `Metadata` (a dependency's `tags` is a list).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub tags: String,
+    #[serde(
+        rename = "type",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub chart_type: String,
+    #[serde(default, deserialize_with = "nullable")]
     pub version: String,
-    pub api_version: Option<String>,
-    pub app_version: Option<String>,
-    pub description: Option<String>,
-    pub chart_type: Option<String>,
 }
 
-/// Semantic-version order where both parse (`v` prefix and build metadata
-/// ignored, a pre-release before its release), text order otherwise.
-pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    fn split(v: &str) -> (&str, Option<&str>) {
-        let v = v.strip_prefix('v').unwrap_or(v);
-        let v = v.split_once('+').map_or(v, |(v, _)| v);
-        match v.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (v, None),
-        }
+/// A maintainer, as Helm's `chart.Maintainer`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct Maintainer {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub email: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub name: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub url: String,
+}
+
+/// A dependency, as Helm's `chart.Dependency`: `name` and `repository`
+/// are always written (Helm's tags on them have no `omitempty`);
+/// `import-values` holds strings and `{child, parent}` mappings.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct Dependency {
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub alias: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub condition: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
+    pub enabled: bool,
+    #[serde(
+        rename = "import-values",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub import_values: Vec<serde_json::Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub repository: String,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub tags: Vec<String>,
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub version: String,
+}
+
+/// The part of a (deprecated) `requirements.yaml` that Helm's loader
+/// takes into the metadata of a chart.
+#[derive(Deserialize)]
+struct Requirements {
+    #[serde(default, deserialize_with = "no_null_items")]
+    dependencies: Vec<Dependency>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A value, or its type's empty value for `null` (as Go reads a `null`).
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A list none of whose items is `null` (Helm refuses empty maintainers
+/// and dependencies).
+fn no_null_items<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Option::<Vec<Option<T>>>::deserialize(d)?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| item.ok_or_else(|| D::Error::custom("an entry is empty or null")))
+        .collect()
+}
+
+/// A version as Helm reads it (Masterminds/semver's `NewVersion`, which
+/// Helm's loader and index use): an optional `v`, one to three numbers
+/// (leading zeros allowed; missing ones are 0), then SemVer's pre-release
+/// and build parts. Ordered by SemVer precedence
+/// ([`semver::Version::cmp_precedence`]).
+pub fn helm_version(v: &str) -> Result<semver::Version, String> {
+    let why = |detail: &str| {
+        format!(
+            "version {v:?} is not a semantic version as Helm reads it \
+             (MAJOR[.MINOR[.PATCH]][-PRERELEASE][+BUILD], optionally after a 'v'): {detail}"
+        )
+    };
+    let s = v.strip_prefix('v').unwrap_or(v);
+    let (core, rest) = s.split_at(s.find(['-', '+']).unwrap_or(s.len()));
+    let numbers: Vec<&str> = core.split('.').collect();
+    if numbers.len() > 3 {
+        return Err(why("more than three numbers"));
     }
-    fn parts(a: &str, b: &str) -> Ordering {
-        let mut x = a.split('.');
-        let mut y = b.split('.');
-        loop {
-            match (x.next(), y.next()) {
-                (None, None) => return Ordering::Equal,
-                (None, Some(_)) => return Ordering::Less,
-                (Some(_), None) => return Ordering::Greater,
-                (Some(p), Some(q)) => {
-                    let o = match (p.parse::<u64>(), q.parse::<u64>()) {
-                        (Ok(m), Ok(n)) => m.cmp(&n),
-                        (Ok(_), Err(_)) => Ordering::Less,
-                        (Err(_), Ok(_)) => Ordering::Greater,
-                        (Err(_), Err(_)) => p.cmp(q),
-                    };
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-            }
+    let mut parts = [0u64; 3];
+    for (part, n) in parts.iter_mut().zip(&numbers) {
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(why(&format!("{n:?} is not a number")));
         }
+        *part = n.parse().map_err(|e| why(&format!("{n}: {e}")))?;
     }
-    let (ac, ap) = split(a);
-    let (bc, bp) = split(b);
-    parts(ac, bc)
-        .then_with(|| match (ap, bp) {
-            (None, None) => Ordering::Equal,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(_), None) => Ordering::Less,
-            (Some(p), Some(q)) => parts(p, q),
-        })
-        .then_with(|| a.cmp(b))
+    let [major, minor, patch] = parts;
+    semver::Version::parse(&format!("{major}.{minor}.{patch}{rest}"))
+        .map_err(|e| why(&e.to_string()))
+}
+
+/// Helm's `sanitizeString`: whitespace becomes a space, unprintable
+/// characters go (control, format and private-use characters here: Go's
+/// `unicode.IsPrint` also drops unassigned code points, which std cannot
+/// tell).
+fn sanitize(s: &mut String) {
+    fn unprintable(c: char) -> bool {
+        c.is_control()
+            || matches!(c,
+                '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
+                | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+                | '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..)
+    }
+    if s.chars()
+        .any(|c| (c.is_whitespace() && c != ' ') || unprintable(c))
+    {
+        *s = s
+            .chars()
+            .filter_map(|c| match c {
+                c if c.is_whitespace() => Some(' '),
+                c if unprintable(c) => None,
+                c => Some(c),
+            })
+            .collect();
+    }
 }
 
 /// A reader that fails (rather than ends) past `left` bytes.
@@ -114,7 +328,7 @@ impl<R: Read> Read for Capped<R> {
 
 /// Reads a package's Chart.yaml (`<chart>/Chart.yaml`), checking that the
 /// whole archive is intact (a gzip stream cut short fails its trailer check).
-pub fn parse_chart(bytes: &[u8]) -> Result<ChartMeta, String> {
+pub fn parse_chart(bytes: &[u8]) -> Result<(ChartMeta, semver::Version), String> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Err("not a gzip file (a chart package is a .tgz as `helm package` makes)".into());
     }
@@ -125,7 +339,7 @@ pub fn parse_chart(bytes: &[u8]) -> Result<ChartMeta, String> {
     };
     let mut archive = tar::Archive::new(gz);
     let corrupt = |e: io::Error| format!("not a valid gzip'd tar archive: {e}");
-    let mut chart_yaml = None;
+    let (mut chart_yaml, mut requirements) = (None, None);
     for entry in archive.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
         let path = entry.path().map_err(corrupt)?;
@@ -133,82 +347,156 @@ pub fn parse_chart(bytes: &[u8]) -> Result<ChartMeta, String> {
             .components()
             .filter(|c| !matches!(c, Component::CurDir))
             .collect();
-        if chart_yaml.is_none()
-            && names.len() == 2
-            && matches!(names[0], Component::Normal(_))
-            && names[1] == Component::Normal("Chart.yaml".as_ref())
-            && entry.header().entry_type().is_file()
-        {
+        let slot = match names.as_slice() {
+            [Component::Normal(_), Component::Normal(file)] if *file == "Chart.yaml" => {
+                &mut chart_yaml
+            }
+            [Component::Normal(_), Component::Normal(file)] if *file == "requirements.yaml" => {
+                &mut requirements
+            }
+            _ => continue,
+        };
+        if slot.is_none() && entry.header().entry_type().is_file() {
+            let file = names[1].as_os_str().to_string_lossy().into_owned();
             if entry.size() > MAX_CHART_YAML_BYTES {
-                return Err("Chart.yaml is larger than 1 MiB".into());
+                return Err(format!("{file} is larger than 1 MiB"));
             }
             let mut text = String::new();
             entry.read_to_string(&mut text).map_err(corrupt)?;
-            chart_yaml = Some(text);
+            *slot = Some(text);
         }
     }
     // Read to the end of the gzip stream: its trailer (CRC and length)
     // tells a whole package from one still being written.
     io::copy(&mut archive.into_inner(), &mut io::sink()).map_err(corrupt)?;
     let text = chart_yaml.ok_or("no Chart.yaml (as <chart>/Chart.yaml) in the package")?;
-    chart_meta(&text)
+    let mut meta: ChartMeta = read_yaml("Chart.yaml", &text)?;
+    // Helm's loader reads a requirements.yaml (apiVersion v1's
+    // dependencies) into the metadata too.
+    if let Some(text) = requirements {
+        let r: Requirements = read_yaml("requirements.yaml", &text)?;
+        if !r.dependencies.is_empty() {
+            meta.dependencies = r.dependencies;
+        }
+    }
+    let version = check(&mut meta).map_err(|e| format!("Chart.yaml: {e}"))?;
+    Ok((meta, version))
 }
 
-fn chart_meta(text: &str) -> Result<ChartMeta, String> {
-    use yaml_rust2::{Event as YamlEvent, Yaml, YamlLoader, parser::Parser};
-    // Refuse aliases (exponential expansion) and deep nesting (recursive
-    // drop) before building the document.
+/// Reads a YAML file of a package (`what`) into `T`, after refusing
+/// aliases (exponential expansion) and deep nesting (recursive drop). A
+/// leading byte order mark is dropped, as Helm does.
+fn read_yaml<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T, String> {
+    use yaml_rust2::{Event as YamlEvent, parser::Parser};
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
     loop {
-        let (ev, _) = parser
-            .next_token()
-            .map_err(|e| format!("Chart.yaml: {e}"))?;
+        let (ev, _) = parser.next_token().map_err(|e| format!("{what}: {e}"))?;
+        if depth == 0 && matches!(ev, YamlEvent::SequenceStart(..) | YamlEvent::Scalar(..)) {
+            return Err(format!("{what}: not a mapping"));
+        }
         match ev {
             YamlEvent::StreamEnd => break,
-            YamlEvent::Alias(_) => return Err("Chart.yaml: YAML aliases are not accepted".into()),
+            YamlEvent::Alias(_) => return Err(format!("{what}: YAML aliases are not accepted")),
             YamlEvent::SequenceStart(..) | YamlEvent::MappingStart(..) => {
                 depth += 1;
                 if depth > MAX_YAML_DEPTH {
-                    return Err("Chart.yaml: nested too deeply".into());
+                    return Err(format!("{what}: nested too deeply"));
                 }
             }
             YamlEvent::SequenceEnd | YamlEvent::MappingEnd => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
-    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("Chart.yaml: {e}"))?;
-    let doc = match docs.first() {
-        Some(d @ Yaml::Hash(_)) => d,
-        _ => return Err("Chart.yaml: not a mapping".into()),
-    };
-    let scalar = |key: &str| match &doc[key] {
-        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
-        Yaml::Integer(i) => Some(i.to_string()),
-        Yaml::Boolean(b) => Some(b.to_string()),
-        _ => None,
-    };
-    let required = |key: &str| -> Result<String, String> {
-        let v = scalar(key)
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| format!("Chart.yaml: no {key}"))?;
-        if safe_name(&v) {
-            Ok(v)
-        } else {
-            Err(format!(
-                "Chart.yaml: {key} {v:?} is not accepted: use letters, digits, '.', '_', '-', \
-                 '+', not starting with '.' nor containing '..'"
-            ))
+    serde_norway::from_str(text).map_err(|e| format!("{what}: {e}"))
+}
+
+/// Checks `meta` as Helm's `Metadata.Validate` does (and that name and
+/// version can be a file name), sanitizing its text as Helm does; returns
+/// the version as Helm orders it.
+fn check(meta: &mut ChartMeta) -> Result<semver::Version, String> {
+    let m = meta;
+    if m.api_version.is_empty() {
+        m.api_version = "v1".into();
+    }
+    // Not the name: it becomes a file name, and one that Helm would have
+    // to change is refused (below) rather than changed.
+    for s in [
+        &mut m.description,
+        &mut m.home,
+        &mut m.icon,
+        &mut m.condition,
+        &mut m.tags,
+        &mut m.app_version,
+        &mut m.kube_version,
+    ]
+    .into_iter()
+    .chain(&mut m.sources)
+    .chain(&mut m.keywords)
+    {
+        sanitize(s);
+    }
+    for p in &mut m.maintainers {
+        for s in [&mut p.name, &mut p.email, &mut p.url] {
+            sanitize(s);
         }
-    };
-    Ok(ChartMeta {
-        name: required("name")?,
-        version: required("version")?,
-        api_version: scalar("apiVersion"),
-        app_version: scalar("appVersion"),
-        description: scalar("description"),
-        chart_type: scalar("type"),
-    })
+    }
+    for d in &mut m.dependencies {
+        for s in [
+            &mut d.name,
+            &mut d.version,
+            &mut d.repository,
+            &mut d.condition,
+        ]
+        .into_iter()
+        .chain(&mut d.tags)
+        {
+            sanitize(s);
+        }
+    }
+    for (key, v) in [("name", &m.name), ("version", &m.version)] {
+        if v.is_empty() {
+            return Err(format!("no {key}"));
+        }
+        if !safe_name(v) {
+            return Err(format!(
+                "{key} {v:?} is not accepted: use letters, digits, '.', '_', '-', \
+                 '+', not starting with '.' nor containing '..'"
+            ));
+        }
+    }
+    let version = helm_version(&m.version)?;
+    if !matches!(m.chart_type.as_str(), "" | "application" | "library") {
+        return Err(format!(
+            "type {:?} is not accepted: application or library",
+            m.chart_type
+        ));
+    }
+    let mut keys = BTreeSet::new();
+    for d in &m.dependencies {
+        let alias_ok = d
+            .alias
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !alias_ok {
+            return Err(format!(
+                "dependency {:?}: alias {:?} is not accepted: use letters, digits, '_', '-'",
+                d.name, d.alias
+            ));
+        }
+        let key = if d.alias.is_empty() {
+            &d.name
+        } else {
+            &d.alias
+        };
+        if !keys.insert(key) {
+            return Err(format!(
+                "more than one dependency with name or alias {key:?}"
+            ));
+        }
+    }
+    Ok(version)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -221,19 +509,163 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Reads and checks the package `root/tenant.../file`.
 pub fn read_package(root: &Path, tenant: &[&str], file: &str) -> Result<ChartVersion, String> {
-    let (mut f, meta) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_PACKAGE_BYTES {
+    let (mut f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
+    if stat.len() > MAX_PACKAGE_BYTES {
         return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut bytes = Vec::with_capacity(stat.len() as usize);
     Read::by_ref(&mut f)
         .take(MAX_PACKAGE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
-    let chart = parse_chart(&bytes)?;
+    let (meta, semver) = parse_chart(&bytes)?;
     Ok(ChartVersion {
-        meta: chart,
+        meta,
+        semver,
         digest: sha256_hex(&bytes),
-        created: meta.modified().unwrap_or(SystemTime::now()),
+        created: stat.modified().unwrap_or(SystemTime::now()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ChartMeta, check, helm_version, read_yaml};
+
+    #[test]
+    fn versions_as_helm_reads_them() {
+        for (v, as_semver) in [
+            ("1.2.3", "1.2.3"),
+            ("v1.2.3", "1.2.3"),
+            ("1", "1.0.0"),
+            ("1.2", "1.2.0"),
+            ("v2", "2.0.0"),
+            ("01.02.03", "1.2.3"),
+            ("1.0.0-rc.1", "1.0.0-rc.1"),
+            ("1.0.0-rc-1+build.7", "1.0.0-rc-1+build.7"),
+            ("1.0-alpha", "1.0.0-alpha"),
+            ("1.0.0+001", "1.0.0+001"),
+        ] {
+            let parsed = helm_version(v).unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert_eq!(parsed.to_string(), as_semver, "{v}");
+        }
+        for v in [
+            "",
+            "latest",
+            "1.0.0.0",
+            "V1.0.0",
+            "1..0",
+            "1.0.0-",
+            "1.0.0-01",
+            "1.0.0-rc..1",
+            "1.0.0+",
+            "1.0.0-rc_1",
+            "-1.0.0",
+            "1.0.x",
+            "99999999999999999999.0.0",
+        ] {
+            let e = helm_version(v).expect_err(v);
+            assert!(
+                e.contains(&format!("{v:?}")),
+                "the error names the version: {e}"
+            );
+        }
+        let order = [
+            "v2.0.0",
+            "1.10.0",
+            "1.9.0",
+            "1.0.0",
+            "1.0.0-rc.2",
+            "1.0.0-rc.1",
+        ];
+        for w in order.windows(2) {
+            let (a, b) = (helm_version(w[0]).unwrap(), helm_version(w[1]).unwrap());
+            assert!(a.cmp_precedence(&b).is_gt(), "{} after {}", w[0], w[1]);
+        }
+    }
+
+    fn meta(yaml: &str) -> Result<ChartMeta, String> {
+        let mut m: ChartMeta = read_yaml("Chart.yaml", yaml)?;
+        check(&mut m).map_err(|e| format!("Chart.yaml: {e}"))?;
+        Ok(m)
+    }
+
+    #[test]
+    fn every_field_of_helms_metadata() {
+        let m = meta(
+            "\u{feff}apiVersion: v2\nname: rich\nversion: v1.2.3\nappVersion: 1.10\n\
+             description: \"two\\nlines\\tand\\u200bmore\"\nhome: https://h\nicon: https://i\n\
+             sources: [https://s]\nkeywords: [\"on\", \"y\", \"1_000\"]\nkubeVersion: '>=1.20'\n\
+             deprecated: true\ncondition: c\ntags: t1,t2\ntype: library\n\
+             annotations: {a: \"on\", b: 2}\nmaintainers:\n- {name: n, email: e, url: u}\n\
+             dependencies:\n- name: base\n  version: ^1\n  repository: https://r\n  alias: b-1\n  \
+             tags: [x]\n  enabled: true\n  import-values: [data, {child: c, parent: p}]\n\
+             - name: other\n  repository: ~\n",
+        )
+        .unwrap();
+        assert_eq!(m.description, "two lines andmore", "sanitized as Helm does");
+        assert_eq!(m.app_version, "1.10");
+        assert_eq!(m.keywords, ["on", "y", "1_000"]);
+        assert_eq!(m.annotations["b"], "2");
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            json["dependencies"][1],
+            serde_json::json!({"name": "other", "repository": ""}),
+            "name and repository are always written"
+        );
+        assert_eq!(json["dependencies"][0]["import-values"][1]["parent"], "p");
+        assert_eq!(json["maintainers"][0]["email"], "e");
+        assert_eq!(json["type"], "library");
+        assert_eq!(json["deprecated"], true);
+        let bare = serde_json::to_value(meta("name: a\nversion: 1.0.0\nhome: ~\n").unwrap());
+        assert_eq!(
+            bare.unwrap(),
+            serde_json::json!({"apiVersion": "v1", "name": "a", "version": "1.0.0"}),
+            "empty fields are left out; apiVersion v1 when none is given"
+        );
+    }
+
+    #[test]
+    fn what_helm_refuses_is_refused_saying_why() {
+        for (yaml, says) in [
+            (
+                "name: a\nversion: latest\n",
+                "\"latest\" is not a semantic version",
+            ),
+            ("name: a\n", "no version"),
+            ("version: 1.0.0\n", "no name"),
+            (
+                "name: a/b\nversion: 1.0.0\n",
+                "name \"a/b\" is not accepted",
+            ),
+            ("name: a\nversion: 1.0.0\ntype: app\n", "type \"app\""),
+            (
+                "name: a\nversion: 1.0.0\nkeywords: k\n",
+                "keywords: invalid type",
+            ),
+            (
+                "name: a\nversion: 1.0.0\nmaintainers: [~]\n",
+                "empty or null",
+            ),
+            (
+                "name: a\nversion: 1.0.0\ndependencies:\n- {name: b, alias: \"x y\"}\n",
+                "alias \"x y\"",
+            ),
+            (
+                "name: a\nversion: 1.0.0\ndependencies: [{name: b}, {name: b}]\n",
+                "more than one dependency with name or alias \"b\"",
+            ),
+            ("a: &x [1]\nb: *x\n", "aliases are not accepted"),
+            ("- 1\n", "Chart.yaml: not a mapping"),
+            ("just text\n", "Chart.yaml: not a mapping"),
+        ] {
+            let e = meta(yaml).expect_err(yaml);
+            assert!(e.contains(says), "{yaml:?}: {e:?} should say {says:?}");
+        }
+        let deep = format!(
+            "name: a\nversion: 1.0.0\nx: {}{}\n",
+            "[".repeat(70),
+            "]".repeat(70)
+        );
+        assert!(meta(&deep).unwrap_err().contains("nested too deeply"));
+    }
 }

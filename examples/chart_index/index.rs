@@ -1,5 +1,6 @@
 //! The index: tenants and their packages, kept from change batches alone,
-//! and Helm's `index.yaml` of each tenant.
+//! and Helm's `index.yaml` of each tenant (written as JSON, see
+//! [`render_index`]).
 //!
 //! A tenant is a real directory below the storage root (the root itself
 //! is the tenant `""`); its packages are the readable `*.tgz` files
@@ -10,14 +11,14 @@
 //! initial scan), so the same code builds the index and keeps it.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Component, Path};
 use std::sync::{PoisonError, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
+use serde::Serialize;
 use specwatch::{Change, ChangeBatch, ChangeKind, FileType};
 
-use crate::chart::{ChartVersion, compare_versions, read_package};
+use crate::chart::{ChartMeta, ChartVersion, read_package};
 use crate::storage::safe_name;
 
 /// Tenants and their packages.
@@ -77,7 +78,7 @@ impl Index {
                 match (package, self.tenants.get_mut(parent)) {
                     (Some(p), Some(charts)) => {
                         eprintln!("index: + {key} ({} {})", p.meta.name, p.meta.version);
-                        charts.insert(file.to_owned(), p);
+                        charts.insert(file.to_owned(), *p);
                     }
                     _ => self.forget_package(&key),
                 }
@@ -128,7 +129,7 @@ enum Op {
     /// A regular file: a package if it is a readable `.tgz` in a tenant.
     File {
         key: String,
-        package: Option<ChartVersion>,
+        package: Option<Box<ChartVersion>>,
     },
 }
 
@@ -173,10 +174,10 @@ fn plan(root: &Path, change: &Change) -> Option<Op> {
 }
 
 /// Reads the package at `key`, or says on stderr why not.
-fn load(root: &Path, key: &str) -> Option<ChartVersion> {
+fn load(root: &Path, key: &str) -> Option<Box<ChartVersion>> {
     let (parent, file) = split_key(key);
     match read_package(root, &tenant_names(parent), file) {
-        Ok(p) => Some(p),
+        Ok(p) => Some(Box::new(p)),
         Err(reason) => {
             eprintln!("skip {}: {reason}", root.join(key).display());
             None
@@ -192,98 +193,91 @@ fn tenant_names(key: &str) -> Vec<&str> {
     }
 }
 
-/// Helm's index.yaml of one tenant. Every string is double-quoted, so no
-/// version reads as a number.
-pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
-    let mut by_name: BTreeMap<&str, Vec<(&String, &ChartVersion)>> = BTreeMap::new();
-    for (file, c) in charts {
-        by_name.entry(&c.meta.name).or_default().push((file, c));
-    }
-    let mut y = String::from("apiVersion: v1\n");
-    if by_name.is_empty() {
-        y.push_str("entries: {}\n");
-    } else {
-        y.push_str("entries:\n");
-    }
-    for (name, mut versions) in by_name {
-        versions.sort_by(|a, b| {
-            compare_versions(&b.1.meta.version, &a.1.meta.version).then_with(|| a.0.cmp(b.0))
-        });
-        let _ = writeln!(y, "  {}:", yaml_str(name));
-        for (file, c) in versions {
-            let m = &c.meta;
-            let api_version = m.api_version.as_deref().unwrap_or("v1");
-            let _ = writeln!(y, "  - apiVersion: {}", yaml_str(api_version));
-            let url = format!("charts/{file}");
-            let created = rfc3339(c.created);
-            for (key, v) in [
-                ("appVersion", m.app_version.as_deref()),
-                ("created", Some(&created)),
-                ("description", m.description.as_deref()),
-                ("digest", Some(&c.digest)),
-                ("name", Some(&m.name)),
-                ("type", m.chart_type.as_deref()),
-            ] {
-                if let Some(v) = v {
-                    let _ = writeln!(y, "    {key}: {}", yaml_str(v));
-                }
-            }
-            let _ = writeln!(y, "    urls:\n    - {}", yaml_str(&url));
-            let _ = writeln!(y, "    version: {}", yaml_str(&m.version));
-        }
-    }
-    let _ = writeln!(y, "generated: {}", yaml_str(&rfc3339(SystemTime::now())));
-    y
+/// Helm's `repo.IndexFile`, as chartmuseum serves it: `serverInfo` (an
+/// empty mapping: no context path) beside Helm's own fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexFile<'a> {
+    api_version: &'static str,
+    entries: BTreeMap<&'a str, Vec<Entry<'a>>>,
+    generated: String,
+    server_info: BTreeMap<&'static str, &'static str>,
 }
 
-/// A YAML double-quoted scalar.
-fn yaml_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20
-                || ('\u{7f}'..='\u{9f}').contains(&c)
-                || matches!(
-                    c,
-                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
-                ) =>
-            {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+/// Helm's `repo.ChartVersion`: the Chart.yaml's fields, then the package's.
+/// One package's entry in `index.yaml`, and chartmuseum's API's answer
+/// for one version (the `listing` module): see [`entry`].
+#[derive(Serialize)]
+pub struct Entry<'a> {
+    #[serde(flatten)]
+    meta: &'a ChartMeta,
+    created: String,
+    digest: &'a str,
+    urls: [String; 1],
+}
+
+/// The entry of package `file`, `c`; its URL relative to the tenant's
+/// index (`charts/<file>`).
+pub fn entry<'a>(file: &str, c: &'a ChartVersion) -> Entry<'a> {
+    Entry {
+        meta: &c.meta,
+        created: rfc3339(c.created),
+        digest: &c.digest,
+        urls: [format!("charts/{file}")],
     }
-    out.push('"');
+}
+
+/// Each chart's packages in `charts` (keyed by file), newest first
+/// (SemVer precedence, as Helm sorts them; then by file name).
+pub fn by_name(
+    charts: &BTreeMap<String, ChartVersion>,
+) -> BTreeMap<&str, Vec<(&String, &ChartVersion)>> {
+    let mut out: BTreeMap<&str, Vec<(&String, &ChartVersion)>> = BTreeMap::new();
+    for (file, c) in charts {
+        out.entry(&c.meta.name).or_default().push((file, c));
+    }
+    for versions in out.values_mut() {
+        versions.sort_by(|a, b| {
+            b.1.semver
+                .cmp_precedence(&a.1.semver)
+                .then_with(|| a.0.cmp(b.0))
+        });
+    }
     out
 }
 
-/// RFC 3339 in UTC, with nanoseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        d.subsec_nanos()
-    )
+/// Helm's index.yaml of one tenant: each chart's versions in [`by_name`]'s
+/// order, each an [`entry`].
+///
+/// It is written as JSON, which is YAML too, and which Helm's index loader
+/// reads with its JSON decoder (it tries JSON first). Helm's YAML reader
+/// is YAML 1.1: a YAML serializer (serde_norway, serde_yaml_ng) leaves a
+/// string such as `on`, `y` or `1_000` unquoted, which that reader takes
+/// for a boolean or a number, and then Helm refuses the whole index.
+pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
+    let entries = by_name(charts)
+        .into_iter()
+        .map(|(name, versions)| {
+            let versions = versions.into_iter().map(|(f, c)| entry(f, c)).collect();
+            (name, versions)
+        })
+        .collect();
+    let index = IndexFile {
+        api_version: "v1",
+        entries,
+        generated: rfc3339(SystemTime::now()),
+        server_info: BTreeMap::new(),
+    };
+    let mut json = serde_json::to_string_pretty(&index)
+        .unwrap_or_else(|e| format!("{{\"error\": \"the index: {e}\"}}"));
+    json.push('\n');
+    json
+}
+
+/// RFC 3339 in UTC, with as many fractional digits as needed (Go's
+/// `RFC3339Nano`, which Helm writes).
+fn rfc3339(t: SystemTime) -> String {
+    jiff::Timestamp::try_from(t)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }

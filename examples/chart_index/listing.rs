@@ -5,58 +5,26 @@
 //! the newest that is not a pre-release, as Helm's `IndexFile.Get` with
 //! no version). Versions come newest first, the order of `index.yaml`.
 //!
-//! Each version is rendered by [`version_json`] alone, from the index's
-//! entry: what the index holds of a chart reaches the API through it.
+//! Each version is the index's own entry ([`entry`]: Helm's
+//! `repo.ChartVersion`, every Chart.yaml field the index holds, `urls`,
+//! `created`, `digest`), serialized as in `index.yaml`, in the index's
+//! order ([`by_name`]): one serialization for both.
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::chart::{ChartVersion, compare_versions};
-use crate::index::rfc3339;
+use crate::chart::ChartVersion;
+use crate::index::{by_name, entry};
 
 /// One chart version as Helm's `repo.ChartVersion` marshals to JSON (what
-/// chartmuseum answers): the Chart.yaml fields the index holds (absent
-/// ones left out, as Helm's `omitempty`; `apiVersion` `v1` when the
-/// Chart.yaml has none, as in `index.yaml`), `urls` (relative to the
-/// tenant, as in its `index.yaml`), `created` (RFC 3339) and `digest`.
-pub fn version_json(file: &str, c: &ChartVersion) -> Value {
-    let m = &c.meta;
-    let mut v = Map::new();
-    let mut put = |key: &str, value: Option<&str>| {
-        if let Some(value) = value {
-            v.insert(key.to_owned(), json!(value));
-        }
-    };
-    put("name", Some(&m.name));
-    put("version", Some(&m.version));
-    put("description", m.description.as_deref());
-    put("apiVersion", Some(m.api_version.as_deref().unwrap_or("v1")));
-    put("appVersion", m.app_version.as_deref());
-    put("type", m.chart_type.as_deref());
-    v.insert("urls".into(), json!([format!("charts/{file}")]));
-    v.insert("created".into(), json!(rfc3339(c.created)));
-    v.insert("digest".into(), json!(c.digest));
-    Value::Object(v)
+/// chartmuseum answers): the index's entry of package `file`.
+fn version_json(file: &str, c: &ChartVersion) -> Value {
+    serde_json::to_value(entry(file, c))
+        .unwrap_or_else(|e| serde_json::json!({ "error": format!("the entry of {file}: {e}") }))
 }
 
-/// Each chart's versions in `charts` (keyed by file), newest first.
-fn by_name(charts: &BTreeMap<String, ChartVersion>) -> BTreeMap<&str, Vec<(&str, &ChartVersion)>> {
-    let mut out: BTreeMap<&str, Vec<(&str, &ChartVersion)>> = BTreeMap::new();
-    for (file, c) in charts {
-        out.entry(c.meta.name.as_str())
-            .or_default()
-            .push((file.as_str(), c));
-    }
-    for versions in out.values_mut() {
-        versions.sort_by(|(fa, a), (fb, b)| {
-            compare_versions(&b.meta.version, &a.meta.version).then_with(|| fa.cmp(fb))
-        });
-    }
-    out
-}
-
-fn versions_json(versions: &[(&str, &ChartVersion)]) -> Value {
+fn versions_json(versions: &[(&String, &ChartVersion)]) -> Value {
     Value::Array(versions.iter().map(|(f, c)| version_json(f, c)).collect())
 }
 
@@ -104,12 +72,6 @@ pub fn one_chart(charts: &BTreeMap<String, ChartVersion>, name: &str) -> Result<
         .ok_or_else(|| format!("no chart {name:?}"))
 }
 
-/// Whether `version` is a pre-release (`1.0.0-rc.1`; build metadata after
-/// `+` aside).
-fn is_prerelease(version: &str) -> bool {
-    version.split('+').next().unwrap_or("").contains('-')
-}
-
 /// `GET /api/<tenant>/charts/<name>/<version>`: that version (`latest`:
 /// the newest that is not a pre-release), or why not.
 pub fn one_version(
@@ -122,9 +84,7 @@ pub fn one_version(
         .get(name)
         .ok_or_else(|| format!("no chart {name:?}"))?;
     let found = if version == "latest" {
-        versions
-            .iter()
-            .find(|(_, c)| !is_prerelease(&c.meta.version))
+        versions.iter().find(|(_, c)| c.semver.pre.is_empty())
     } else {
         versions.iter().find(|(_, c)| c.meta.version == version)
     };
@@ -162,8 +122,10 @@ mod tests {
         tar.append_data(&mut h, format!("{name}/Chart.yaml"), yaml.as_bytes())
             .unwrap();
         let tgz = tar.into_inner().unwrap().finish().unwrap();
+        let (meta, semver) = parse_chart(&tgz).unwrap();
         ChartVersion {
-            meta: parse_chart(&tgz).unwrap(),
+            meta,
+            semver,
             digest: "00ff".into(),
             created: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
         }
@@ -193,7 +155,7 @@ mod tests {
                 "description": "chart b",
                 "apiVersion": "v2",
                 "urls": ["charts/b-0.1.0.tgz"],
-                "created": "2023-11-14T22:13:20.000000000Z",
+                "created": "2023-11-14T22:13:20Z",
                 "digest": "00ff",
             })
         );

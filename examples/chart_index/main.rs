@@ -23,25 +23,28 @@
 //!   Degraded phase's `"reason"` or the Failed phase's `"error"`. Never
 //!   needs credentials.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
-//!   (`*.tgz`) directly in `DIR/<tenant>/`. Header `X-Index-Seq`: the `seq`
-//!   of the last change batch applied (0 before any).
+//!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
+//!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
+//!   JSON (which Helm reads first; see the `index` module). Header
+//!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
+//!   any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
 //!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
 //! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
 //!   `?limit=M`: a page of the sorted names), `GET
 //!   /api/<tenant>/charts/<name>` (`[version, ...]`, newest first), `GET
 //!   /api/<tenant>/charts/<name>/<version>` (one; `latest`: the newest
-//!   that is not a pre-release): each version as Helm's ChartVersion JSON
-//!   (`name`, `version`, `description`, `apiVersion`, `appVersion`,
-//!   `type`, `urls`, `created`, `digest`), as chartmuseum answers; 404
+//!   that is not a pre-release): each version as Helm's ChartVersion JSON,
+//!   the entry `index.yaml` lists of it, as chartmuseum answers; 404
 //!   `{"error":...}` naming what is missing. `HEAD` of each: 200 or 404.
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
 //!   multipart form (`helm cm-push`: the package in field `chart`, its
 //!   provenance file in `prov`; either alone will do): stored as
 //!   `DIR/<tenant>/<name>-<version>.tgz` (and `.tgz.prov`) (201
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
-//!   is not a chart or the provenance file is for another version, 413
-//!   above `--max-upload-mb`). Written to a `.upload-*` file in the same
+//!   is not a chart or not one Helm accepts, saying why (a version that
+//!   is not SemVer as Helm reads it, say), or the provenance file is for
+//!   another version; 413 above `--max-upload-mb`). Written to a `.upload-*` file in the same
 //!   directory, fsynced, then hard-linked to its name (which fails if the
 //!   name exists, so no upload replaces a package by accident; renamed
 //!   where the file system has no hard links). `?force` replaces an

@@ -215,13 +215,14 @@ impl Publisher {
         changes: Vec<Change>,
         wall: SystemTime,
     ) {
-        let batch = Arc::new(ChangeBatch {
-            name: name.to_owned(),
+        // Sorted already (the coalescer's order): `new` checks it in one pass.
+        let batch = Arc::new(ChangeBatch::new(
+            name,
             generation,
-            seq: Seq(self.next_seq),
-            time: wall,
+            Seq(self.next_seq),
+            wall,
             changes,
-        });
+        ));
         self.next_seq += 1;
         if let Some(j) = self.shared.journals.lock().get_mut(name)
             && j.generation() == generation

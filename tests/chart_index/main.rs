@@ -11,9 +11,10 @@
 //! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
 //! form, read-your-writes, `/health`, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
-//! `--disable-delete`, `--depth`), `auth` those of authentication, and
-//! `replicas` two servers on one storage directory; the helpers live
-//! beside them:
+//! `--disable-delete`, `--depth`), `auth` those of authentication,
+//! `replicas` two servers on one storage directory, and `helm` Helm's own
+//! client against the server (helm-python-sdk; skipped, saying so, where
+//! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
 //! (packages and indexes).
 #![cfg(unix)]
@@ -24,6 +25,7 @@ mod charts;
 mod client;
 #[path = "../common/mod.rs"]
 mod common;
+mod helm;
 mod replicas;
 mod server;
 mod serving;
@@ -179,7 +181,7 @@ fn tenants_at_any_depth_see_only_their_own_charts() {
     std::fs::create_dir(storage.join("empty")).unwrap();
     let r = s.wait_status("/empty/index.yaml", 200, "a new empty tenant directory");
     assert!(
-        r.text().contains("entries: {}"),
+        r.text().contains("\"entries\": {}"),
         "empty index: {}",
         r.text()
     );
@@ -256,6 +258,14 @@ fn direct_file_system_writes_are_picked_up() {
     let cut_path = org.join("cut-1.0.0.tgz");
     std::fs::write(&cut_path, &cut[..cut.len() - 4]).unwrap();
     let skip = format!("skip {}: ", cut_path.display());
+    s.wait_log(&format!("starting {skip:?}"), |l| l.starts_with(&skip));
+    // A version that Helm's index loader would drop: left out, saying why.
+    let latest_path = org.join("latest.tgz");
+    std::fs::write(&latest_path, chart("latest", "latest")).unwrap();
+    let skip = format!(
+        "skip {}: Chart.yaml: version \"latest\" is not a semantic version",
+        latest_path.display()
+    );
     s.wait_log(&format!("starting {skip:?}"), |l| l.starts_with(&skip));
     // Garbage, then a chart in its place.
     let garbage_path = org.join("garbage.tgz");
@@ -468,6 +478,21 @@ fn nothing_outside_storage_is_read_or_written() {
             "version",
         ),
         ("no name", yaml("apiVersion: v2\nversion: 1.0.0\n"), "name"),
+        (
+            "version not SemVer",
+            yaml("name: ok\nversion: 1.0.0.0\n"),
+            "is not a semantic version as Helm reads it",
+        ),
+        (
+            "type neither application nor library",
+            yaml("name: ok\nversion: 1.0.0\ntype: app\n"),
+            "application or library",
+        ),
+        (
+            "keywords not a list",
+            yaml("name: ok\nversion: 1.0.0\nkeywords: k\n"),
+            "keywords: invalid type",
+        ),
         (
             "name with ..",
             yaml("name: ../../outside/evil\nversion: 1.0.0\n"),
