@@ -1,30 +1,42 @@
 //! The chart repository's routes, for a tenant path of any depth (`org`,
-//! `org/team`, or none for the storage root):
+//! `org/team`, or none for the storage root; exactly `--depth N`
+//! segments when the server runs with it):
 //!
 //! - `GET /health`: 200 `{"healthy":true}` while the watch is Watching;
-//!   503 with the phase and its reason otherwise;
+//!   503 with the phase and its reason otherwise; always open;
 //! - `GET /<tenant>/index.yaml`: the index (header `X-Index-Seq`);
 //! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists, and
-//!   `<file>.tgz.prov`, its provenance file, if one was uploaded with it;
+//!   `<file>.tgz.prov`, its provenance file, if one was uploaded;
+//! - `GET /api/<tenant>/charts` (`?offset=N&limit=M`: a page of the
+//!   names), `.../charts/<name>`, `.../charts/<name>/<version>`
+//!   (`latest`: the newest that is not a pre-release): chartmuseum's JSON
+//!   of the index (see the `listing` module); `HEAD`: 200 or 404, no body;
 //! - `POST /api/<tenant>/charts`: stores a package, sent as the body or
-//!   as helm-push's multipart form (fields `chart` and, optionally,
-//!   `prov`) (201, 409, 400, 413);
+//!   as helm-push's multipart form (fields `chart` and `prov`, either or
+//!   both) (201, 409, 400, 413); `?force` replaces an existing version on
+//!   a server started with `--allow-overwrite` (409 otherwise);
+//! - `POST /api/<tenant>/prov`: stores a provenance file alone (its chart
+//!   need not exist yet, as in chartmuseum; it is served once its package
+//!   is listed);
 //! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes it and its
-//!   provenance file (200, 404).
+//!   provenance file (200, 404; 404 with `--disable-delete`, as
+//!   chartmuseum answers).
 //!
 //! The router is axum's, with one handler ([`dispatch`]) for every path:
-//! a tenant is any number of segments before a fixed ending (`index.yaml`,
-//! `charts/<file>`), which route patterns cannot express, and a `%2F`
-//! inside a segment must stay refused rather than become a `/`. So the
-//! path is split into segments percent-decoded exactly once
-//! ([`segments`]) and matched here.
+//! a tenant is any number of segments before a fixed ending, which route
+//! patterns cannot express, and a `%2F` inside a segment must stay
+//! refused rather than become a `/`. So the path is split into segments
+//! percent-decoded exactly once ([`segments`]) and matched by the
+//! `routes` module (which also says how a path that fits two routes is
+//! read). Then the `auth` module says whether the request may go on
+//! (401, 403), before any body is read.
 //!
 //! Uploads and deletes only write to the storage directory: the index
 //! learns of them from the watch, like any other writer's. They answer
 //! once this replica's index shows the change (read-your-writes, see
 //! [`Repo::barrier`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -34,7 +46,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 use specwatch::{ChangesSince, Manager, Phase, Seq};
@@ -42,12 +54,16 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::SPEC;
-use crate::chart::parse_chart;
+use crate::auth::{Access, Auth, Denied};
+use crate::chart::{ChartVersion, parse_chart};
 use crate::http::{
-    READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, read_body, segments,
-    timed_out, too_large, with_header,
+    READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, query_value, read_body,
+    segments, timed_out, too_large, with_header,
 };
 use crate::index::{Index, render_index};
+use crate::listing::{all_charts, one_chart, one_version, page};
+use crate::provenance::prov_chart;
+use crate::routes::{Miss, Route, Rules, route};
 use crate::storage::{
     FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
     sync_dir,
@@ -77,6 +93,17 @@ pub struct Repo {
     sync_timeout: Duration,
     /// Uploads so far (names temporary files uniquely).
     uploads: AtomicU64,
+    /// Who may do what, and how paths are read.
+    policy: Policy,
+}
+
+/// What the server's flags allow.
+pub struct Policy {
+    pub auth: Auth,
+    /// `--depth`, `--disable-delete`.
+    pub rules: Rules,
+    /// `--allow-overwrite`: `?force` replaces an existing version.
+    pub allow_overwrite: bool,
 }
 
 impl Repo {
@@ -87,6 +114,7 @@ impl Repo {
         applied: watch::Receiver<u64>,
         max_upload: u64,
         sync_timeout: Duration,
+        policy: Policy,
     ) -> Repo {
         Repo {
             root,
@@ -96,6 +124,7 @@ impl Repo {
             max_upload,
             sync_timeout,
             uploads: AtomicU64::new(0),
+            policy,
         }
     }
 
@@ -213,7 +242,8 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(error(500, &format!("the request's worker failed: {e}"))))
 }
 
-/// Answers every request.
+/// Answers every request: its route, then whether it may go on, then the
+/// route's handler.
 async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     if let Some(refused) = check_head(&req) {
         return refused;
@@ -222,56 +252,109 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let n = segs.len();
-    let last = segs.last().map_or("", String::as_str);
-    let is_health = n == 1 && last == "health";
-    let is_index = last == "index.yaml";
-    let in_charts = n >= 2 && segs[n - 2] == "charts";
-    let is_package = in_charts && (last.ends_with(".tgz") || last.ends_with(".tgz.prov"));
-    let is_upload = n >= 2 && segs[0] == "api" && last == "charts";
-    let is_delete = n >= 4 && segs[0] == "api" && segs[n - 3] == "charts";
     let method = req.method().clone();
-    let result = match method {
-        Method::GET | Method::HEAD if is_health => Ok(health(&repo)),
-        Method::GET | Method::HEAD if is_index => get_index(&repo, &segs[..n - 1]),
-        Method::GET | Method::HEAD if is_package => {
-            let (tenant, file) = (segs[..n - 2].to_vec(), last.to_owned());
+    let route = match route(method.as_str(), &segs, repo.policy.rules) {
+        Ok(r) => r,
+        Err(miss) => return refuse(req, missed(miss, &method)),
+    };
+    if route != Route::Health {
+        let access = match method {
+            Method::GET | Method::HEAD => Access::Read,
+            _ => Access::Write,
+        };
+        let authorization = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes);
+        if let Err(denied) = repo.policy.auth.check(access, authorization) {
+            eprintln!(
+                "auth: refused {method} {}: {}",
+                req.uri().path(),
+                denied.reason
+            );
+            return refuse(req, unauthorized(denied));
+        }
+    }
+    let query = req.uri().query();
+    let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
+    let result = match route {
+        Route::Health => Ok(health(&repo)),
+        Route::Index { tenant } => get_index(&repo, &tenant),
+        Route::Package { tenant, file } => {
             let repo = Arc::clone(&repo);
             blocking(move || get_package(&repo, &tenant, &file)).await
         }
-        Method::POST if is_upload => upload(&repo, &segs[1..n - 1], req).await,
-        Method::DELETE if is_delete => {
-            let (tenant, name, version) = (segs[1..n - 3].to_vec(), segs[n - 2].clone(), last);
-            let version = version.to_owned();
+        Route::Charts { tenant } if method == Method::POST => {
+            upload(&repo, &tenant, req, force, false).await
+        }
+        Route::Charts { tenant } => {
+            match page(query_value(query, "offset"), query_value(query, "limit")) {
+                Ok((offset, limit)) => read_api(&repo, &tenant, |charts| {
+                    Ok(all_charts(charts, offset, limit))
+                }),
+                Err(e) => Err(error(400, &e)),
+            }
+        }
+        Route::Chart { tenant, name } => read_api(&repo, &tenant, |c| one_chart(c, &name)),
+        Route::Version {
+            tenant,
+            name,
+            version,
+        } if method == Method::DELETE => {
             let r = Arc::clone(&repo);
             match blocking(move || delete(&r, &tenant, &name, &version)).await {
                 Ok(fields) => Ok(repo.answer_write(200, fields).await),
                 Err(e) => Err(e),
             }
         }
-        _ => {
-            let mut allow = Vec::new();
-            if is_health || is_index || is_package {
-                allow.push("GET, HEAD");
-            }
-            if is_upload {
-                allow.push("POST");
-            }
-            if is_delete {
-                allow.push("DELETE");
-            }
-            Err(if allow.is_empty() {
-                error(404, "no such route")
-            } else {
-                with_header(
-                    error(405, &format!("{method} is not allowed here")),
-                    "Allow",
-                    &allow.join(", "),
-                )
-            })
-        }
+        Route::Version {
+            tenant,
+            name,
+            version,
+        } => read_api(&repo, &tenant, |c| one_version(c, &name, &version)),
+        Route::Prov { tenant } => upload(&repo, &tenant, req, force, true).await,
     };
     result.unwrap_or_else(|r| r)
+}
+
+/// A refusal before the route's handler: a body the client may still be
+/// sending is read and dropped (so that it reads the answer).
+fn refuse(req: Request, reply: Reply) -> Reply {
+    let (parts, body) = req.into_parts();
+    drain(body, &parts.headers);
+    reply
+}
+
+/// The answer to a path no route takes with this method.
+fn missed(miss: Miss, method: &Method) -> Reply {
+    match miss {
+        Miss::NotFound => error(404, "no such route"),
+        Miss::Method { allow } => with_header(
+            error(405, &format!("{method} is not allowed here")),
+            "Allow",
+            &allow,
+        ),
+        Miss::DeleteDisabled => error(
+            404,
+            "deleting chart versions is disabled on this server (--disable-delete)",
+        ),
+    }
+}
+
+/// 401 (with a `WWW-Authenticate` challenge per scheme) or 403.
+fn unauthorized(denied: Denied) -> Reply {
+    let what = if denied.status == 401 {
+        "unauthorized"
+    } else {
+        "forbidden"
+    };
+    let mut reply = error(denied.status, &format!("{what}: {}", denied.reason));
+    for challenge in &denied.challenges {
+        if let Ok(v) = HeaderValue::from_str(challenge) {
+            reply.headers_mut().append(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    reply
 }
 
 /// 200 `{"healthy":true}` while the watch is Watching, else 503 with the
@@ -297,21 +380,48 @@ fn health(repo: &Repo) -> Reply {
     }
 }
 
-fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
+/// Runs `f` over the packages of `tenant` (404 if there is no such
+/// tenant) under the index's read lock; with the `seq` the index had
+/// applied.
+fn read_tenant<T>(
+    repo: &Repo,
+    tenant: &[String],
+    f: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<T, Reply>,
+) -> Result<(T, u64), Reply> {
     let key = tenant_of(tenant)?.join("/");
     let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
     let charts = index
         .tenants
         .get(&key)
         .ok_or_else(|| error(404, &format!("no tenant /{key}")))?;
-    let yaml = render_index(charts);
-    let seq = index.seq.to_string();
-    drop(index);
-    Ok(with_header(
+    Ok((f(charts)?, index.seq))
+}
+
+/// An answer carrying `X-Index-Seq`.
+fn with_seq(reply: Reply, seq: u64) -> Reply {
+    with_header(reply, "X-Index-Seq", &seq.to_string())
+}
+
+fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
+    let (yaml, seq) = read_tenant(repo, tenant, |charts| Ok(render_index(charts)))?;
+    Ok(with_seq(
         ([(header::CONTENT_TYPE, "application/x-yaml")], yaml).into_response(),
-        "X-Index-Seq",
-        &seq,
+        seq,
     ))
+}
+
+/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, or why
+/// not: a 404).
+fn read_api(
+    repo: &Repo,
+    tenant: &[String],
+    answer: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<serde_json::Value, String>,
+) -> Result<Reply, Reply> {
+    let key = tenant.join("/");
+    let (body, seq) = read_tenant(repo, tenant, |charts| {
+        answer(charts).map_err(|e| error(404, &format!("{e} in /{key}")))
+    })?;
+    Ok(with_seq(json(200, &body), seq))
 }
 
 /// A package the index lists, or the provenance file beside one.
@@ -362,31 +472,57 @@ fn is_form(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn upload(repo: &Arc<Repo>, tenant: &[String], req: Request) -> Result<Reply, Reply> {
+/// `POST /api/<tenant>/charts`: a package (raw body), or helm-push's form
+/// (a package, its provenance file, or both); with `prov_route`, `POST
+/// /api/<tenant>/prov`: a provenance file alone (raw body).
+async fn upload(
+    repo: &Arc<Repo>,
+    tenant: &[String],
+    req: Request,
+    force: bool,
+    prov_route: bool,
+) -> Result<Reply, Reply> {
     let names = match tenant_of(tenant) {
         Ok(n) => n,
-        Err(r) => {
-            let (parts, body) = req.into_parts();
-            drain(body, &parts.headers);
-            return Err(r);
-        }
+        Err(r) => return Err(refuse(req, r)),
     };
-    let (package, prov) = if is_form(req.headers()) {
+    let (package, prov) = if !prov_route && is_form(req.headers()) {
         read_form(req, repo.max_upload).await?
     } else {
         let (parts, body) = req.into_parts();
-        let package = read_body(body, &parts.headers, "the package", repo.max_upload).await?;
-        (package, None)
+        let (what, max) = if prov_route {
+            ("the provenance file", MAX_PROV_BYTES)
+        } else {
+            ("the package", repo.max_upload)
+        };
+        let bytes = read_body(body, &parts.headers, what, max).await?;
+        if prov_route {
+            (None, Some(bytes))
+        } else {
+            (Some(bytes), None)
+        }
     };
     let r = Arc::clone(repo);
-    let fields = blocking(move || store(&r, &names, &package, prov.as_deref())).await?;
+    let fields = blocking(move || match (package, prov) {
+        (Some(package), prov) => store(&r, &names, &package, prov.as_deref(), force),
+        (None, Some(prov)) => store_prov(&r, &names, &prov, force),
+        (None, None) => Err(error(
+            400,
+            "the multipart form has neither a \"chart\" field (the package, as helm cm-push \
+             sends it) nor a \"prov\" field (its provenance file)",
+        )),
+    })
+    .await?;
     Ok(repo.answer_write(201, fields).await)
 }
 
+/// The fields `chart` and `prov` of a form, each if there.
+type Form = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// helm-push's form: the package in field `chart`, its provenance file in
-/// `prov` (optional); other fields are read and ignored, as chartmuseum
-/// does. Each field is capped, and so is the whole form (413).
-async fn read_form(req: Request, max_upload: u64) -> Result<(Vec<u8>, Option<Vec<u8>>), Reply> {
+/// `prov` (either may be missing); other fields are read and ignored, as
+/// chartmuseum does. Each field is capped, and so is the whole form (413).
+async fn read_form(req: Request, max_upload: u64) -> Result<Form, Reply> {
     let limit = max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
     if declared_length(req.headers()).is_some_and(|n| n > limit) {
         let (parts, body) = req.into_parts();
@@ -436,90 +572,171 @@ async fn read_form(req: Request, max_upload: u64) -> Result<(Vec<u8>, Option<Vec
         }
         *slot = Some(bytes);
     }
-    let chart = chart.ok_or_else(|| {
-        error(
-            400,
-            "the multipart form has no \"chart\" field (the package, as helm cm-push sends it)",
-        )
-    })?;
     Ok((chart, prov))
 }
 
-/// Stores a package (and its provenance file) as
-/// `<tenant>/<name>-<version>.tgz` (`.tgz.prov`); the fields of the 201.
+/// The files of `tenant` (a key) that hold `name` `version`: the one an
+/// upload makes, and any other the index lists so (one copied in by hand).
+fn files_of(repo: &Repo, key: &str, name: &str, version: &str) -> BTreeSet<String> {
+    let mut files = BTreeSet::from([format!("{name}-{version}.tgz")]);
+    if let Some(charts) = repo
+        .index
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .tenants
+        .get(key)
+    {
+        files.extend(
+            charts
+                .iter()
+                .filter(|(_, c)| c.meta.name == name && c.meta.version == version)
+                .map(|(f, _)| f.clone()),
+        );
+    }
+    files
+}
+
+/// Whether an existing `what` may be replaced: with `?force` on a server
+/// started with `--allow-overwrite`; else the 409 that says how.
+fn may_replace(repo: &Repo, force: bool, what: &str) -> Result<(), Reply> {
+    match (force, repo.policy.allow_overwrite) {
+        (true, true) => Ok(()),
+        (false, _) => Err(error(
+            409,
+            &format!(
+                "{what} already exists (?force replaces it, on a server started with \
+                 --allow-overwrite)"
+            ),
+        )),
+        (true, false) => Err(error(
+            409,
+            &format!(
+                "{what} already exists, and this server replaces nothing (start it with \
+                 --allow-overwrite to let ?force do so)"
+            ),
+        )),
+    }
+}
+
+/// Stores a package (and its provenance file, which must be for the same
+/// chart version) as `<tenant>/<name>-<version>.tgz` (`.tgz.prov`); an
+/// existing version is replaced only as [`may_replace`] says (then other
+/// files the index lists with that version go, and the provenance file
+/// is replaced only by a new one). The fields of the 201.
 fn store(
     repo: &Repo,
     names: &[String],
     package: &[u8],
     prov: Option<&[u8]>,
+    force: bool,
 ) -> Result<serde_json::Value, Reply> {
     let (chart, _) = parse_chart(package).map_err(|e| error(400, &e))?;
+    if let Some(prov) = prov {
+        let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
+        if name != chart.name || version != chart.version {
+            return Err(error(
+                400,
+                &format!(
+                    "the provenance file is for {name} {version}, the package is {} {}",
+                    chart.name, chart.version
+                ),
+            ));
+        }
+    }
     let key = names.join("/");
-    let listed = repo
-        .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(&key)
-        .is_some_and(|charts| {
-            charts
-                .values()
-                .any(|c| c.meta.name == chart.name && c.meta.version == chart.version)
-        });
-    let exists = |what: &str| {
-        error(
-            409,
-            &format!(
-                "{what} of {} {} already exists in /{key}",
-                chart.name, chart.version
-            ),
-        )
-    };
-    if listed {
-        return Err(exists("a package"));
+    let what = format!("{} {} in /{key}", chart.name, chart.version);
+    let file = format!("{}-{}.tgz", chart.name, chart.version);
+    let mut others = files_of(repo, &key, &chart.name, &chart.version);
+    others.remove(&file);
+    let exists = !others.is_empty()
+        || resolve_dir(&repo.root, &strs(names), false)
+            .is_ok_and(|dir| fs::symlink_metadata(dir.join(&file)).is_ok());
+    if exists {
+        may_replace(repo, force, &format!("a package of {what}"))?;
     }
     let dir = resolve_dir(&repo.root, &strs(names), true).map_err(|e| e.reply("tenant"))?;
-    let file = format!("{}-{}.tgz", chart.name, chart.version);
     let target = dir.join(&file);
-    if fs::symlink_metadata(&target).is_ok() {
-        return Err(exists("a package"));
-    }
     // The provenance file first: once the package is listed, its
     // provenance file is there too.
     let prov_target = dir.join(format!("{file}.prov"));
     if let Some(prov) = prov {
-        match put(repo, &dir, prov, &prov_target) {
+        match put(repo, &dir, prov, &prov_target, exists) {
             Ok(true) => {}
-            Ok(false) => return Err(exists("a provenance file")),
+            Ok(false) => return Err(error(409, &format!("a provenance file of {what} exists"))),
             Err(e) => return Err(error(500, &format!("storing the provenance file: {e}"))),
         }
     }
-    let written = put(repo, &dir, package, &target);
-    if !matches!(written, Ok(true)) && prov.is_some() {
+    let written = put(repo, &dir, package, &target, exists);
+    if !matches!(written, Ok(true)) && prov.is_some() && !exists {
         let _ = fs::remove_file(&prov_target);
+    }
+    if matches!(written, Ok(true)) {
+        for other in &others {
+            for f in [other.clone(), format!("{other}.prov")] {
+                remove_file_in(&dir, &f)?;
+            }
+        }
     }
     sync_dir(&dir);
     match written {
         Ok(true) => {
             eprintln!(
-                "upload: {} ({} {}{})",
+                "upload: {} ({} {}{}{})",
                 rel(&repo.root, &target),
                 chart.name,
                 chart.version,
-                if prov.is_some() { ", with .prov" } else { "" }
+                if prov.is_some() { ", with .prov" } else { "" },
+                if exists { ", replacing it" } else { "" }
             );
             Ok(json!({ "saved": true }))
         }
-        Ok(false) => Err(exists("a package")),
+        Ok(false) => Err(error(409, &format!("a package of {what} already exists"))),
         Err(e) => Err(error(500, &format!("storing the package: {e}"))),
     }
 }
 
-/// Writes `bytes` to `target` in `dir`, which must not exist: through a
-/// temporary `.upload-*` file, fsynced, then hard-linked to its name (the
-/// link fails if the name exists: nothing is replaced; renamed where the
-/// file system has no hard links). False when `target` exists.
-fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path) -> io::Result<bool> {
+/// Stores a provenance file alone as `<tenant>/<name>-<version>.tgz.prov`
+/// (the chart version it names; that chart need not be there, as in
+/// chartmuseum); an existing one is replaced only as [`may_replace`]
+/// says. The fields of the 201.
+fn store_prov(
+    repo: &Repo,
+    names: &[String],
+    prov: &[u8],
+    force: bool,
+) -> Result<serde_json::Value, Reply> {
+    let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
+    let what = format!(
+        "a provenance file of {name} {version} in /{}",
+        names.join("/")
+    );
+    let dir = resolve_dir(&repo.root, &strs(names), true).map_err(|e| e.reply("tenant"))?;
+    let target = dir.join(format!("{name}-{version}.tgz.prov"));
+    let exists = fs::symlink_metadata(&target).is_ok();
+    if exists {
+        may_replace(repo, force, &what)?;
+    }
+    match put(repo, &dir, prov, &target, exists) {
+        Ok(true) => {
+            sync_dir(&dir);
+            eprintln!(
+                "upload: {} (provenance of {name} {version}{})",
+                rel(&repo.root, &target),
+                if exists { ", replacing it" } else { "" }
+            );
+            Ok(json!({ "saved": true }))
+        }
+        Ok(false) => Err(error(409, &format!("{what} already exists"))),
+        Err(e) => Err(error(500, &format!("storing the provenance file: {e}"))),
+    }
+}
+
+/// Writes `bytes` to `target` in `dir`: through a temporary `.upload-*`
+/// file, fsynced, then renamed over `target` when `replace` says so, else
+/// hard-linked to its name (the link fails if the name exists: nothing is
+/// replaced; renamed where the file system has no hard links). False when
+/// `target` exists and is not to be replaced.
+fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path, replace: bool) -> io::Result<bool> {
     // Unique among replicas too (another host's process may have our pid).
     let tmp = dir.join(format!(
         "{UPLOAD_PREFIX}{}-{}-{}",
@@ -531,18 +748,37 @@ fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path) -> io::Result<bool>
             .as_nanos()
     ));
     let out = create_new(&tmp)?;
-    let written = fill(out, bytes).and_then(|()| match fs::hard_link(&tmp, target) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        // No hard links here (some FUSE file systems): rename.
-        Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
-        Err(_) => fs::rename(&tmp, target).map(|()| true),
+    let written = fill(out, bytes).and_then(|()| {
+        if replace {
+            return fs::rename(&tmp, target).map(|()| true);
+        }
+        match fs::hard_link(&tmp, target) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            // No hard links here (some FUSE file systems): rename.
+            Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
+            Err(_) => fs::rename(&tmp, target).map(|()| true),
+        }
     });
     let _ = fs::remove_file(&tmp);
     written
 }
 
-/// Removes a chart version (and its provenance file); the fields of the 200.
+/// Removes the regular file `dir/file` if it is there; true if it was.
+fn remove_file_in(dir: &Path, file: &str) -> Result<bool, Reply> {
+    let path = dir.join(file);
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(error(500, &format!("removing {file}: {e}"))),
+        },
+        _ => Ok(false),
+    }
+}
+
+/// Removes a chart version, then its provenance file (none is touched
+/// when there is no such version); the fields of the 200.
 fn delete(
     repo: &Repo,
     tenant: &[String],
@@ -554,44 +790,20 @@ fn delete(
         return Err(error(400, "not a valid chart name or version"));
     }
     let dir = resolve_dir(&repo.root, &strs(&names), false).map_err(|e| e.reply("tenant"))?;
-    // The file an upload makes, and any other file the index lists with
-    // that name and version (one copied in by hand).
-    let mut files = BTreeSet::from([format!("{name}-{version}.tgz")]);
-    if let Some(charts) = repo
-        .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(&names.join("/"))
-    {
-        files.extend(
-            charts
-                .iter()
-                .filter(|(_, c)| c.meta.name == name && c.meta.version == version)
-                .map(|(f, _)| f.clone()),
-        );
-    }
-    let mut removed = 0;
-    for file in files {
-        for file in [format!("{file}.prov"), file] {
-            let path = dir.join(&file);
-            match fs::symlink_metadata(&path) {
-                Ok(m) if m.is_file() => match fs::remove_file(&path) {
-                    Ok(()) => removed += usize::from(!file.ends_with(".prov")),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(error(500, &format!("removing {file}: {e}"))),
-                },
-                _ => {}
-            }
+    let key = names.join("/");
+    let mut removed = Vec::new();
+    for file in files_of(repo, &key, name, version) {
+        if remove_file_in(&dir, &file)? {
+            removed.push(file);
         }
     }
-    sync_dir(&dir);
-    if removed == 0 {
-        return Err(error(
-            404,
-            &format!("no {name} {version} in /{}", names.join("/")),
-        ));
+    for file in &removed {
+        remove_file_in(&dir, &format!("{file}.prov"))?;
     }
-    eprintln!("delete: /{} {name} {version}", names.join("/"));
+    sync_dir(&dir);
+    if removed.is_empty() {
+        return Err(error(404, &format!("no {name} {version} in /{key}")));
+    }
+    eprintln!("delete: /{key} {name} {version}");
     Ok(json!({ "deleted": true }))
 }

@@ -357,6 +357,16 @@ pub async fn read_body(
     }
 }
 
+/// The value of `key` in a query string (`a=1&force`): `Some("")` for a
+/// key without `=`; the first if it comes twice. Not percent-decoded: the
+/// keys read are plain words, and their values numbers or words.
+pub fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
+    query?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == key).then_some(v)
+    })
+}
+
 /// Splits the request path into segments, each percent-decoded once. A
 /// segment that decodes to something with `/`, `\`, NUL, or to `.`/`..`,
 /// or that is not UTF-8, refuses the request.
@@ -397,7 +407,17 @@ pub fn segments(path: &str) -> Result<Vec<String>, Reply> {
 
 #[cfg(test)]
 mod tests {
-    use super::segments;
+    use super::{query_value, segments};
+
+    #[test]
+    fn query_values() {
+        let q = Some("offset=5&force&limit=&offset=9");
+        assert_eq!(query_value(q, "offset"), Some("5"));
+        assert_eq!(query_value(q, "force"), Some(""));
+        assert_eq!(query_value(q, "limit"), Some(""));
+        assert_eq!(query_value(q, "forc"), None);
+        assert_eq!(query_value(None, "force"), None);
+    }
 
     #[test]
     fn segments_are_decoded_once_and_never_name_a_parent() {

@@ -205,8 +205,10 @@ struct IndexFile<'a> {
 }
 
 /// Helm's `repo.ChartVersion`: the Chart.yaml's fields, then the package's.
+/// One package's entry in `index.yaml`, and chartmuseum's API's answer
+/// for one version (the `listing` module): see [`entry`].
 #[derive(Serialize)]
-struct Entry<'a> {
+pub struct Entry<'a> {
     #[serde(flatten)]
     meta: &'a ChartMeta,
     created: String,
@@ -214,9 +216,38 @@ struct Entry<'a> {
     urls: [String; 1],
 }
 
-/// Helm's index.yaml of one tenant: each chart's versions newest first
-/// (SemVer precedence, as Helm sorts them; then by file name), each
-/// package's URL relative to the index (`charts/<file>`).
+/// The entry of package `file`, `c`; its URL relative to the tenant's
+/// index (`charts/<file>`).
+pub fn entry<'a>(file: &str, c: &'a ChartVersion) -> Entry<'a> {
+    Entry {
+        meta: &c.meta,
+        created: rfc3339(c.created),
+        digest: &c.digest,
+        urls: [format!("charts/{file}")],
+    }
+}
+
+/// Each chart's packages in `charts` (keyed by file), newest first
+/// (SemVer precedence, as Helm sorts them; then by file name).
+pub fn by_name(
+    charts: &BTreeMap<String, ChartVersion>,
+) -> BTreeMap<&str, Vec<(&String, &ChartVersion)>> {
+    let mut out: BTreeMap<&str, Vec<(&String, &ChartVersion)>> = BTreeMap::new();
+    for (file, c) in charts {
+        out.entry(&c.meta.name).or_default().push((file, c));
+    }
+    for versions in out.values_mut() {
+        versions.sort_by(|a, b| {
+            b.1.semver
+                .cmp_precedence(&a.1.semver)
+                .then_with(|| a.0.cmp(b.0))
+        });
+    }
+    out
+}
+
+/// Helm's index.yaml of one tenant: each chart's versions in [`by_name`]'s
+/// order, each an [`entry`].
 ///
 /// It is written as JSON, which is YAML too, and which Helm's index loader
 /// reads with its JSON decoder (it tries JSON first). Helm's YAML reader
@@ -224,27 +255,10 @@ struct Entry<'a> {
 /// string such as `on`, `y` or `1_000` unquoted, which that reader takes
 /// for a boolean or a number, and then Helm refuses the whole index.
 pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
-    let mut entries: BTreeMap<&str, Vec<(&String, &ChartVersion)>> = BTreeMap::new();
-    for (file, c) in charts {
-        entries.entry(&c.meta.name).or_default().push((file, c));
-    }
-    let entries = entries
+    let entries = by_name(charts)
         .into_iter()
-        .map(|(name, mut versions)| {
-            versions.sort_by(|a, b| {
-                b.1.semver
-                    .cmp_precedence(&a.1.semver)
-                    .then_with(|| a.0.cmp(b.0))
-            });
-            let versions = versions
-                .into_iter()
-                .map(|(file, c)| Entry {
-                    meta: &c.meta,
-                    created: rfc3339(c.created),
-                    digest: &c.digest,
-                    urls: [format!("charts/{file}")],
-                })
-                .collect();
+        .map(|(name, versions)| {
+            let versions = versions.into_iter().map(|(f, c)| entry(f, c)).collect();
             (name, versions)
         })
         .collect();

@@ -5,15 +5,23 @@
 //! cargo run --release --example chart_index -- --storage DIR
 //!     [--listen 127.0.0.1:8080] [--backend auto|native|portable|poll]
 //!     [--poll-interval MS] [--max-upload-mb 16] [--sync-timeout MS]
+//!     [--depth N] [--allow-overwrite] [--disable-delete]
+//!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
+//!     [--auth-token-file FILE] [--auth-anonymous-get]
+//!     [--allow-anonymous-write]
 //! ```
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
 //! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
-//! a tenant path of any depth (`org`, `org/team`, or none for `DIR` itself):
+//! a tenant path of any depth (`org`, `org/team`, or none for `DIR`
+//! itself; exactly N segments with `--depth N`, as chartmuseum's
+//! `--depth`; without it, a path that could name two routes is read as
+//! the `routes` module says):
 //!
 //! - `GET /health`: 200 `{"healthy":true}` while the watch's phase is
 //!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
-//!   Degraded phase's `"reason"` or the Failed phase's `"error"`.
+//!   Degraded phase's `"reason"` or the Failed phase's `"error"`. Never
+//!   needs credentials.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
@@ -21,19 +29,49 @@
 //!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
 //!   any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
-//!   `<file>.tgz.prov`: the provenance file uploaded with it.
+//!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
+//! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
+//!   `?limit=M`: a page of the sorted names), `GET
+//!   /api/<tenant>/charts/<name>` (`[version, ...]`, newest first), `GET
+//!   /api/<tenant>/charts/<name>/<version>` (one; `latest`: the newest
+//!   that is not a pre-release): each version as Helm's ChartVersion JSON,
+//!   the entry `index.yaml` lists of it, as chartmuseum answers; 404
+//!   `{"error":...}` naming what is missing. `HEAD` of each: 200 or 404.
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
 //!   multipart form (`helm cm-push`: the package in field `chart`, its
-//!   provenance file in `prov`, optional): stored as
+//!   provenance file in `prov`; either alone will do): stored as
 //!   `DIR/<tenant>/<name>-<version>.tgz` (and `.tgz.prov`) (201
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
-//!   is not a chart or not one Helm accepts, saying why: a version that is
-//!   not SemVer as Helm reads it, say; 413 above `--max-upload-mb`). Written to a `.upload-*`
-//!   file in the same directory, fsynced, then hard-linked to its name
-//!   (which fails if the name exists, so no upload replaces a package;
-//!   renamed where the file system has no hard links).
-//! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes the package
-//!   and its provenance file: 200 `{"deleted":true,"indexed":true}` or 404.
+//!   is not a chart or not one Helm accepts, saying why (a version that
+//!   is not SemVer as Helm reads it, say), or the provenance file is for
+//!   another version; 413 above `--max-upload-mb`). Written to a `.upload-*` file in the same
+//!   directory, fsynced, then hard-linked to its name (which fails if the
+//!   name exists, so no upload replaces a package by accident; renamed
+//!   where the file system has no hard links). `?force` replaces an
+//!   existing version (renamed over it), only on a server started with
+//!   `--allow-overwrite`; otherwise it is a 409 that says so.
+//! - `POST /api/<tenant>/prov`, a provenance file as the body: stored as
+//!   `DIR/<tenant>/<name>-<version>.tgz.prov` for the chart version its
+//!   signed text names (which need not be there yet; 409 when the file
+//!   exists, `?force` as above; 400 when it is no provenance file).
+//! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes the package,
+//!   then its provenance file: 200 `{"deleted":true,"indexed":true}` or
+//!   404. With `--disable-delete`: 404, as chartmuseum answers.
+//!
+//! **Authentication** (the `auth` module). `--basic-auth-user` and
+//! `--basic-auth-pass` (or `BASIC_AUTH_USER` and `BASIC_AUTH_PASS` in the
+//! environment, which keeps the password off the command line; a flag
+//! wins over its variable) set one Basic user; `--auth-token-file FILE`
+//! (repeatable) takes Bearer tokens, one per line (`#` comments and blank
+//! lines skipped). With either, every route but `/health` needs
+//! credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
+//! and/or `Bearer realm="chart_index"`), except reads (GET, HEAD) with
+//! `--auth-anonymous-get`. With neither, reads are open and writes are
+//! refused (403) unless `--allow-anonymous-write` says otherwise (which
+//! cannot go with credentials). Credentials are compared in constant time
+//! and never printed. Stderr says `chart_index: auth: ...` (the schemes and
+//! what is open) before `LISTENING`, and `auth: refused METHOD PATH:
+//! REASON` for each refusal.
 //!
 //! **Read-your-writes.** An upload or a delete answers once this server's
 //! own index shows it: it passes a [`Manager::sync`] barrier and waits for
@@ -88,18 +126,24 @@
 //! saying `chart_index: stopping (SIGTERM): N connections open` and
 //! `chart_index: stopped` on stderr.
 //!
-//! Modules: `http` (connections, limits, bodies, path segments), `api`
-//! (the routes), `chart` (reading packages), `index` (the index and its
-//! YAML), `storage` (path safety and durable writes).
+//! Modules: `http` (connections, limits, bodies, path segments), `routes`
+//! (which route a path names), `auth` (credentials), `api` (the routes'
+//! handlers), `listing` (the API's JSON of the index), `chart` (reading
+//! packages), `provenance` (reading provenance files), `index` (the index
+//! and its YAML), `storage` (path safety and durable writes).
 //!
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
 //! [`WatchSpec::backend`]: specwatch::WatchSpec::backend
 //! [`Manager::sync`]: specwatch::Manager::sync
 
 mod api;
+mod auth;
 mod chart;
 mod http;
 mod index;
+mod listing;
+mod provenance;
+mod routes;
 mod storage;
 
 use std::fs;
@@ -113,13 +157,18 @@ use std::time::Duration;
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
 use tokio::sync::watch;
 
-use crate::api::Repo;
+use crate::api::{Policy, Repo};
+use crate::auth::Auth;
 use crate::index::{Index, apply_batch};
+use crate::routes::Rules;
 use crate::storage::UPLOAD_PREFIX;
 
 const USAGE: &str = "usage: chart_index --storage DIR [--listen ADDR] \
      [--backend auto|native|portable|poll] [--poll-interval MS] [--max-upload-mb N] \
-     [--sync-timeout MS]";
+     [--sync-timeout MS] [--depth N] [--allow-overwrite] [--disable-delete] \
+     [--basic-auth-user USER --basic-auth-pass PASSWORD] [--auth-token-file FILE] \
+     [--auth-anonymous-get] [--allow-anonymous-write]
+  (BASIC_AUTH_USER and BASIC_AUTH_PASS in the environment stand for the --basic-auth flags)";
 
 /// The name of the one watch spec, over the storage directory.
 const SPEC: &str = "storage";
@@ -142,6 +191,8 @@ struct Args {
     max_upload: u64,
     /// How long an upload or delete waits for the index to show it.
     sync_timeout: Duration,
+    /// Credentials, what is open, how paths are read.
+    policy: Policy,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -152,6 +203,14 @@ fn parse_args() -> Result<Args, String> {
     let mut poll_interval = DEFAULT_POLL_INTERVAL;
     let mut max_upload_mb: u64 = 16;
     let mut sync_timeout = DEFAULT_SYNC_TIMEOUT;
+    let mut rules = Rules {
+        depth: None,
+        delete: true,
+    };
+    let mut allow_overwrite = false;
+    let mut auth = Auth::default();
+    let (mut user, mut password) = (None, None);
+    let mut token_files = Vec::new();
     let mut it = std::env::args_os().skip(1);
     fn value(
         flag: &str,
@@ -206,6 +265,25 @@ fn parse_args() -> Result<Args, String> {
                     })?;
                 sync_timeout = Duration::from_millis(ms);
             }
+            Some("--depth") => {
+                let v = value("--depth", &mut it)?;
+                let depth = v.parse().ok().filter(|d| *d <= 64).ok_or_else(|| {
+                    format!("--depth: not a number of path segments up to 64: {v:?}")
+                })?;
+                rules.depth = Some(depth);
+            }
+            Some("--allow-overwrite") => allow_overwrite = true,
+            Some("--disable-delete") => rules.delete = false,
+            Some("--basic-auth-user") => user = Some(value("--basic-auth-user", &mut it)?),
+            Some("--basic-auth-pass") => password = Some(value("--basic-auth-pass", &mut it)?),
+            Some("--auth-token-file") => {
+                token_files.push(PathBuf::from(
+                    it.next()
+                        .ok_or(format!("--auth-token-file needs a file\n{USAGE}"))?,
+                ));
+            }
+            Some("--auth-anonymous-get") => auth.anonymous_get = true,
+            Some("--allow-anonymous-write") => auth.anonymous_write = true,
             Some("-h" | "--help") => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -215,6 +293,47 @@ fn parse_args() -> Result<Args, String> {
             interval: poll_interval,
         };
     }
+    let env = |name: &str| match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(Some(v)),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not UTF-8")),
+    };
+    let user = user.map_or_else(|| env("BASIC_AUTH_USER"), |u| Ok(Some(u)))?;
+    let password = password.map_or_else(|| env("BASIC_AUTH_PASS"), |p| Ok(Some(p)))?;
+    match (
+        user.filter(|u| !u.is_empty()),
+        password.filter(|p| !p.is_empty()),
+    ) {
+        (Some(u), Some(p)) => auth.set_basic(&u, &p),
+        (None, None) => {}
+        (Some(_), None) => {
+            return Err(
+                "--basic-auth-user needs a password: --basic-auth-pass or BASIC_AUTH_PASS \
+                        (not empty)"
+                    .into(),
+            );
+        }
+        (None, Some(_)) => {
+            return Err(
+                "--basic-auth-pass needs a user: --basic-auth-user or BASIC_AUTH_USER \
+                        (not empty)"
+                    .into(),
+            );
+        }
+    }
+    for file in &token_files {
+        let text = fs::read_to_string(file)
+            .map_err(|e| format!("--auth-token-file: {}: {e}", file.display()))?;
+        auth.add_tokens(file, &text)
+            .map_err(|e| format!("--auth-token-file: {e}"))?;
+    }
+    if auth.anonymous_write && auth.has_credentials() {
+        return Err(
+            "--allow-anonymous-write opens writes to anyone: it cannot go with \
+                    credentials (--basic-auth-*, BASIC_AUTH_*, --auth-token-file)"
+                .into(),
+        );
+    }
     Ok(Args {
         storage: storage.ok_or(format!("--storage is required\n{USAGE}"))?,
         listen,
@@ -222,6 +341,11 @@ fn parse_args() -> Result<Args, String> {
         poll_interval,
         max_upload: max_upload_mb << 20,
         sync_timeout,
+        policy: Policy {
+            auth,
+            rules,
+            allow_overwrite,
+        },
     })
 }
 
@@ -265,6 +389,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
+    eprintln!("chart_index: auth: {}", args.policy.auth.describe());
     fs::create_dir_all(&args.storage)
         .map_err(|e| format!("cannot create {}: {e}", args.storage.display()))?;
     // Changes are reported under the path as watched: watch the canonical
@@ -309,6 +434,7 @@ fn run(args: Args) -> Result<(), String> {
         applied,
         args.max_upload,
         args.sync_timeout,
+        args.policy,
     ));
     // The follower holds the index, not the manager: once the manager is
     // dropped, the events end and so does the thread.

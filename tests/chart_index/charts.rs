@@ -44,6 +44,18 @@ pub(crate) fn chart(name: &str, version: &str) -> Vec<u8> {
     )
 }
 
+/// A provenance file for `name` `version` as `helm package --sign` makes
+/// one (its signature is not checked by the server, so a made-up one does).
+pub(crate) fn prov(name: &str, version: &str) -> Vec<u8> {
+    format!(
+        "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\napiVersion: v2\n\
+         description: chart {name}\nname: {name}\nversion: {version}\n\n...\nfiles:\n  \
+         {name}-{version}.tgz: sha256:0000\n-----BEGIN PGP SIGNATURE-----\n\n\
+         wsBcBAEBCgAQBQJ{name}\n-----END PGP SIGNATURE-----\n"
+    )
+    .into_bytes()
+}
+
 /// A valid chart package holding `noise` bytes that do not compress (so
 /// that the package is about that large).
 pub(crate) fn padded_chart(name: &str, version: &str, noise: usize) -> Vec<u8> {

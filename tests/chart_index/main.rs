@@ -9,14 +9,18 @@
 //! This target holds the tests of the HTTP routes, tenants, direct writes
 //! to the storage directory, traversal safety and the backend flags;
 //! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
-//! form, read-your-writes, `/health`, graceful shutdown), `replicas`
-//! two servers on one storage directory, and `helm` Helm's own client
-//! against the server (helm-python-sdk; skipped, saying so, where it is
-//! not installed); the helpers live beside them:
+//! form, read-your-writes, `/health`, graceful shutdown), `api` those of
+//! chartmuseum's API (listings, provenance files, `?force`,
+//! `--disable-delete`, `--depth`), `auth` those of authentication,
+//! `replicas` two servers on one storage directory, and `helm` Helm's own
+//! client against the server (helm-python-sdk; skipped, saying so, where
+//! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
 //! (packages and indexes).
 #![cfg(unix)]
 
+mod api;
+mod auth;
 mod charts;
 mod client;
 #[path = "../common/mod.rs"]
@@ -88,8 +92,9 @@ fn upload_list_download_delete() {
     for (method, target, status) in [
         ("PUT", "/org/index.yaml", 405),
         ("POST", "/org/index.yaml", 405),
-        ("GET", "/api/org/charts", 405),
-        ("GET", "/api/org/charts/mychart/1.0.0", 405),
+        ("PUT", "/api/org/charts", 405),
+        ("GET", "/api/org/prov", 405),
+        ("POST", "/api/org/charts/mychart", 405),
         ("PATCH", "/api/org/charts/mychart/1.0.0", 405),
         ("GET", "/org/nothing-here", 404),
         ("GET", "/", 404),

@@ -24,14 +24,32 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Starts a server over `storage` on a free port and waits for its
-    /// `LISTENING` line.
+    /// Starts a server over `storage` on a free port, its writes open to
+    /// anyone (`--allow-anonymous-write`), and waits for its `LISTENING`
+    /// line.
     pub(crate) fn start(label: &str, storage: &Path, args: &[&str]) -> Server {
+        let mut all = vec!["--allow-anonymous-write"];
+        all.extend_from_slice(args);
+        Server::start_with(label, storage, &all, &[])
+    }
+
+    /// Starts a server over `storage` on a free port with `args` alone and
+    /// the environment variables `env` (and no `BASIC_AUTH_USER` or
+    /// `BASIC_AUTH_PASS` but those), and waits for its `LISTENING` line.
+    pub(crate) fn start_with(
+        label: &str,
+        storage: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = example::command("chart_index");
         cmd.arg("--storage")
             .arg(storage)
             .args(["--listen", "127.0.0.1:0"])
-            .args(args);
+            .args(args)
+            .env_remove("BASIC_AUTH_USER")
+            .env_remove("BASIC_AUTH_PASS")
+            .envs(env.iter().copied());
         let process = Process::start(label, cmd);
         // Its first stdout line (looked for without passing over the
         // stderr lines before it, which `wait_log` looks at).
@@ -59,6 +77,22 @@ impl Server {
 
     pub(crate) fn delete(&self, target: &str) -> Resp {
         http(&self.addr, "DELETE", target.as_bytes(), Body::None)
+    }
+
+    /// `method target` with the header lines `headers` and `body` (sent
+    /// with its length unless empty).
+    pub(crate) fn send(&self, method: &str, target: &str, headers: &[&str], body: &[u8]) -> Resp {
+        let body = if body.is_empty() {
+            Body::None
+        } else {
+            Body::Length(body)
+        };
+        http_with(&self.addr, method, target.as_bytes(), headers, body)
+    }
+
+    /// Every line it has printed so far, stdout's and stderr's.
+    pub(crate) fn output(&self) -> Vec<String> {
+        self.process.lines().iter().map(|l| l.text()).collect()
     }
 
     /// Uploads `fields` (name, file name, bytes) as helm-push does: a

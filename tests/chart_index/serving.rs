@@ -5,13 +5,13 @@ use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
-use crate::charts::{chart, nv, padded_chart, sha256, snapshot};
+use crate::charts::{chart, nv, padded_chart, prov, sha256, snapshot};
 use crate::client::{Conn, Field, Resp, request};
 use crate::server::Server;
 
 /// The answer's body as JSON.
 fn body_json(r: &Resp) -> Value {
-    serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.text()))
+    r.json()
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn uploads_and_deletes_answer_once_the_index_shows_them() {
     // helm-push's form: the package in `chart`, its provenance file in
     // `prov`; stored side by side, served, deleted together.
     let pushed = chart("pushed", "0.2.0");
-    let prov = b"-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\nname: pushed\n".to_vec();
+    let prov = prov("pushed", "0.2.0");
     let r = s.post_form(
         "/api/org/team/charts",
         &[
@@ -141,14 +141,37 @@ fn uploads_and_deletes_answer_once_the_index_shows_them() {
     let big = padded_chart("big", "1.0.0", 1 << 20);
     let big_prov = vec![b'x'; (1 << 20) + 1];
     let small = chart("small", "1.0.0");
-    let cases: [(&str, &[Field<'_>], u16, &str); 5] = [
+    let not_prov = b"-----BEGIN PGP SIGNED MESSAGE-----\nname: x\n".to_vec();
+    let other_prov = crate::charts::prov("small", "9.9.9");
+    let cases: [(&str, &[Field<'_>], u16, &str); 8] = [
         (
-            "no chart field",
-            &[("prov", "p.prov", &prov)],
+            "no chart nor prov field",
+            &[("other", "p.prov", &prov)],
             400,
             "\"chart\"",
         ),
+        (
+            "a prov field alone that is no provenance file",
+            &[("prov", "p.prov", &not_prov)],
+            400,
+            "provenance",
+        ),
+        (
+            "a provenance file for another version",
+            &[
+                ("chart", "small.tgz", &small),
+                ("prov", "p.prov", &other_prov),
+            ],
+            400,
+            "small 9.9.9",
+        ),
         ("not a chart", &[("chart", "x.tgz", b"hello")], 400, "gzip"),
+        (
+            "two prov fields",
+            &[("prov", "a.prov", &prov), ("prov", "b.prov", &prov)],
+            400,
+            "two",
+        ),
         (
             "two chart fields",
             &[("chart", "a.tgz", &small), ("chart", "b.tgz", &small)],
