@@ -37,7 +37,7 @@
 //!    on the scanner's thread), and a manager that polls everything runs
 //!    [`poll::Poll`], which holds no watch.
 //!
-//! Test hooks ([`Fault`]) make the next watch calls fail as the OS would,
+//! Test hooks (`Fault`) make the next watch calls fail as the OS would,
 //! through the same error mapping as real failures.
 
 use std::collections::BTreeMap;
@@ -329,7 +329,7 @@ fn take_one(n: &mut u32) -> bool {
 pub(crate) struct ReaderPause {
     paused: Mutex<bool>,
     resumed: Condvar,
-    /// What [`hand_over`](Self::hand_over) held back while paused, and
+    /// What `hand_over` (test hooks) held back while paused, and
     /// where it goes on resume. Locked before `paused`.
     held: Mutex<(Vec<OsMsg>, Option<Sink>)>,
 }

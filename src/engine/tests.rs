@@ -478,10 +478,9 @@ fn a_shared_watch_stays_with_the_path_that_keeps_it() {
 
 /// A directory replaced by a file between its watch call and its first
 /// read: the node is dropped with its entry, not kept unread with a watch
-/// (a poller took the next directory at the path, with the same inode
-/// number, for the watched one, and its listings said nothing to a node
-/// never filled: what it held was never reported). The parent's next
-/// event adds whatever is there then.
+/// (nothing would read it later, and what a directory made there holds
+/// would never be reported). The parent's next event adds whatever is
+/// there then.
 #[test]
 fn a_directory_gone_before_its_first_read_leaves_no_unread_node() {
     let mut h = harness(Config::default());

@@ -440,12 +440,11 @@ impl Engine {
                 // Nothing is at the path any more: it went (or became a
                 // file) after the event or listing that added it, and
                 // perhaps after its watch call. An unread node keeping
-                // that watch would never be read: a poller, fooled by a
-                // reused inode number, takes the next directory there for
-                // the watched one, and a listing of it says nothing to a
-                // node never filled. Drop the node with its entry in the
-                // parent: the parent's next event or listing adds whatever
-                // is there then.
+                // that watch would never be read (`check.rs`: every
+                // covered node was read, or waits for a retry), and what a
+                // directory made there holds would never be reported.
+                // Drop the node with its entry in the parent: the parent's
+                // next event or listing adds whatever is there then.
                 self.drop_stale(id, report);
                 false
             }

@@ -121,8 +121,9 @@ impl WatchTable {
         }
     }
 
-    /// Whether the backend holds OS watches (else it looks by itself: a
-    /// poller, whose reads are the truth already).
+    /// Whether the backend holds OS watches (else it is the backend of a
+    /// manager that polls everything: the engine's polls are the truth
+    /// already).
     pub(super) fn holds_os_watches(&self) -> bool {
         match &self.os {
             Os::Dirs(d) => d.holds_os_watches(),

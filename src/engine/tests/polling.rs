@@ -1,5 +1,6 @@
-//! Engine tests of polling: chosen per spec, at the watch cap, with
-//! rescans and content hashes, and the switches between polling and events.
+//! Engine tests of polling: chosen per spec, by a whole manager
+//! (`Backend::Poll`), at the watch cap, with rescans and content hashes,
+//! and the switches between polling and events.
 
 use super::*;
 
