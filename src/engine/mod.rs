@@ -281,7 +281,9 @@ pub(crate) struct Engine {
     recovery: Recovery,
     rescans: Rescans,
     reloads: ignore_files::Reloads,
-    walk: progress::Walk,
+    /// How far the first walk under way has got; a heap trim due after a
+    /// big one.
+    progress: progress::WalkProgress,
     batches: walk::Batches,
     /// Walk threads started so far (for tests of the switch).
     #[cfg(test)]
@@ -329,7 +331,7 @@ impl Engine {
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
             reloads: ignore_files::Reloads::default(),
-            walk: progress::Walk::default(),
+            progress: progress::WalkProgress::default(),
             batches: walk::Batches::default(),
             #[cfg(test)]
             walk_threads: 0,

@@ -494,7 +494,7 @@ impl Engine {
     /// the progress if it is time.
     pub(super) fn walked(&mut self, entries: usize) {
         let clock = &self.clock;
-        if let Some(sid) = self.walk.count(entries, || clock.now()) {
+        if let Some(sid) = self.progress.count(entries, || clock.now()) {
             self.out.touch(sid);
             self.publish();
         }
@@ -503,7 +503,7 @@ impl Engine {
     /// The first walk is over: its next status (at the end of the pass)
     /// says where it stands.
     pub(super) fn walk_ends(&mut self) {
-        let (published, _dirs) = self.walk.end();
+        let (published, _dirs) = self.progress.end();
         if let Some(sid) = published {
             self.out.touch(sid);
         }
@@ -514,7 +514,7 @@ impl Engine {
     /// memory freed meanwhile goes back to the OS.
     pub(super) fn trim_if_idle(&mut self) {
         let inbox = &self.inbox;
-        if self.walk.take_trim(|| inbox.is_empty()) {
+        if self.progress.take_trim(|| inbox.is_empty()) {
             crate::fs::trim_heap();
         }
     }
