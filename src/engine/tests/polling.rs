@@ -1,5 +1,6 @@
-//! Engine tests of polling: chosen per spec, at the watch cap, with
-//! rescans and content hashes, and the switches between polling and events.
+//! Engine tests of polling: chosen per spec, by a whole manager
+//! (`Backend::Poll`), at the watch cap, with rescans and content hashes,
+//! and the switches between polling and events.
 
 use super::*;
 
@@ -222,7 +223,7 @@ fn a_long_first_walk_publishes_its_progress_as_starting() {
     // As the walk of a big tree would: directories read one after another
     // while the clock moves on.
     let now = h.engine.clock.now();
-    h.engine.walk.begin(sid, now);
+    h.engine.progress.begin(sid, now);
     for _ in 0..200 {
         h.clock.advance(MS);
         h.engine.walked(10);
