@@ -332,14 +332,16 @@ mod a_polling_manager {
         })
     }
 
-    /// The names (below the root) and kinds of what `batches` report.
+    /// The names (below the root, joined with `/` on every OS) and kinds
+    /// of what `batches` report.
     fn names(h: &Harness, batches: &[Arc<ChangeBatch>]) -> Vec<(String, ChangeKind)> {
         let mut v: Vec<(String, ChangeKind)> = batches
             .iter()
             .flat_map(|b| b.changes.iter())
             .map(|c| {
                 let rel = c.path.strip_prefix(&h.root).unwrap();
-                (rel.to_string_lossy().into_owned(), c.kind)
+                let names: Vec<_> = rel.iter().map(|n| n.to_string_lossy()).collect();
+                (names.join("/"), c.kind)
             })
             .collect();
         v.sort();
