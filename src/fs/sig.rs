@@ -147,13 +147,17 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
 /// entry's size and times up to date lazily (when a handle closes): a
 /// file's signature comes from its own handle, so that a log written
 /// through a handle kept open is seen. One that vanished since the
-/// listing is left out.
+/// listing is left out. A sync cookie is not opened: a file deleted while
+/// a handle is open on it stays listed until that handle closes (Wine,
+/// and Windows without POSIX delete semantics), so a look under way when
+/// a barrier removes its cookie would leave the cookie in sight of the
+/// barrier's caller.
 #[cfg(windows)]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
     let mut entries: Vec<(OsString, Sig)> = Vec::with_capacity(listing.entries.len());
     for (name, listed) in listing.entries {
-        let s = if listed.kind == FileType::File {
+        let s = if listed.kind == FileType::File && !super::is_cookie(&name) {
             match windows::stat(&dir.join(&name), false) {
                 Ok(s) => s,
                 Err(e) if gone(&e) => continue,
