@@ -68,12 +68,21 @@ fn a_spec_that_polls_holds_no_watch_and_is_polled_at_its_own_interval() {
 }
 
 impl Harness {
-    /// Delivers the event of the sync cookie the engine just created in
-    /// the root (the fake backend has no OS to tell it).
+    /// Delivers the events of the sync cookies the engine created in the
+    /// root and has not removed yet (the fake backend has no OS to tell
+    /// it; a barrier still parked keeps its cookie).
     fn deliver_cookie(&mut self) {
-        let cookie = self.root_cookie();
+        let _ = self.root_cookie(); // (one at least)
         let root = self.root.clone();
-        self.event(&root, cookie.to_str().unwrap(), Hint::Created);
+        let cookies: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| crate::fs::is_cookie(std::ffi::OsStr::new(n)))
+            .collect();
+        for c in cookies {
+            self.event(&root, &c, Hint::Created);
+        }
         self.engine.end_pass();
     }
 }
@@ -146,6 +155,19 @@ impl Harness {
     /// and returns what they found, not handed to the engine yet.
     fn look_held(&mut self) -> Vec<crate::scanner::Finding> {
         crate::scanner::run(self.engine.scanner.take_held())
+    }
+
+    /// A caller's `sync` of spec `name` (10 s), started in a pass of its
+    /// own: its answer, when there is one.
+    fn sync(&mut self, name: &str) -> Receiver<bool> {
+        let (reply, answer) = bounded(1);
+        self.engine.handle(Msg::Sync {
+            name: name.into(),
+            deadline: self.clock.now() + Duration::from_secs(10),
+            reply,
+        });
+        self.engine.end_pass();
+        answer
     }
 
     /// Hands the scanner's findings to the engine, and ends the pass.
@@ -349,6 +371,34 @@ fn a_rescan_barrier_waits_for_its_looks_on_the_scanner() {
     assert!(h.batches().is_empty(), "found once");
     assert_eq!(h.status("s").missed_by_os, 3);
     assert!(h.engine.check_invariants().is_empty());
+}
+
+/// A rescan's look may see a sync cookie whose event (and the events
+/// queued before it) the engine has not read yet: the barrier does not
+/// pass on that sighting, only on the cookie's event.
+#[test]
+fn a_cookie_a_rescan_look_sees_does_not_pass_a_barrier() {
+    let mut h = harness(Config::default());
+    h.engine.scanner = crate::scanner::Scanner::held();
+    let every = Duration::from_secs(20);
+    h.apply("s", h.spec().quiet_window(10 * MS).rescan_every(every));
+    h.after(every);
+    h.deliver_cookie();
+    let look = h.engine.scanner.take_held();
+    assert_eq!(look.len(), 1, "the rescan's look, under way");
+    let answer = h.sync("s");
+    // The look is made now: it sees the caller's cookie.
+    let found = crate::scanner::run(look);
+    let seen = found[0].look.as_ref().unwrap().picture.entries().iter();
+    assert!(seen.filter(|(n, _)| crate::fs::is_cookie(n)).count() >= 1);
+    h.looked(found);
+    assert!(
+        answer.try_recv().is_err(),
+        "not passed on the look's sighting"
+    );
+    // Its event comes: it passes.
+    h.deliver_cookie();
+    assert_eq!(answer.try_recv(), Ok(true));
 }
 
 #[test]
@@ -657,13 +707,7 @@ mod a_polling_manager {
         h.apply("s", h.spec().quiet_window(long).max_delay(long));
         let f = h.root.join("sub/f");
         std::fs::write(&f, "x").unwrap();
-        let (reply, answer) = bounded(1);
-        h.engine.handle(Msg::Sync {
-            name: "s".into(),
-            deadline: h.clock.now() + Duration::from_secs(10),
-            reply,
-        });
-        h.engine.end_pass();
+        let answer = h.sync("s");
         assert_eq!(answer.try_recv(), Ok(true), "passed, before any interval");
         assert_eq!(h.kinds_of(&f), vec![ChangeKind::Created]);
         let left = std::fs::read_dir(&h.root)
