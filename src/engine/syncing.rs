@@ -9,7 +9,8 @@
 //! has come back through the inbox every event before it has been handled;
 //! at the end of that pass the spec's polled directories are polled once
 //! more (those without an OS watch on the scanner: the barrier is parked
-//! until those looks are applied, in a later pass), its links looked at
+//! until those looks are applied, in a later pass; a rescan's barrier
+//! likewise waits for the rescan's looks), its links looked at
 //! again, its open batch closed, and the caller answered. A cookie that
 //! cannot be created costs a rescan of its root instead. Cookies are
 //! removed before the answer and never indexed.
