@@ -50,7 +50,9 @@ pub enum Backend {
     /// seen up to `interval` late, and one undone within an interval (a
     /// file created and removed) is not seen at all.
     Poll {
-        /// Time between the end of one look and the start of the next.
+        /// Time between two polls: the next is due this long after the
+        /// previous one began (a directory whose look is still under way
+        /// then, on a slow or hung file system, waits for the one after).
         interval: std::time::Duration,
     },
 }

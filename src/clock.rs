@@ -2,9 +2,9 @@
 //! windows, maximum delays, retry back-off, poll schedules) and wall time
 //! for what status and batches report.
 //!
-//! Real by default. A manual clock, moved only by
-//! [`advance`](Clock::advance), lets tests drive every timer without
-//! sleeping. Pure: no I/O, no threads.
+//! Real by default. A manual clock (tests only), moved only by
+//! `Clock::advance`, lets tests drive every timer without sleeping.
+//! Pure: no I/O, no threads.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

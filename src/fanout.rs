@@ -8,7 +8,7 @@
 //! latest status snapshot of each spec is kept. The engine moves the backlog
 //! into the channel as room appears.
 //!
-//! With the `stream` feature a subscriber may carry a [`Wake`]: the link to
+//! With the `stream` feature a subscriber may carry a `Wake`: the link to
 //! an async reader (`stream.rs`). The engine wakes the reader's task after
 //! every delivery into the channel (a send or a flush of the backlog) and
 //! when it lets go of the subscriber, and stops sending once the reader is

@@ -197,10 +197,12 @@
 //! is derived from the owners at the end of each pass. Backends sit behind
 //! one small contract and only hint. `ARCHITECTURE.md` in the repository
 //! draws the modules, says which state each owns, and walks one change
-//! from the kernel to a subscriber. Short-lived helper threads only read
-//! the disk: a walk past 4,096 directories (native backend) reads on a
-//! thread of its own (`specwatch-walk`) while the engine places
-//! the watches, and an overflow's rescan on `specwatch-read` threads.
+//! from the kernel to a subscriber. The other threads only read the disk:
+//! polled directories are looked at on one scanner thread per manager
+//! (`specwatch-scan`, started at the first poll); a walk past 4,096
+//! directories (native backend) reads on a thread of its own
+//! (`specwatch-walk`) while the engine places the watches, and an
+//! overflow's rescan on short-lived `specwatch-read` threads.
 //!
 //! # Cargo features
 //!
@@ -246,10 +248,13 @@
 #![warn(rust_2018_idioms)]
 
 // Layers, imported downwards only: the front (this file, `manager`,
-// `hooks`, `bench_api`) -> `engine` -> the pure core (`index`, `ignore`,
-// `coalesce`, `reconcile`, `fanout`) and the I/O leaves (`backend`, `fs`)
-// -> plain data (`spec`, `choice`, `change`, `event`, `status`, `stats`,
-// `ids`, `error`, `clock`). ARCHITECTURE.md draws it; tests/layers.rs checks it.
+// `stream`, `serde_impl`, `hooks`, `bench_api`) -> `engine` -> the pure
+// core (`index`, `ignore`, `ignore_files`, `coalesce`, `reconcile`,
+// `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
+// threads that only read through it: `reads`, `scanner`) -> plain data
+// (`spec`, `choice`, `duration`, `change`, `event`, `status`, `stats`,
+// `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
+// checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -70,7 +70,9 @@ pub struct ManagerBuilder {
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
 impl ManagerBuilder {
-    /// Chooses the OS backend (default [`Backend::Auto`]).
+    /// Chooses the backend (default [`Backend::Auto`]): the event backend
+    /// the manager runs, or [`Backend::Poll`] to poll every root at its
+    /// interval; each spec may choose for itself (see [`Backend`]).
     #[must_use]
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -97,7 +99,11 @@ impl ManagerBuilder {
         self
     }
 
-    /// How often directories without an OS watch are polled (default 1 s).
+    /// How often directories are polled in place of an OS watch they could
+    /// not get (the watch limit, a followed link on the portable backend),
+    /// and the roots [`Backend::Auto`] finds on a shared file system
+    /// (default 1 s). A `Backend::Poll { interval }`, the manager's or a
+    /// spec's, polls at its own interval.
     #[must_use]
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = Some(interval);
@@ -129,7 +135,8 @@ impl ManagerBuilder {
     }
 
     /// Starts the engine thread (and, for the native backend, the inotify
-    /// instance and its reader thread).
+    /// instance and its reader thread; the scanner thread that polls starts
+    /// at the first poll).
     ///
     /// # Errors
     ///

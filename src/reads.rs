@@ -1,7 +1,9 @@
-//! Many directories read at once, on worker threads: what an overflow's
-//! rescan of a whole tree asks of the disk (a listing of each directory and
-//! a `stat` of each file in it), done in parallel, while the engine alone
-//! applies the results to its index in order.
+//! Directories read off the engine's thread: a big walk's first reads (on
+//! its `specwatch-walk` thread, [`look`] without a time), and what an
+//! overflow's rescan of a whole tree asks of the disk (a listing of each
+//! directory and a `stat` of each file in it), on worker threads in
+//! parallel ([`look_all`]). The engine alone applies the results to its
+//! index, in order.
 //!
 //! Pure I/O: no index, no engine state.
 

@@ -6,9 +6,10 @@
 //! directories a `rescan_every` rescans (which hold OS watches). It looks on a
 //! thread of its own so that a slow or hung file system (a network mount
 //! whose server stopped answering) never holds up the engine: events,
-//! statuses, and the barriers of specs without polled directories go on. One thread serves every polled directory: a look
-//! that hangs holds up the looks queued behind it (of any spec) until it
-//! returns; a scanner per file system is the next step (issue 22).
+//! statuses, and the barriers of specs without polled directories go on.
+//! One thread serves every polled directory: a look that hangs holds up
+//! the looks queued behind it (of any spec) until it returns; a scanner
+//! per file system is the next step (issue 22).
 //!
 //! The engine keeps the schedule (with its clock) and the pictures; it
 //! hands the scanner [`Job`]s and applies the [`Finding`]s that come back,

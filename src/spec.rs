@@ -195,10 +195,10 @@ pub struct WatchOptions {
     /// signature. A file whose mtime is within 2 s of a poll is hashed
     /// then, and hashed again at the next poll if its signature did not
     /// move; older files are never read (a write would move their mtime).
-    /// Files over 64 MiB are not hashed. Off by default; applies to the
-    /// directories the engine polls (a spec's `Poll`, `Auto`'s detected
-    /// roots, the watch-limit fallback), not to the threads of a manager
-    /// built with `Backend::Poll`.
+    /// Files over 64 MiB are not hashed. Off by default; applies to every
+    /// directory polled (a spec's `Poll`, `Auto`'s detected roots, the
+    /// watch-limit fallback, a manager built with `Backend::Poll`) and to
+    /// [`rescan_every`](Self::rescan_every)'s rescans.
     pub content_hash: bool,
     /// Honour the ignore files under the roots: `.gitignore` and `.ignore`
     /// in any directory, `.git/info/exclude` at a repository's top, and

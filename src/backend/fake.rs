@@ -1,12 +1,11 @@
 //! A per-directory backend without an OS, for the engine's unit tests: it
 //! hands out watch ids by directory identity (device and inode, as inotify
-//! does), honours injected faults, remembers the path each watch would be
-//! looked at through (a poller's last watched or repointed path), and
-//! reports nothing by itself: tests inject the events they want.
+//! does), honours injected faults, and reports nothing by itself: tests
+//! inject the events they want.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -21,8 +20,6 @@ struct State {
     ids: HashMap<(u64, u64), i32>,
     next: i32,
     live: BTreeSet<i32>,
-    /// The path a poller would look at each watch through.
-    paths: HashMap<i32, PathBuf>,
     /// What happens on disk just after a coming successful watch call (a
     /// race the test stages), and how many such calls are left until then.
     after_watch: Option<(u32, Staged)>,
@@ -68,14 +65,6 @@ impl FakeControl {
         super::OsEvent::Dropped { watch: w }
     }
 
-    /// The path a backend that looks by path would look at watch `w`
-    /// through: the last one it was watched or repointed at. (Only the
-    /// symlink tests ask, and they are Unix only.)
-    #[cfg(unix)]
-    pub(crate) fn path_of(&self, w: WatchId) -> Option<PathBuf> {
-        self.0.lock().paths.get(&w.0).cloned()
-    }
-
     /// Runs `f` with the watched path just after the next successful watch
     /// call, before the engine reads the directory: what another process
     /// does in between.
@@ -112,8 +101,7 @@ impl DirWatcher for Fake {
         } else {
             s.add(dir, follow)
         };
-        if let Ok(w) = &r {
-            s.paths.insert(w.0, dir.to_path_buf());
+        if r.is_ok() {
             match s.after_watch.take() {
                 Some((n, f)) if n > 1 => s.after_watch = Some((n - 1, f)),
                 Some((_, f)) => f(dir),
@@ -121,10 +109,6 @@ impl DirWatcher for Fake {
             }
         }
         r.map_err(|e| WatchError::new(e, dir))
-    }
-
-    fn repoint(&mut self, id: WatchId, dir: &Path, _follow: bool) {
-        self.0.0.lock().paths.insert(id.0, dir.to_path_buf());
     }
 
     fn identify(&mut self, dir: &Path, follow: bool) -> Option<WatchId> {

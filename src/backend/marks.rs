@@ -35,8 +35,9 @@ const MARK_TIMEOUT: Duration = Duration::from_secs(5);
 /// then nothing below `d/g` is reported any more while notify believes it
 /// watches it.
 ///
-/// So after the watch call for a new directory the engine's thread opens a private directory
-/// that notify watches (the *mark*); notify's thread reads that open after
+/// So after the watch call for a new directory the engine's thread opens a
+/// private directory that notify watches (the *mark*); notify's thread
+/// reads that open after
 /// every event queued before it, and counts the removals it hands over on
 /// the way (events on which notify drops watches by path: a rename's
 /// source, a directory deleted). A call followed by no removal before its

@@ -37,7 +37,7 @@
 //!    on the scanner's thread), and a manager that polls everything runs
 //!    [`poll::Poll`], which holds no watch.
 //!
-//! Test hooks ([`Fault`]) make the next watch calls fail as the OS would,
+//! Test hooks (`Fault`) make the next watch calls fail as the OS would,
 //! through the same error mapping as real failures.
 
 use std::collections::BTreeMap;
@@ -329,7 +329,7 @@ fn take_one(n: &mut u32) -> bool {
 pub(crate) struct ReaderPause {
     paused: Mutex<bool>,
     resumed: Condvar,
-    /// What [`hand_over`](Self::hand_over) held back while paused, and
+    /// What `hand_over` (test hooks) held back while paused, and
     /// where it goes on resume. Locked before `paused`.
     held: Mutex<(Vec<OsMsg>, Option<Sink>)>,
 }
@@ -409,29 +409,6 @@ pub(crate) trait DirWatcher: Send {
 
     /// Stops a watch. An id the OS already dropped is fine.
     fn unwatch(&mut self, id: WatchId);
-
-    /// Watch `id` is held from now on by the node at `dir` (another path
-    /// to the same directory: the one that held it went). A backend that
-    /// looks by path looks there from now on; one whose watches follow the
-    /// directory itself (inotify) does nothing.
-    fn repoint(&mut self, _id: WatchId, _dir: &Path, _follow: bool) {}
-
-    /// A sync barrier begins: `cookies` are about to be created. A backend
-    /// that looks for changes by itself must not report one of them from a
-    /// look that began before this call (it could have looked at other
-    /// directories before the changes the barrier covers). Backends that
-    /// hear from the OS in order do nothing.
-    fn barrier(&mut self, _cookies: &[PathBuf]) {}
-
-    /// Look for changes now rather than when the backend would (the
-    /// barrier's cookies are created). Backends that hear from the OS at
-    /// once do nothing.
-    fn look_now(&mut self) {}
-
-    /// Compare the contents of racy files in watch `id`'s directory too
-    /// (`WatchOptions::content_hash`), or stop. Backends that hear from the
-    /// OS do nothing: the OS tells of every write.
-    fn hash_contents(&mut self, _id: WatchId, _on: bool) {}
 
     /// Whether its watches are a limited OS resource (counted in
     /// `Stats::os_watches`, capped by `max_os_watches`). A poller holds

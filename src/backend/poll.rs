@@ -7,8 +7,7 @@
 //! each directory the way it polls any directory without an OS watch: on
 //! the scanner's thread (`scanner.rs`), one look ([`fs::look`]: a read,
 //! a `stat` of every entry, the comparison with the previous picture) per
-//! directory, applied as a listing. What the poller of its own thread
-//! guaranteed, the engine's polling does:
+//! directory, applied as a listing. What that polling guarantees:
 //!
 //! - A directory's first picture is taken by its first read (the read
 //!   *is* the look), so whatever changes after it, the next poll sees.

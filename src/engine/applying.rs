@@ -43,7 +43,7 @@ impl Engine {
         if let Some(every) = self.specs.get(sid).and_then(|st| st.rescan_every()) {
             self.rescans.add(sid, every, self.clock.now());
         }
-        self.walk.begin(sid, self.clock.now());
+        self.progress.begin(sid, self.clock.now());
         for root in &roots {
             self.attach_root(sid, root, false);
         }

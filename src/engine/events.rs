@@ -130,7 +130,7 @@ impl Engine {
     /// a look just told, with `hint` for what happened: diff against the
     /// index, report.
     /// `from_os`: the hint is an OS event's (an apply's guard may hold its
-    /// `Modified` back), not a poller's finding.
+    /// `Modified` back), not a poll's finding.
     fn see(&mut self, id: DirId, name: &OsStr, hint: Hint, new: Option<FileType>, from_os: bool) {
         let Some(node) = self.index.get(id) else {
             return;

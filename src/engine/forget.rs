@@ -29,7 +29,7 @@ impl Engine {
             now: _,
             scanner: _, // a look under way is dropped by its token (`polls`, `rescans`)
             backends: _,
-            walk: _,
+            progress: _,
             batches: _,
             #[cfg(test)]
                 walk_threads: _,
@@ -63,11 +63,11 @@ impl Engine {
             rescans,
             out,
             // Keep nothing per spec, or let go of it by themselves:
-            links: _, // per directory (its directories are freed)
-            polls: _, // per directory (likewise)
-            roots: _, // by spec: one whose spec is gone is dropped when settled
-            syncs: _, // by name: a barrier of a gone spec ends with its cookies, or expires
-            walk: _,  // a walk's progress names the spec it counts for
+            links: _,    // per directory (its directories are freed)
+            polls: _,    // per directory (likewise)
+            roots: _,    // by spec: one whose spec is gone is dropped when settled
+            syncs: _,    // by name: a barrier of a gone spec ends with its cookies, or expires
+            progress: _, // a walk's progress names the spec it counts for
             index: _,
             watches: _,
             inbox: _,

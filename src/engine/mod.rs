@@ -17,7 +17,7 @@
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
-//! | `progress.rs` | start-up progress of a spec's first walk |
+//! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
 //! | `rescan.rs` | rescans (`rescan_every`): when next, pictures, the scanner's rescan looks under way, what the OS missed |
 //! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
@@ -281,7 +281,9 @@ pub(crate) struct Engine {
     recovery: Recovery,
     rescans: Rescans,
     reloads: ignore_files::Reloads,
-    walk: progress::Walk,
+    /// How far the first walk under way has got; a heap trim due after a
+    /// big one.
+    progress: progress::WalkProgress,
     batches: walk::Batches,
     /// Walk threads started so far (for tests of the switch).
     #[cfg(test)]
@@ -329,7 +331,7 @@ impl Engine {
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
             reloads: ignore_files::Reloads::default(),
-            walk: progress::Walk::default(),
+            progress: progress::WalkProgress::default(),
             batches: walk::Batches::default(),
             #[cfg(test)]
             walk_threads: 0,

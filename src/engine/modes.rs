@@ -5,7 +5,7 @@
 //!
 //! The decision is stored with the spec ([`SpecTable`](super::specs)
 //! writes it); the poll set and the watch table carry it out. Nothing is
-//! kept here but the manager's two settings.
+//! kept here but the manager's settings ([`Backends`]).
 
 use std::io;
 use std::path::Path;

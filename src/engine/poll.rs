@@ -229,7 +229,7 @@ impl PollSet {
     }
 
     /// The engine looked at the whole of `id` itself (read it, or polled it
-    /// on its own thread): a look of the scanner's under way, or asked for,
+    /// on the engine's thread): a look of the scanner's under way, or asked for,
     /// is older, and is not applied when it comes.
     pub(super) fn outdate(&mut self, id: DirId) {
         if let Some(p) = self.dirs.get_mut(&id) {

@@ -239,11 +239,11 @@ impl Engine {
 
     /// One poll of a directory here, on the engine's thread (one that has an
     /// OS watch too, a last poll before polling stops, a barrier's): read
-    /// it, tell from the picture which entries were written or replaced since the
-    /// previous poll, and apply that as any look-based backend's listing
-    /// ([`apply_listing`](Engine::apply_listing)): names and types diffed
-    /// against the index, a directory replaced by another (a new inode)
-    /// covered again.
+    /// it, tell from the picture which entries were written or replaced
+    /// since the previous poll, and apply that as the scanner's looks are
+    /// applied, as a listing ([`apply_listing`](Engine::apply_listing)):
+    /// names and types diffed against the index, a directory replaced by
+    /// another (a new inode) covered again.
     pub(super) fn poll_node(&mut self, id: DirId) {
         let Some(node) = self.index.get(id) else {
             self.polls.remove(id);

@@ -18,8 +18,10 @@ pub(super) const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 /// Directories walked between two looks at the clock.
 const LOOK_EVERY: usize = 64;
 
+/// The first walk under way and its progress, and whether a heap trim
+/// is due.
 #[derive(Debug, Default)]
-pub(super) struct Walk {
+pub(super) struct WalkProgress {
     /// The spec whose first walk is under way, its counts, and when its
     /// progress was last published (or the walk began).
     current: Option<(SpecId, Progress, Instant)>,
@@ -29,7 +31,7 @@ pub(super) struct Walk {
     trim_due: bool,
 }
 
-impl Walk {
+impl WalkProgress {
     /// The progress of `sid`, if its first walk is under way and has been
     /// going on long enough to say so.
     pub(super) fn progress_of(&self, sid: SpecId) -> Option<Progress> {
@@ -102,7 +104,7 @@ mod tests {
     #[test]
     fn progress_is_published_at_most_every_interval_and_only_for_long_walks() {
         let t0 = Instant::now();
-        let mut w = Walk::default();
+        let mut w = WalkProgress::default();
         w.begin(7, t0);
         for _ in 0..LOOK_EVERY {
             let soon = t0 + Duration::from_millis(50);

@@ -108,7 +108,7 @@ impl Engine {
             watched_dirs: self.index.covered_dirs(sid),
             polled_dirs: polled,
             roots: st.root_statuses(),
-            progress: self.walk.progress_of(sid),
+            progress: self.progress.progress_of(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
             missed_by_os: self.rescans.missed(sid),

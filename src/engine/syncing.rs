@@ -72,8 +72,6 @@ impl Engine {
             reply,
             rescan,
         );
-        let paths: Vec<PathBuf> = cookies.iter().map(|(c, _)| c.clone()).collect();
-        self.watches.barrier(&paths);
         for (cookie, root) in cookies {
             let polled_only = cookie
                 .parent()
@@ -94,8 +92,6 @@ impl Engine {
                 }
             }
         }
-        // A backend that looks for changes by itself (a poller) looks now.
-        self.watches.look_now();
     }
 
     /// Creates (and at once removes) the cookies of an apply's guard for

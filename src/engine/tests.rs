@@ -447,44 +447,40 @@ fn a_top_directory_replaced_before_its_lost_watch_is_handled_is_watched_again() 
     }));
 }
 
-/// A directory reached by two paths (a followed link) has one watch; a
-/// backend that looks by path (the poller) looks through the last path it
-/// was watched at. When that path goes, the watch is pointed at the path
-/// that keeps it, whichever node held it: a poller left looking through a
-/// link that now loops never reported the directory again. (Unix: symlinks
+/// A directory reached by two paths (a followed link) has one watch; when
+/// the path that last shared it goes, the other keeps it. (Unix: symlinks
 /// on Windows need a privilege a test cannot count on.)
 #[cfg(unix)]
 #[test]
-fn a_shared_watch_is_repointed_when_the_path_it_was_last_watched_at_goes() {
+fn a_shared_watch_stays_with_the_path_that_keeps_it() {
     let mut h = harness(Config::default());
     let (d, l) = (h.root.join("d"), h.root.join("l"));
     std::fs::create_dir(&d).unwrap();
     h.apply("s", h.spec().follow_symlinks(true));
     let w = h.fake.id_of(&d).unwrap();
-    // A link to d: the same directory, the same watch, looked at through l
-    // since l was the last watched.
+    // A link to d: the same directory, the same watch.
     std::os::unix::fs::symlink(&d, &l).unwrap();
     let root = h.root.clone();
     h.event(&root, "l", Hint::Created);
     assert_eq!(h.fake.id_of(&l), Some(w), "one watch for both paths");
-    assert_eq!(h.fake.path_of(w).as_deref(), Some(l.as_path()));
     // The link goes: its node let go of a watch it shared, not held.
     std::fs::remove_file(&l).unwrap();
     h.event(&root, "l", Hint::Removed);
+    let node = h.engine.index.lookup(&d).expect("d indexed");
     assert_eq!(
-        h.fake.path_of(w).as_deref(),
-        Some(d.as_path()),
-        "the watch is still looked at through the link that went"
+        h.engine.watches.watch_of(node),
+        Some(w),
+        "d keeps its watch"
     );
+    assert_eq!(h.fake.id_of(&d), Some(w), "and the OS still holds it");
     assert!(h.engine.check_invariants().is_empty());
 }
 
 /// A directory replaced by a file between its watch call and its first
 /// read: the node is dropped with its entry, not kept unread with a watch
-/// (a poller took the next directory at the path, with the same inode
-/// number, for the watched one, and its listings said nothing to a node
-/// never filled: what it held was never reported). The parent's next
-/// event adds whatever is there then.
+/// (nothing would read it later, and what a directory made there holds
+/// would never be reported). The parent's next event adds whatever is
+/// there then.
 #[test]
 fn a_directory_gone_before_its_first_read_leaves_no_unread_node() {
     let mut h = harness(Config::default());

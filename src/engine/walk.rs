@@ -440,12 +440,11 @@ impl Engine {
                 // Nothing is at the path any more: it went (or became a
                 // file) after the event or listing that added it, and
                 // perhaps after its watch call. An unread node keeping
-                // that watch would never be read: a poller, fooled by a
-                // reused inode number, takes the next directory there for
-                // the watched one, and a listing of it says nothing to a
-                // node never filled. Drop the node with its entry in the
-                // parent: the parent's next event or listing adds whatever
-                // is there then.
+                // that watch would never be read (`check.rs`: every
+                // covered node was read, or waits for a retry), and what a
+                // directory made there holds would never be reported.
+                // Drop the node with its entry in the parent: the parent's
+                // next event or listing adds whatever is there then.
                 self.drop_stale(id, report);
                 false
             }
@@ -495,7 +494,7 @@ impl Engine {
     /// the progress if it is time.
     pub(super) fn walked(&mut self, entries: usize) {
         let clock = &self.clock;
-        if let Some(sid) = self.walk.count(entries, || clock.now()) {
+        if let Some(sid) = self.progress.count(entries, || clock.now()) {
             self.out.touch(sid);
             self.publish();
         }
@@ -504,7 +503,7 @@ impl Engine {
     /// The first walk is over: its next status (at the end of the pass)
     /// says where it stands.
     pub(super) fn walk_ends(&mut self) {
-        let (published, _dirs) = self.walk.end();
+        let (published, _dirs) = self.progress.end();
         if let Some(sid) = published {
             self.out.touch(sid);
         }
@@ -515,7 +514,7 @@ impl Engine {
     /// memory freed meanwhile goes back to the OS.
     pub(super) fn trim_if_idle(&mut self) {
         let inbox = &self.inbox;
-        if self.walk.take_trim(|| inbox.is_empty()) {
+        if self.progress.take_trim(|| inbox.is_empty()) {
             crate::fs::trim_heap();
         }
     }

@@ -121,34 +121,13 @@ impl WatchTable {
         }
     }
 
-    /// Whether the backend holds OS watches (else it looks by itself: a
-    /// poller, whose reads are the truth already).
+    /// Whether the backend holds OS watches (else it is the backend of a
+    /// manager that polls everything: the engine's polls are the truth
+    /// already).
     pub(super) fn holds_os_watches(&self) -> bool {
         match &self.os {
             Os::Dirs(d) => d.holds_os_watches(),
             Os::Paths(_) => true,
-        }
-    }
-
-    /// A sync barrier begins (before its `cookies` are created).
-    pub(super) fn barrier(&mut self, cookies: &[PathBuf]) {
-        if let Os::Dirs(d) = &mut self.os {
-            d.barrier(cookies);
-        }
-    }
-
-    /// Asks a backend that looks by itself (a poller) to compare racy
-    /// files' contents in watch `w`'s directory too.
-    pub(super) fn hash_contents(&mut self, w: WatchId) {
-        if let Os::Dirs(d) = &mut self.os {
-            d.hash_contents(w, true);
-        }
-    }
-
-    /// Asks the backend to look for changes now (a sync barrier waits).
-    pub(super) fn look_now(&mut self) {
-        if let Os::Dirs(d) = &mut self.os {
-            d.look_now();
         }
     }
 
@@ -253,23 +232,20 @@ impl WatchTable {
     }
 
     /// Node `id` (at `path`) left the index: its watch goes unless another
-    /// path to the same directory keeps it. Returns the watch and the node
-    /// that holds it now, when another path keeps it: whether `id` held it
-    /// or shared it, a backend that looks by path may have been looking
-    /// through `id`'s path (the last one watched), and must be pointed at
-    /// one that still leads there.
-    pub(super) fn release(&mut self, id: DirId, path: &Path) -> Option<(WatchId, DirId)> {
-        let mut taken_over = None;
+    /// path to the same directory keeps it (an alias takes over a watch
+    /// its holder lets go of).
+    pub(super) fn release(&mut self, id: DirId, path: &Path) {
         match &mut self.os {
             Os::Dirs(d) => {
-                let w = self.of_dir.get(id).copied().filter(|w| *w != NONE)?;
+                let Some(w) = self.of_dir.get(id).copied().filter(|w| *w != NONE) else {
+                    return;
+                };
                 self.of_dir[id] = NONE;
                 let w = WatchId(w);
                 if self.holder.get(&w) == Some(id) {
                     match self.aliases.get_mut(&w).and_then(Vec::pop) {
                         Some(next) => {
                             self.holder.insert(w, next);
-                            taken_over = Some((w, next));
                         }
                         None => {
                             self.holder.remove(&w);
@@ -277,11 +253,8 @@ impl WatchTable {
                             self.freed = true;
                         }
                     }
-                } else {
-                    if let Some(a) = self.aliases.get_mut(&w) {
-                        a.retain(|x| *x != id);
-                    }
-                    taken_over = self.holder.get(&w).map(|h| (w, h));
+                } else if let Some(a) = self.aliases.get_mut(&w) {
+                    a.retain(|x| *x != id);
                 }
                 if self.aliases.get(&w).is_some_and(Vec::is_empty) {
                     self.aliases.remove(&w);
@@ -293,15 +266,6 @@ impl WatchTable {
                 }
                 self.reconcile_due = true;
             }
-        }
-        taken_over
-    }
-
-    /// Watch `w` is held from now on by the node at `dir` (see
-    /// [`DirWatcher::repoint`](crate::backend::DirWatcher::repoint)).
-    pub(super) fn repoint(&mut self, w: WatchId, dir: &Path, follow: bool) {
-        if let Os::Dirs(d) = &mut self.os {
-            d.repoint(w, dir, follow);
         }
     }
 
@@ -520,16 +484,16 @@ mod tests {
         assert!(!t.held_by_others(w, 5) && !t.held_by_others(w, 3));
         assert_eq!(t.count(), 1, "one OS watch for both");
         // The holder goes: the alias takes over, nothing is freed.
-        assert_eq!(t.release(3, Path::new("/a")), Some((w, 5)));
+        t.release(3, Path::new("/a"));
         assert_eq!((t.holder(w), t.watch_of(3)), (Some(5), None));
         assert!(!t.take_freed());
-        // An alias goes: the holder keeps the watch, and is named, so that
-        // a backend looking through the alias's path looks through its.
+        // An alias goes: the holder keeps the watch.
         t.record(6, w);
-        assert_eq!(t.release(6, Path::new("/b")), Some((w, 5)));
+        t.release(6, Path::new("/b"));
         assert_eq!((t.holder(w), t.aliases(w)), (Some(5), &[][..]));
-        assert_eq!(t.release(5, Path::new("/a")), None, "nobody keeps it");
-        assert_eq!(t.holder(w), None);
+        assert!(!t.take_freed());
+        t.release(5, Path::new("/a"));
+        assert_eq!(t.holder(w), None, "nobody keeps it");
         assert!(t.take_freed(), "the last one freed the watch");
         assert!(t.check(|_| true).is_empty(), "{:?}", t.check(|_| true));
     }

@@ -44,13 +44,6 @@ impl Engine {
                         return false;
                     }
                     self.watches.record(id, w);
-                    let hash = self.wants_hash(id)
-                        || specs
-                            .iter()
-                            .any(|s| self.specs.get(*s).is_some_and(|st| st.hashes()));
-                    if hash {
-                        self.watches.hash_contents(w);
-                    }
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -127,13 +120,7 @@ impl Engine {
     /// Node `id` (at `path`) lets go of its OS watch (unless another path
     /// to the same directory keeps it).
     pub(super) fn drop_watch(&mut self, id: DirId, path: &Path) {
-        if let Some((w, next)) = self.watches.release(id, path)
-            && let Some(n) = self.index.get(next)
-        {
-            // Another path to the directory keeps its watch.
-            let path = n.path().clone();
-            self.watches.repoint(w, &path, self.links.contains(next));
-        }
+        self.watches.release(id, path);
     }
 
     /// Whether directory `id` still lacks the OS watch it needs.

@@ -33,9 +33,9 @@ const FIELDS: usize = 5;
 /// back to back, each beside its type, and a table of offsets sorted by
 /// name to find them. 3 bytes plus the name per entry in a directory of
 /// under 64 KiB (2 under 256 bytes, 5 beyond; names of 50 bytes or more
-/// add their length's LEB128), 16 bytes inline, and nothing allocated before
-/// the first entry; a `BTreeMap<OsString, _>` costs an allocation per name and some
-/// 40 bytes of tree per entry.
+/// add their length's LEB128), 16 bytes inline, and nothing allocated
+/// before the first entry; a `BTreeMap<OsString, _>` costs an allocation
+/// per name and some 40 bytes of tree per entry.
 ///
 /// The allocation is a header (the counts), the records, free space, and
 /// the offset table, which ends the allocation and grows down towards the
@@ -420,8 +420,9 @@ impl Listing {
     }
 
     /// Adds every name of `fresh` not present yet and returns those, in
-    /// name order (a name given twice counts once, first type given). One sort for the lot,
-    /// where [`Listing::insert`] would merge every [`TAIL`] names.
+    /// name order (a name given twice counts once, first type given). One
+    /// sort for the lot, where [`Listing::insert`] would merge every
+    /// [`TAIL`] names.
     pub(crate) fn extend_new(
         &mut self,
         mut fresh: Vec<(OsString, FileType)>,

@@ -1,5 +1,6 @@
-//! Engine tests of polling: chosen per spec, at the watch cap, with
-//! rescans and content hashes, and the switches between polling and events.
+//! Engine tests of polling: chosen per spec, by a whole manager
+//! (`Backend::Poll`), at the watch cap, with rescans and content hashes,
+//! and the switches between polling and events.
 
 use super::*;
 
@@ -182,14 +183,16 @@ impl Harness {
         self.names_of(&self.batches())
     }
 
-    /// The changes of `batches` (name below the root, kind), sorted.
+    /// The changes of `batches` (name below the root, joined with `/` on
+    /// every OS, kind), sorted.
     fn names_of(&self, batches: &[Arc<ChangeBatch>]) -> Vec<(String, ChangeKind)> {
         let mut v: Vec<(String, ChangeKind)> = batches
             .iter()
             .flat_map(|b| b.changes.iter())
             .map(|c| {
                 let rel = c.path.strip_prefix(&self.root).unwrap();
-                (rel.to_string_lossy().into_owned(), c.kind)
+                let names: Vec<_> = rel.iter().map(|n| n.to_string_lossy()).collect();
+                (names.join("/"), c.kind)
             })
             .collect();
         v.sort();
@@ -482,7 +485,7 @@ fn a_long_first_walk_publishes_its_progress_as_starting() {
     // As the walk of a big tree would: directories read one after another
     // while the clock moves on.
     let now = h.engine.clock.now();
-    h.engine.walk.begin(sid, now);
+    h.engine.progress.begin(sid, now);
     for _ in 0..200 {
         h.clock.advance(MS);
         h.engine.walked(10);
