@@ -2,7 +2,8 @@
 //! without an OS watch ([`fs::look`]: a listing, a `stat` of every entry,
 //! the comparison with the previous picture): those of a spec's `Poll`,
 //! of `Auto` on a shared file system, of the watch limit's fallback, and
-//! every directory of a manager that polls everything. It looks on a
+//! every directory of a manager that polls everything; and at the
+//! directories a `rescan_every` rescans (which hold OS watches). It looks on a
 //! thread of its own so that a slow or hung file system (a network mount
 //! whose server stopped answering) never holds up the engine: events,
 //! statuses, and the barriers of specs without polled directories go on.
@@ -26,9 +27,20 @@ use crossbeam_channel::{Sender, unbounded};
 
 use crate::fs::{self, Look, Picture};
 
+/// What a look is for: the engine's, handed back with the finding (each
+/// kind of look has its own tokens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// A poll of a directory polled without an OS watch.
+    Poll,
+    /// A `rescan_every` rescan of a directory with an OS watch.
+    Rescan,
+}
+
 /// One directory to look at.
 #[derive(Debug)]
 pub(crate) struct Job {
+    pub purpose: Purpose,
     /// The engine's name for the directory, and for this look of it.
     pub dir: usize,
     pub token: u64,
@@ -45,6 +57,7 @@ pub(crate) struct Job {
 /// What a look found.
 #[derive(Debug)]
 pub(crate) struct Finding {
+    pub purpose: Purpose,
     pub dir: usize,
     pub token: u64,
     pub path: PathBuf,
@@ -64,6 +77,7 @@ fn look(j: Job) -> Finding {
     .unwrap_or_else(|_| Err(io::Error::other("the look panicked")));
     Finding {
         look,
+        purpose: j.purpose,
         dir: j.dir,
         token: j.token,
         path: j.path,
@@ -104,7 +118,7 @@ impl Held {
 }
 
 /// Looks at every directory of `jobs`, in order.
-fn run(jobs: Vec<Job>) -> Vec<Finding> {
+pub(crate) fn run(jobs: Vec<Job>) -> Vec<Finding> {
     jobs.into_iter().map(look).collect()
 }
 
@@ -112,6 +126,10 @@ fn run(jobs: Vec<Job>) -> Vec<Finding> {
 pub(crate) enum Scanner {
     /// Looks at once, on the caller's thread (the engine's tests).
     Inline,
+    /// Keeps the jobs until the test takes them ([`Scanner::take_held`]):
+    /// the looks under way for as long as the test wants.
+    #[cfg(test)]
+    Held(Vec<Job>),
     /// Looks on a thread of its own, started at the first job; findings
     /// go to `deliver`.
     Thread {
@@ -136,6 +154,21 @@ impl Scanner {
         Scanner::Inline
     }
 
+    /// A scanner that keeps its jobs for the test to run.
+    #[cfg(test)]
+    pub(crate) fn held() -> Scanner {
+        Scanner::Held(Vec::new())
+    }
+
+    /// The jobs a held scanner kept (none for the others).
+    #[cfg(test)]
+    pub(crate) fn take_held(&mut self) -> Vec<Job> {
+        match self {
+            Scanner::Held(jobs) => std::mem::take(jobs),
+            _ => Vec::new(),
+        }
+    }
+
     /// A scanner with a thread of its own (started when first needed),
     /// whose findings go to `deliver` (which must not block).
     pub(crate) fn threaded(deliver: impl Fn(Vec<Finding>) -> bool + Send + 'static) -> Scanner {
@@ -152,6 +185,11 @@ impl Scanner {
     pub(crate) fn submit(&mut self, jobs: Vec<Job>) -> Option<Vec<Finding>> {
         if jobs.is_empty() {
             return Some(Vec::new());
+        }
+        #[cfg(test)]
+        if let Scanner::Held(held) = self {
+            held.extend(jobs);
+            return None;
         }
         let Scanner::Thread {
             deliver,
@@ -207,6 +245,7 @@ mod tests {
 
     fn job(dir: &std::path::Path, token: u64) -> Job {
         Job {
+            purpose: Purpose::Poll,
             dir: 7,
             token,
             path: dir.to_path_buf(),

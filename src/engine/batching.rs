@@ -56,6 +56,8 @@ impl Engine {
             return;
         };
         self.specs.route(self.now, node, name, kind, ft, hinted);
+        // A rescan's look under way may be older than this change.
+        self.rescans.touched(id, name);
         self.note_ignore_file(id, name);
     }
 }

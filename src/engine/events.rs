@@ -137,6 +137,7 @@ impl Engine {
         };
         // A look of the scanner's under way may be older than this one.
         self.polls.touched(id);
+        self.rescans.touched(id, name);
         let path = node.path().join(name);
         let old = node.entries().get(name);
         self.wake_partials(id, name, old, new);

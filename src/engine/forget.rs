@@ -27,15 +27,16 @@ impl Engine {
             inbox: _,
             clock: _,
             now: _,
-            scanner: _, // a look under way is dropped by its token (`polls`)
+            scanner: _, // a look under way is dropped by its token (`polls`, `rescans`)
             backends: _,
             progress: _,
             batches: _,
             #[cfg(test)]
                 walk_threads: _,
             // A parked barrier names looks by directory id and token: a
-            // directory polled again under this id starts with every older
-            // token done (`PollSet`), so none waits for it.
+            // directory polled (or rescanned) again under this id starts
+            // with every older token done (`PollSet`, `Rescans`), so none
+            // waits for it.
             syncs: _,
             out: _,
             os_events: _,

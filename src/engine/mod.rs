@@ -1,7 +1,7 @@
 //! The engine: one thread that owns all mutable watch state.
 //!
 //! Everything it learns (a command from the manager, a batch of OS events,
-//! the scanner's looks at polled directories) arrives in one inbox, in
+//! the scanner's looks at polled and rescanned directories) arrives in one inbox, in
 //! order. OS events are hints: for each one the
 //! engine looks at the file system (`lstat` of the name, or a read of a
 //! directory) and diffs against its index; only that diff becomes changes,
@@ -18,7 +18,7 @@
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
-//! | `rescan.rs` | rescans (`rescan_every`): when next, pictures, what the OS missed |
+//! | `rescan.rs` | rescans (`rescan_every`): when next, pictures, the scanner's rescan looks under way, what the OS missed |
 //! | `ignore_files.rs` | ignore files waiting to be read again (their rules live in each spec's matcher) |
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
@@ -137,7 +137,7 @@ pub(crate) enum Msg {
     Stats { reply: Sender<Stats> },
     /// What the backend read.
     Os(OsMsg),
-    /// What the scanner found in polled directories.
+    /// What the scanner found in polled and rescanned directories.
     Looked(Vec<crate::scanner::Finding>),
     /// Test hooks.
     #[cfg(feature = "test-hooks")]
@@ -274,8 +274,8 @@ pub(crate) struct Engine {
     specs: SpecTable,
     watches: WatchTable,
     polls: PollSet,
-    /// Looks at the directories polled without an OS watch (on its own
-    /// thread, but in the engine's tests).
+    /// Looks at the directories polled without an OS watch, and at those
+    /// a rescan looks at (on its own thread, but in the engine's tests).
     scanner: crate::scanner::Scanner,
     backends: Backends,
     recovery: Recovery,

@@ -14,7 +14,7 @@ use crate::backend::WatchError;
 use crate::change::FileType;
 use crate::fs::{self, Picture};
 use crate::index::{DirId, SpecId};
-use crate::scanner::{Finding, Job};
+use crate::scanner::{Finding, Job, Purpose};
 
 impl Engine {
     /// Polls directory `id` instead of watching it.
@@ -168,6 +168,7 @@ impl Engine {
     /// The job of look `token` at directory `id`.
     fn job(&self, id: DirId, token: u64) -> Option<Job> {
         Some(Job {
+            purpose: Purpose::Poll,
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
@@ -179,7 +180,7 @@ impl Engine {
 
     /// Hands `jobs` to the scanner; what it finds at once (inline) is
     /// applied now, the rest when it comes ([`looked`](Self::looked)).
-    fn scan(&mut self, jobs: Vec<Job>) {
+    pub(super) fn scan(&mut self, jobs: Vec<Job>) {
         if let Some(found) = self.scanner.submit(jobs) {
             self.looked(found);
         }
@@ -190,10 +191,15 @@ impl Engine {
     /// same path, no newer look of the engine's own since). One made while
     /// the engine looked at one of its names is made again; one of a
     /// directory that got an OS watch meanwhile (whose events may be newer
-    /// than the look) is replaced by a poll here.
+    /// than the look) is replaced by a poll here. A rescan's look goes to
+    /// [`rescan_found`](Self::rescan_found).
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
         let mut next = Vec::new();
         for f in findings {
+            if f.purpose == Purpose::Rescan {
+                next.extend(self.rescan_found(f));
+                continue;
+            }
             let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
             match self.polls.take_finding(f.dir, f.token) {
                 poll::Finding::Drop => {}
@@ -283,7 +289,7 @@ impl Engine {
     /// they have no events to wait for). Returns the looks handed to the
     /// scanner and not done yet, which the barrier waits for: the last
     /// handed over first (they are done in the order handed over).
-    pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(DirId, u64)> {
+    pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(Purpose, DirId, u64)> {
         let ids: Vec<DirId> = self
             .polls
             .ids()
@@ -311,6 +317,7 @@ impl Engine {
             .into_iter()
             .rev()
             .filter(|(id, t)| !self.polls.done(*id, *t))
+            .map(|(id, t)| (Purpose::Poll, id, t))
             .collect()
     }
 

@@ -12,6 +12,7 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::Sender;
 
 use crate::index::DirId;
+use crate::scanner::Purpose;
 
 use crate::fs::{self, COOKIE_PREFIX};
 
@@ -32,13 +33,14 @@ pub(super) struct Wait {
     /// passes but remove its cookies.
     guard: bool,
     /// Its cookies are all seen and the spec looked at; it waits for the
-    /// scanner's looks at the spec's polled directories (directory,
-    /// token) in `scans`, the last handed over first: the scanner is done
+    /// scanner's looks at the spec's polled directories, and at its
+    /// rescanned ones for a rescan's barrier (what for, directory,
+    /// token), in `scans`, the last handed over first: the scanner is done
     /// with them in the order handed over, so each pass pops those done
     /// off the end (a barrier over 10,000 directories is not looked
     /// through whole after each finding).
     parked: bool,
-    scans: Vec<(DirId, u64)>,
+    scans: Vec<(Purpose, DirId, u64)>,
 }
 
 #[derive(Default)]
@@ -158,8 +160,8 @@ impl Syncs {
     }
 
     /// Parks `wait` (its cookies all seen) until the scanner's looks
-    /// `scans` (directory, token) are applied.
-    pub(super) fn park(&mut self, mut wait: Wait, scans: Vec<(DirId, u64)>) {
+    /// `scans` (what for, directory, token) are done with.
+    pub(super) fn park(&mut self, mut wait: Wait, scans: Vec<(Purpose, DirId, u64)>) {
         wait.parked = true;
         wait.scans = scans;
         self.waits.push(wait);
@@ -202,12 +204,12 @@ impl Syncs {
 
     /// Takes the waits whose cookies were seen earlier and whose polled
     /// directories' looks are all `done` now.
-    pub(super) fn take_scanned(&mut self, done: impl Fn(DirId, u64) -> bool) -> Vec<Wait> {
+    pub(super) fn take_scanned(&mut self, done: impl Fn(Purpose, DirId, u64) -> bool) -> Vec<Wait> {
         for w in &mut self.waits {
             // (Done for good once done: a look applied or overtaken, or
-            // its directory polled no more.)
-            while let Some(&(id, t)) = w.scans.last()
-                && done(id, t)
+            // its directory polled, or rescanned, no more.)
+            while let Some(&(why, id, t)) = w.scans.last()
+                && done(why, id, t)
             {
                 w.scans.pop();
             }

@@ -9,7 +9,8 @@
 //! has come back through the inbox every event before it has been handled;
 //! at the end of that pass the spec's polled directories are polled once
 //! more (those without an OS watch on the scanner: the barrier is parked
-//! until those looks are applied, in a later pass), its links looked at
+//! until those looks are applied, in a later pass; a rescan's barrier
+//! likewise waits for the rescan's looks), its links looked at
 //! again, its open batch closed, and the caller answered. A cookie that
 //! cannot be created costs a rescan of its root instead. Cookies are
 //! removed before the answer and never indexed.
@@ -24,6 +25,7 @@ use super::specs::GUARD_DEADLINE;
 use super::sync::{Wait, cookies_for};
 use crate::fs;
 use crate::index::SpecId;
+use crate::scanner::Purpose;
 
 /// A barrier whose cookies have all been seen.
 pub(super) struct Ready {
@@ -159,8 +161,11 @@ impl Engine {
     /// handed looks to the scanner is parked, and returned here (ready) in
     /// the pass that applies the last of them.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
-        let polls = &self.polls;
-        let scanned = self.syncs.take_scanned(|id, t| polls.done(id, t));
+        let (polls, rescans) = (&self.polls, &self.rescans);
+        let scanned = self.syncs.take_scanned(|why, id, t| match why {
+            Purpose::Poll => polls.done(id, t),
+            Purpose::Rescan => rescans.done(id, t),
+        });
         let (guards, ready): (Vec<Wait>, Vec<Wait>) = self
             .syncs
             .take_ready()
@@ -171,20 +176,26 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(ready.len() + scanned.len());
         for wait in scanned {
-            out.push(Ready {
-                sid: self.specs.id_of(wait.name()),
-                wait,
-            });
+            let sid = self.specs.id_of(wait.name());
+            if let Some(sid) = sid
+                && wait.rescan().is_some()
+            {
+                self.rescan_ended(sid);
+            }
+            out.push(Ready { sid, wait });
         }
         for wait in ready {
             let sid = self.specs.id_of(wait.name());
             if let Some(sid) = sid {
                 self.specs.end_guard(sid);
-                let scans = self.poll_spec(sid);
+                let polled = self.poll_spec(sid);
                 self.look_outside(true);
-                if let Some(began) = wait.rescan() {
-                    self.rescan_spec(sid, began);
-                }
+                // Handed over after the polls' looks: the last first.
+                let mut scans = match wait.rescan() {
+                    Some(began) => self.rescan_spec(sid, began),
+                    None => Vec::new(),
+                };
+                scans.extend(polled);
                 self.revalidate_links_of(sid);
                 if !self.roots.is_empty() {
                     self.settle();
@@ -194,6 +205,9 @@ impl Engine {
                     // once they are applied.
                     self.syncs.park(wait, scans);
                     continue;
+                }
+                if wait.rescan().is_some() {
+                    self.rescan_ended(sid);
                 }
             }
             out.push(Ready { sid, wait });

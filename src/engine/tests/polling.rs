@@ -69,12 +69,21 @@ fn a_spec_that_polls_holds_no_watch_and_is_polled_at_its_own_interval() {
 }
 
 impl Harness {
-    /// Delivers the event of the sync cookie the engine just created in
-    /// the root (the fake backend has no OS to tell it).
+    /// Delivers the events of the sync cookies the engine created in the
+    /// root and has not removed yet (the fake backend has no OS to tell
+    /// it; a barrier still parked keeps its cookie).
     fn deliver_cookie(&mut self) {
-        let cookie = self.root_cookie();
+        let _ = self.root_cookie(); // (one at least)
         let root = self.root.clone();
-        self.event(&root, cookie.to_str().unwrap(), Hint::Created);
+        let cookies: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| crate::fs::is_cookie(std::ffi::OsStr::new(n)))
+            .collect();
+        for c in cookies {
+            self.event(&root, &c, Hint::Created);
+        }
         self.engine.end_pass();
     }
 }
@@ -140,6 +149,259 @@ fn a_rescan_delivers_and_counts_what_no_event_reported() {
     h.after(10 * MS);
     assert!(h.batches().is_empty(), "nothing left to find");
     assert_eq!(h.status("s").missed_by_os, 2);
+}
+
+impl Harness {
+    /// Makes the looks the held scanner kept (as its thread would, now),
+    /// and returns what they found, not handed to the engine yet.
+    fn look_held(&mut self) -> Vec<crate::scanner::Finding> {
+        crate::scanner::run(self.engine.scanner.take_held())
+    }
+
+    /// A caller's `sync` of spec `name` (10 s), started in a pass of its
+    /// own: its answer, when there is one.
+    fn sync(&mut self, name: &str) -> Receiver<bool> {
+        let (reply, answer) = bounded(1);
+        self.engine.handle(Msg::Sync {
+            name: name.into(),
+            deadline: self.clock.now() + Duration::from_secs(10),
+            reply,
+        });
+        self.engine.end_pass();
+        answer
+    }
+
+    /// Hands the scanner's findings to the engine, and ends the pass.
+    fn looked(&mut self, found: Vec<crate::scanner::Finding>) {
+        self.engine.handle(Msg::Looked(found));
+        self.engine.end_pass();
+    }
+
+    /// Every change reported since the last look (name below the root,
+    /// kind), sorted.
+    fn changes(&self) -> Vec<(String, ChangeKind)> {
+        self.names_of(&self.batches())
+    }
+
+    /// The changes of `batches` (name below the root, joined with `/` on
+    /// every OS, kind), sorted.
+    fn names_of(&self, batches: &[Arc<ChangeBatch>]) -> Vec<(String, ChangeKind)> {
+        let mut v: Vec<(String, ChangeKind)> = batches
+            .iter()
+            .flat_map(|b| b.changes.iter())
+            .map(|c| {
+                let rel = c.path.strip_prefix(&self.root).unwrap();
+                let names: Vec<_> = rel.iter().map(|n| n.to_string_lossy()).collect();
+                (names.join("/"), c.kind)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The root's names as the index holds them, and as the disk does.
+    fn root_names(&self) -> (Vec<String>, Vec<String>) {
+        let id = self.engine.index.lookup(&self.root).unwrap();
+        let mut index: Vec<String> = self
+            .engine
+            .index
+            .get(id)
+            .unwrap()
+            .entries()
+            .iter()
+            .map(|(n, _)| n.to_string_lossy().into_owned())
+            .collect();
+        let mut disk: Vec<String> = std::fs::read_dir(&self.root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !crate::fs::is_cookie(std::ffi::OsStr::new(n)))
+            .collect();
+        index.sort();
+        disk.sort();
+        (index, disk)
+    }
+}
+
+/// A rescan's look is made on the scanner while the directory's events
+/// go on: a name the engine looks at meanwhile (removed, created,
+/// written) keeps what its event found, whatever the look saw, and is
+/// reported once; what no event told of is delivered and counted; the
+/// index ends equal to the disk, and the next rescan finds nothing.
+#[test]
+fn events_during_a_rescan_look_are_neither_lost_nor_reported_twice() {
+    let mut h = harness(Config::default());
+    for n in ["kept", "gone", "late", "early"] {
+        std::fs::write(h.root.join(n), "1").unwrap();
+    }
+    h.engine.scanner = crate::scanner::Scanner::held();
+    let every = Duration::from_secs(60);
+    h.apply("s", h.spec().quiet_window(10 * MS).rescan_every(every));
+    // The first rescan: a baseline, made on the scanner.
+    h.after(every);
+    h.deliver_cookie();
+    let found = h.look_held();
+    assert_eq!(found.len(), 1, "the root looked at on the scanner");
+    h.looked(found);
+    h.after(10 * MS);
+    assert!(h.batches().is_empty());
+    assert_eq!(h.status("s").missed_by_os, 0);
+
+    // What no event tells of.
+    std::fs::write(h.root.join("untold"), "1").unwrap();
+    std::fs::write(h.root.join("kept"), "a longer content").unwrap();
+    // Written before the look; its event is handled while the look is
+    // under way.
+    std::fs::write(h.root.join("early"), "written before the look").unwrap();
+    h.after(every);
+    h.deliver_cookie();
+    // The look is made now; it comes back later.
+    let found = h.look_held();
+    assert_eq!(found.len(), 1);
+    // Meanwhile, events: a removal, a creation, writes before and after
+    // the look.
+    let root = h.root.clone();
+    std::fs::remove_file(h.root.join("gone")).unwrap();
+    h.event(&root, "gone", Hint::Removed);
+    h.write("born");
+    std::fs::write(h.root.join("late"), "written after the look").unwrap();
+    h.event(&root, "late", Hint::Modified);
+    h.event(&root, "early", Hint::Modified);
+    h.engine.end_pass();
+    h.looked(found);
+    h.after(10 * MS);
+    assert_eq!(
+        h.changes(),
+        vec![
+            ("born".into(), ChangeKind::Created),
+            ("early".into(), ChangeKind::Modified),
+            ("gone".into(), ChangeKind::Removed),
+            ("kept".into(), ChangeKind::Modified),
+            ("late".into(), ChangeKind::Modified),
+            ("untold".into(), ChangeKind::Created),
+        ],
+        "each once: the events' own, and what no event told of"
+    );
+    assert_eq!(
+        h.status("s").missed_by_os,
+        2,
+        "only kept and untold were missed by the OS"
+    );
+    let (index, disk) = h.root_names();
+    assert_eq!(index, disk, "the index is the disk");
+    assert!(h.engine.check_invariants().is_empty());
+    // The next rescan: nothing left to find (the events' signatures kept).
+    h.after(every);
+    h.deliver_cookie();
+    let found = h.look_held();
+    h.looked(found);
+    h.after(10 * MS);
+    assert_eq!(h.changes(), vec![], "nothing reported again");
+    assert_eq!(h.status("s").missed_by_os, 2);
+}
+
+/// A rescan's barrier waits, parked, for the rescan's looks on the
+/// scanner: what they find is delivered in the pass that applies the
+/// last of them (the batch closed then, not at its quiet window), and
+/// not before.
+#[test]
+fn a_rescan_barrier_waits_for_its_looks_on_the_scanner() {
+    let mut h = harness(Config::default());
+    std::fs::create_dir(h.root.join("sub")).unwrap();
+    h.engine.scanner = crate::scanner::Scanner::held();
+    // (Within the engine's 30 s deadline for its own barriers.)
+    let every = Duration::from_secs(20);
+    let long = Duration::from_secs(5);
+    h.apply(
+        "s",
+        h.spec()
+            .quiet_window(long)
+            .max_delay(long)
+            .rescan_every(every),
+    );
+    h.after(every);
+    h.deliver_cookie();
+    let found = h.look_held();
+    assert_eq!(found.len(), 2, "root and sub");
+    h.looked(found);
+    // Missed by the OS, below both directories.
+    std::fs::write(h.root.join("a"), "1").unwrap();
+    std::fs::write(h.root.join("sub/b"), "1").unwrap();
+    h.after(every);
+    h.deliver_cookie();
+    let jobs = h.engine.scanner.take_held();
+    assert_eq!(jobs.len(), 2, "a look at each directory, under way");
+    assert!(!h.engine.syncs.waiting(), "the barrier is parked");
+    let (first, second): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|j| j.path == h.root);
+    for _ in 0..3 {
+        h.after(10 * MS);
+    }
+    assert!(h.batches().is_empty(), "nothing before the looks come back");
+    // One look back: the barrier still waits for the other.
+    h.looked(crate::scanner::run(first));
+    assert!(
+        h.batches().is_empty(),
+        "the barrier waits for its last look"
+    );
+    assert_eq!(h.status("s").missed_by_os, 1, "counted as it comes");
+    h.looked(crate::scanner::run(second));
+    assert_eq!(
+        h.changes(),
+        vec![
+            ("a".into(), ChangeKind::Created),
+            ("sub/b".into(), ChangeKind::Created),
+        ],
+        "delivered when the barrier passes, before the quiet window"
+    );
+    assert_eq!(h.status("s").missed_by_os, 2);
+    // A look asked for while one is under way follows it: the barrier of
+    // a rescan due meanwhile waits for that one.
+    std::fs::write(h.root.join("c"), "1").unwrap();
+    h.after(every);
+    h.deliver_cookie();
+    let under_way = h.engine.scanner.take_held();
+    h.after(every);
+    h.deliver_cookie();
+    assert!(
+        h.engine.scanner.take_held().is_empty(),
+        "one look at a time per directory"
+    );
+    h.looked(crate::scanner::run(under_way));
+    let follow = h.engine.scanner.take_held();
+    assert_eq!(follow.len(), 2, "the looks that followed, handed over");
+    assert_eq!(h.changes(), vec![("c".into(), ChangeKind::Created)]);
+    h.looked(crate::scanner::run(follow));
+    assert!(h.batches().is_empty(), "found once");
+    assert_eq!(h.status("s").missed_by_os, 3);
+    assert!(h.engine.check_invariants().is_empty());
+}
+
+/// A rescan's look may see a sync cookie whose event (and the events
+/// queued before it) the engine has not read yet: the barrier does not
+/// pass on that sighting, only on the cookie's event.
+#[test]
+fn a_cookie_a_rescan_look_sees_does_not_pass_a_barrier() {
+    let mut h = harness(Config::default());
+    h.engine.scanner = crate::scanner::Scanner::held();
+    let every = Duration::from_secs(20);
+    h.apply("s", h.spec().quiet_window(10 * MS).rescan_every(every));
+    h.after(every);
+    h.deliver_cookie();
+    let look = h.engine.scanner.take_held();
+    assert_eq!(look.len(), 1, "the rescan's look, under way");
+    let answer = h.sync("s");
+    // The look is made now: it sees the caller's cookie.
+    let found = crate::scanner::run(look);
+    let seen = found[0].look.as_ref().unwrap().picture.entries().iter();
+    assert!(seen.filter(|(n, _)| crate::fs::is_cookie(n)).count() >= 1);
+    h.looked(found);
+    assert!(
+        answer.try_recv().is_err(),
+        "not passed on the look's sighting"
+    );
+    // Its event comes: it passes.
+    h.deliver_cookie();
+    assert_eq!(answer.try_recv(), Ok(true));
 }
 
 #[test]
@@ -332,22 +594,6 @@ mod a_polling_manager {
         })
     }
 
-    /// The names (below the root, joined with `/` on every OS) and kinds
-    /// of what `batches` report.
-    fn names(h: &Harness, batches: &[Arc<ChangeBatch>]) -> Vec<(String, ChangeKind)> {
-        let mut v: Vec<(String, ChangeKind)> = batches
-            .iter()
-            .flat_map(|b| b.changes.iter())
-            .map(|c| {
-                let rel = c.path.strip_prefix(&h.root).unwrap();
-                let names: Vec<_> = rel.iter().map(|n| n.to_string_lossy()).collect();
-                (names.join("/"), c.kind)
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
     /// Every directory is polled at the manager's interval, none holds a
     /// watch, the status says so; a poll reports what changed since the
     /// first read and nothing else, and polls come by themselves.
@@ -381,7 +627,7 @@ mod a_polling_manager {
         h.after(10 * MS);
         let b = h.batches();
         assert_eq!(
-            names(&h, &b),
+            h.names_of(&b),
             vec![
                 ("gone".into(), ChangeKind::Removed),
                 ("new".into(), ChangeKind::Created),
@@ -420,7 +666,7 @@ mod a_polling_manager {
         std::fs::write(a.join("h"), "h").unwrap();
         h.after(EVERY);
         h.after(10 * MS);
-        let got = names(&h, &h.batches());
+        let got = h.changes();
         for want in [
             ("sub/f", ChangeKind::Removed),
             ("sub/g", ChangeKind::Created),
@@ -439,7 +685,7 @@ mod a_polling_manager {
         std::fs::remove_dir_all(&sub).unwrap();
         h.after(EVERY);
         h.after(10 * MS);
-        let got = names(&h, &h.batches());
+        let got = h.changes();
         assert_eq!(
             got,
             vec![
@@ -464,13 +710,7 @@ mod a_polling_manager {
         h.apply("s", h.spec().quiet_window(long).max_delay(long));
         let f = h.root.join("sub/f");
         std::fs::write(&f, "x").unwrap();
-        let (reply, answer) = bounded(1);
-        h.engine.handle(Msg::Sync {
-            name: "s".into(),
-            deadline: h.clock.now() + Duration::from_secs(10),
-            reply,
-        });
-        h.engine.end_pass();
+        let answer = h.sync("s");
         assert_eq!(answer.try_recv(), Ok(true), "passed, before any interval");
         assert_eq!(h.kinds_of(&f), vec![ChangeKind::Created]);
         let left = std::fs::read_dir(&h.root)
