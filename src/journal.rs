@@ -17,10 +17,6 @@ use std::sync::Arc;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::ids::{Generation, Seq};
 
-/// Default number of distinct paths a spec's journal holds: see
-/// [`ManagerBuilder::journal_paths`](crate::ManagerBuilder::journal_paths).
-pub const DEFAULT_JOURNAL_PATHS: usize = 4096;
-
 /// Appearances and disappearances kept per path. A path that comes and
 /// goes more often than this (a lock file) raises the floor instead.
 const MAX_FLIPS: usize = 8;

@@ -267,6 +267,7 @@ mod change;
 mod choice;
 mod clock;
 mod coalesce;
+mod defaults;
 mod duration;
 mod engine;
 mod error;
@@ -301,16 +302,20 @@ pub use choice::{Backend, ParseBackendError};
 /// [`Manager::subscribe`] returns, re-exported so that its type can be
 /// named without depending on a matching version.
 pub use crossbeam_channel;
+pub use defaults::{
+    DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
+    DEFAULT_QUIET_WINDOW, DEFAULT_SUBSCRIBER_CAPACITY,
+};
 pub use error::{Error, Result};
 pub use event::Event;
 pub use ids::{Generation, Seq};
 pub use ignore::IgnoreRule;
-pub use journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, ResyncReason};
-pub use manager::{Applied, DEFAULT_SUBSCRIBER_CAPACITY, Manager, ManagerBuilder};
+pub use journal::{ChangesSince, ResyncReason};
+pub use manager::{Applied, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
-pub use spec::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, WatchOptions, WatchSpec};
+pub use spec::{WatchOptions, WatchSpec};
 pub use stats::Stats;
 pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
 #[cfg(feature = "stream")]

@@ -8,6 +8,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use crate::choice::Backend;
+use crate::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
 use crate::engine::{self, Handle, Msg, trace};
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -66,9 +67,6 @@ pub struct ManagerBuilder {
     journal_paths: Option<usize>,
 }
 
-/// Default capacity of a subscriber's channel, in events.
-pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
-
 impl ManagerBuilder {
     /// Chooses the backend (default [`Backend::Auto`]): the event backend
     /// the manager runs, or [`Backend::Poll`] to poll every root at its
@@ -81,7 +79,7 @@ impl ManagerBuilder {
 
     /// After the OS lost events (a queue overflow), every indexed file whose
     /// ctime is at most this long before the last read of events that was
-    /// complete is reported modified. Default 2 s, for file systems with
+    /// complete is reported modified. Default 2 s ([`DEFAULT_OVERFLOW_MARGIN`](crate::DEFAULT_OVERFLOW_MARGIN)), for file systems with
     /// coarse timestamps; on ext4, xfs, btrfs and tmpfs (nanoseconds, with a
     /// clock a few milliseconds coarse) 50 ms is plenty.
     #[must_use]
@@ -102,7 +100,7 @@ impl ManagerBuilder {
     /// How often directories are polled in place of an OS watch they could
     /// not get (the watch limit, a followed link on the portable backend),
     /// and the roots [`Backend::Auto`] finds on a shared file system
-    /// (default 1 s). A `Backend::Poll { interval }`, the manager's or a
+    /// (default 1 s, [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)). A `Backend::Poll { interval }`, the manager's or a
     /// spec's, polls at its own interval.
     #[must_use]
     pub fn poll_interval(mut self, interval: Duration) -> Self {

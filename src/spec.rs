@@ -8,10 +8,7 @@ pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
 use crate::ignore::{IgnoreRule, Matcher};
 
-/// Default quiet window: see [`WatchOptions::quiet_window`].
-pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(50);
-/// Default maximum batch delay: see [`WatchOptions::max_delay`].
-pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
+use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW};
 
 /// The desired state of one watch: what to watch, what to leave out, and how
 /// to batch what is seen.

@@ -115,6 +115,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "clock",
         "journal",
         "duration",
+        "defaults",
         "ignore_files",
         "choice",
     ] {

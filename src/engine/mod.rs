@@ -325,7 +325,7 @@ impl Engine {
                 running: backend::resolve(config.backend),
                 poll_interval: config
                     .poll_interval
-                    .unwrap_or(poll::DEFAULT_POLL_INTERVAL)
+                    .unwrap_or(crate::defaults::DEFAULT_POLL_INTERVAL)
                     .max(Duration::from_millis(1)),
             },
             recovery: Recovery::new(config.overflow_margin, wall),

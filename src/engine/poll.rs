@@ -8,11 +8,9 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::defaults::DEFAULT_POLL_INTERVAL;
 use crate::fs::{self, Picture};
 use crate::index::DirId;
-
-/// Default interval of polling for directories without an OS watch.
-pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 
 /// What to do with a look of the scanner's that came back.
 #[derive(Debug, PartialEq, Eq)]

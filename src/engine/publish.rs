@@ -18,12 +18,13 @@ use parking_lot::{Condvar, Mutex};
 
 use super::trace;
 use crate::change::{Change, ChangeBatch};
+use crate::defaults::DEFAULT_JOURNAL_PATHS;
 use crate::event::Event;
 use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ids::Seq;
 use crate::index::SpecId;
-use crate::journal::{ChangesSince, DEFAULT_JOURNAL_PATHS, Journal};
+use crate::journal::{ChangesSince, Journal};
 use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 
 /// What the engine publishes for the manager to read: written by the

@@ -9,16 +9,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::wall_before;
+use crate::defaults::DEFAULT_OVERFLOW_MARGIN;
 use crate::index::{DirId, SpecId};
 
 /// First delay before a failed watch is tried again; it doubles per attempt.
 pub(super) const RETRY_FIRST: Duration = Duration::from_millis(50);
 /// Longest delay between two attempts.
 pub(super) const RETRY_MAX: Duration = Duration::from_secs(30);
-
-/// Default of how far before the last complete read an overflow may have
-/// hidden changes: file systems' timestamps are coarser than the wall clock.
-pub(crate) const OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
 
 /// The delay before attempt `attempts + 1` (the first retry comes after
 /// [`RETRY_FIRST`]).
@@ -67,7 +64,7 @@ impl Recovery {
             prev_read: now,
             last_read: now,
             last_read_mono: None,
-            margin: margin.unwrap_or(OVERFLOW_MARGIN),
+            margin: margin.unwrap_or(DEFAULT_OVERFLOW_MARGIN),
         }
     }
 

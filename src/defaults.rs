@@ -1,0 +1,29 @@
+//! Every default a user can change, in one place: each is a public
+//! constant (re-exported at the crate root) that the option's docs name,
+//! and the one value the code falls back to.
+
+use std::time::Duration;
+
+/// Default quiet window: see [`WatchOptions::quiet_window`](crate::WatchOptions::quiet_window).
+pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(50);
+
+/// Default maximum batch delay: see [`WatchOptions::max_delay`](crate::WatchOptions::max_delay).
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
+
+/// Default capacity of a subscriber's channel, in events: see
+/// [`ManagerBuilder::subscriber_capacity`](crate::ManagerBuilder::subscriber_capacity).
+pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
+
+/// Default number of distinct paths a spec's journal holds: see
+/// [`ManagerBuilder::journal_paths`](crate::ManagerBuilder::journal_paths).
+pub const DEFAULT_JOURNAL_PATHS: usize = 4096;
+
+/// Default interval of the manager's polling (directories without an OS
+/// watch, roots `Auto` finds on shared storage): see
+/// [`ManagerBuilder::poll_interval`](crate::ManagerBuilder::poll_interval).
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
+
+/// Default of how far before the last complete read an overflow may have
+/// hidden changes (file systems' timestamps are coarser than the wall
+/// clock): see [`ManagerBuilder::overflow_margin`](crate::ManagerBuilder::overflow_margin).
+pub const DEFAULT_OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
