@@ -111,7 +111,10 @@
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
 //! as it goes (`chart_index: watching again`).
 //!
-//! `load.sh` beside this file measures it under load (oha; see the README).
+//! `load.sh` (one replica) and `replicas-load.sh` (two replicas over one
+//! storage directory, one through a bindfs mount, while charts are
+//! uploaded and deleted) beside this file measure it under load (oha; see
+//! the README).
 //!
 //! Nothing outside `DIR` is read or written (see the `storage` module), and
 //! temporary upload files are named `.upload-*` and ignored by the watch.
