@@ -44,6 +44,7 @@ trap cleanup EXIT INT TERM
 # packages in all, dealt round the tenants (as replicas-load.sh makes them).
 python3 "$(dirname "$0")/replicas_load.py" seed "$work/storage" "$CHARTS" "$TENANTS"
 
+: >"$work/out" # before the server's own redirection, which may come late
 "$bin" --storage "$work/storage" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
 server=$!
 # The server prints LISTENING once its first index is built; give it 60 s.

@@ -119,6 +119,8 @@ start() {
     local name=$1 bin=$2 storage=$3 t0 tries=0
     shift 3
     t0=$(date +%s%N)
+    # Made here: the server's own redirection may come after the first look.
+    : >"$run/$name.out"
     "$bin" --storage "$storage" --listen 127.0.0.1:0 "$@" >"$run/$name.out" 2>"$run/$name.err" &
     pid=$!
     servers+=("$pid")

@@ -255,6 +255,7 @@ def summary(run):
                 why = str(r["status"]) if r["status"] else r.get("error", "?")[:60]
                 bad[why] = bad.get(why, 0) + 1
         seen = [r["visible_ms"] for r in ok if "visible_ms" in r]
+        logged = [r["log_ms"] for r in ok if "log_ms" in r]
         s[op] = {
             "n": len(steps),
             "ok": len(ok),
@@ -264,11 +265,15 @@ def summary(run):
             "visible_p50": pct(seen, 50),
             "visible_p99": pct(seen, 99),
             "visible_max": max(seen) if seen else None,
+            "logged_p50": pct(logged, 50),
+            "logged_p99": pct(logged, 99),
             "missed": sum(1 for r in ok if r.get("missed")),
         }
     rss = s["rss_kb"]
     s["bytes_per_chart"] = {
-        side: (rss[side] - rss["empty_" + side]) * 1024 / s["charts"] for side in ("a", "b")
+        side + when: (rss[side + when] - rss["empty_" + side]) * 1024 / s["charts"]
+        for side in ("a", "b")
+        for when in ("", "_end")
     }
     return s
 
@@ -336,19 +341,19 @@ def report(runs):
             )
     print()
     print(
-        "| run | uploads ok | upload answer p50 / p99 | upload -> listed on B p50 / p99 / max "
-        "| missed | deletes ok | delete -> gone on B p50 / p99 | failed writes "
-        "| memory per chart A / B | start A / B |"
+        "| run | uploads ok | upload answered p50 / p99 | upload -> applied by B (its log "
+        "line) p50 / p99 | upload -> listed by B's index.yaml p50 / p99 / max | missed "
+        "| deletes ok | delete -> gone from B's index.yaml p50 / p99 | failed writes |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for s in rows:
         u, d = s["upload"], s["delete"]
         failed = dict(u["failed"])
         for k, n in d["failed"].items():
             failed[k] = failed.get(k, 0) + n
         print(
-            "| %s, round %d | %d/%d | %s / %s | %s / %s / %s | %d | %d/%d | %s / %s | %s "
-            "| %.0f / %.0f B | %.1f / %.1f s |"
+            "| %s, round %d | %d/%d | %s / %s | %s / %s | %s / %s / %s | %d | %d/%d | %s / %s "
+            "| %s |"
             % (
                 s["label"],
                 s["round"],
@@ -356,6 +361,8 @@ def report(runs):
                 u["n"],
                 ms(u["answer_p50"]),
                 ms(u["answer_p99"]),
+                ms(u["logged_p50"]),
+                ms(u["logged_p99"]),
                 ms(u["visible_p50"]),
                 ms(u["visible_p99"]),
                 ms(u["visible_max"]),
@@ -365,8 +372,27 @@ def report(runs):
                 ms(d["visible_p50"]),
                 ms(d["visible_p99"]),
                 ", ".join("%d x %s" % (n, k) for k, n in sorted(failed.items())) or "none",
-                s["bytes_per_chart"]["a"],
-                s["bytes_per_chart"]["b"],
+            )
+        )
+    print()
+    print(
+        "| run | memory per chart, A / B, once listening | after the load | empty replica "
+        "A / B | start (to LISTENING) A / B |"
+    )
+    print("|---|---|---|---|---|")
+    for s in rows:
+        b, rss = s["bytes_per_chart"], s["rss_kb"]
+        print(
+            "| %s, round %d | %.0f / %.0f B | %.0f / %.0f B | %.1f / %.1f MiB | %.1f / %.1f s |"
+            % (
+                s["label"],
+                s["round"],
+                b["a"],
+                b["b"],
+                b["a_end"],
+                b["b_end"],
+                rss["empty_a"] / 1024,
+                rss["empty_b"] / 1024,
                 s["start_ms"]["a"] / 1000,
                 s["start_ms"]["b"] / 1000,
             )
