@@ -25,7 +25,9 @@
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
-//!   JSON (which Helm reads first; see the `index` module). Header
+//!   JSON (which Helm reads first; see the `index` module), rendered
+//!   once after each change of the tenant and served as rendered until
+//!   the next (`generated` is the rendering's time). Header
 //!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
 //!   any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
