@@ -36,15 +36,16 @@
 //! once this replica's index shows the change (read-your-writes, see
 //! [`Repo::barrier`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::IntoResponse;
@@ -95,6 +96,10 @@ pub struct Repo {
     uploads: AtomicU64,
     /// Who may do what, and how paths are read.
     policy: Policy,
+    /// Each tenant's `index.yaml` as last rendered, with the batch that
+    /// had last changed the tenant then ([`Index::changed`]): served again
+    /// until a batch changes that tenant.
+    rendered: Mutex<HashMap<String, (u64, Bytes)>>,
 }
 
 /// What the server's flags allow.
@@ -125,6 +130,7 @@ impl Repo {
             sync_timeout,
             uploads: AtomicU64::new(0),
             policy,
+            rendered: Mutex::new(HashMap::new()),
         }
     }
 
@@ -390,11 +396,12 @@ fn read_tenant<T>(
 ) -> Result<(T, u64), Reply> {
     let key = tenant_of(tenant)?.join("/");
     let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
-    let charts = index
-        .tenants
-        .get(&key)
-        .ok_or_else(|| error(404, &format!("no tenant /{key}")))?;
+    let charts = index.tenants.get(&key).ok_or_else(|| no_tenant(&key))?;
     Ok((f(charts)?, index.seq))
+}
+
+fn no_tenant(key: &str) -> Reply {
+    error(404, &format!("no tenant /{key}"))
 }
 
 /// An answer carrying `X-Index-Seq`.
@@ -402,8 +409,30 @@ fn with_seq(reply: Reply, seq: u64) -> Reply {
     with_header(reply, "X-Index-Seq", &seq.to_string())
 }
 
+/// `tenant`'s `index.yaml`: rendered once per change of the tenant (the
+/// batch that last changed it, [`Index::changed`], says whether the one
+/// kept in [`Repo::rendered`] is current), so its `generated` time is when
+/// it was rendered after that change. Rendering each request anew cost
+/// most of the server's time under load (see the README).
 fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
-    let (yaml, seq) = read_tenant(repo, tenant, |charts| Ok(render_index(charts)))?;
+    let key = tenant_of(tenant)?.join("/");
+    let rendered = || repo.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
+    let Some(charts) = index.tenants.get(&key) else {
+        rendered().remove(&key);
+        return Err(no_tenant(&key));
+    };
+    let (seq, changed) = (index.seq, index.changed(&key));
+    let kept = rendered()
+        .get(&key)
+        .filter(|(at, _)| *at == changed)
+        .map(|(_, yaml)| yaml.clone());
+    let yaml = kept.unwrap_or_else(|| {
+        let yaml = Bytes::from(render_index(charts));
+        rendered().insert(key, (changed, yaml.clone()));
+        yaml
+    });
+    drop(index);
     Ok(with_seq(
         ([(header::CONTENT_TYPE, "application/x-yaml")], yaml).into_response(),
         seq,

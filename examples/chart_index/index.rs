@@ -10,7 +10,7 @@
 //! first batches of the watch report every existing entry as created (its
 //! initial scan), so the same code builds the index and keeps it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path};
 use std::sync::{PoisonError, RwLock};
 use std::time::SystemTime;
@@ -28,6 +28,10 @@ pub struct Index {
     /// Tenant directories, keyed by their path below the root (`""` for
     /// the root, `org/team`); each one's packages keyed by file name.
     pub tenants: BTreeMap<String, BTreeMap<String, ChartVersion>>,
+    /// The `seq` of the last batch that changed each tenant: made it, or
+    /// added, replaced or removed one of its packages (see
+    /// [`Index::changed`]).
+    changed: HashMap<String, u64>,
 }
 
 impl Index {
@@ -37,7 +41,21 @@ impl Index {
         Index {
             seq: 0,
             tenants: BTreeMap::from([(String::new(), BTreeMap::new())]),
+            changed: HashMap::new(),
         }
+    }
+
+    /// The `seq` of the last batch that changed tenant `key` (0: none
+    /// since the index was made): while it stays the same, so does the
+    /// tenant's packages, and what is derived from them alone (its
+    /// `index.yaml`) may be kept.
+    pub fn changed(&self, key: &str) -> u64 {
+        self.changed.get(key).copied().unwrap_or(0)
+    }
+
+    /// Tenant `key` changes in the batch being applied.
+    fn touch(&mut self, key: &str) {
+        self.changed.insert(key.to_owned(), self.seq);
     }
 
     fn forget_package(&mut self, key: &str) {
@@ -46,6 +64,7 @@ impl Index {
             && charts.remove(file).is_some()
         {
             eprintln!("index: - {key}");
+            self.touch(parent);
         }
     }
 
@@ -59,6 +78,7 @@ impl Index {
             .collect();
         for t in below {
             self.tenants.remove(&t);
+            self.changed.remove(&t);
         }
     }
 
@@ -70,7 +90,10 @@ impl Index {
             }
             Op::Dir(key) => {
                 self.forget_package(&key);
-                self.tenants.entry(key).or_default();
+                if !self.tenants.contains_key(&key) {
+                    self.touch(&key);
+                    self.tenants.insert(key, BTreeMap::new());
+                }
             }
             Op::File { key, package } => {
                 self.forget_tenants(&key);
@@ -79,6 +102,7 @@ impl Index {
                     (Some(p), Some(charts)) => {
                         eprintln!("index: + {key} ({} {})", p.meta.name, p.meta.version);
                         charts.insert(file.to_owned(), *p);
+                        self.touch(parent);
                     }
                     _ => self.forget_package(&key),
                 }
@@ -94,10 +118,12 @@ pub fn apply_batch(index: &RwLock<Index>, root: &Path, batch: &ChangeBatch) {
     let ops: Vec<Op> = batch.changes.iter().filter_map(|c| plan(root, c)).collect();
     {
         let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
+        // Set first, so that the tenants the ops change are marked with
+        // this batch (no reader sees the index before the ops are done).
+        index.seq = batch.seq.0;
         for op in ops {
             index.apply(op);
         }
-        index.seq = batch.seq.0;
     }
     eprintln!(
         "index: seq {}: {} changes",

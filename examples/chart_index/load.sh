@@ -10,8 +10,8 @@
 # BINARY defaults to target/release/examples/chart_index; OHA_ARGS are
 # passed to oha (e.g. `-- --disable-keepalive`). Environment: CHARTS
 # (1000), TENANTS (10), CONNS (64), DURATION (10s), OHA (oha; `cargo
-# install oha`), KEEP=1 keeps the work directory. Needs python3 (the
-# packages are made with its tarfile module). Prints oha's summary.
+# install oha`), KEEP=1 keeps the work directory. Needs python3
+# (replicas_load.py makes the packages). Prints oha's summary.
 set -eu
 
 CHARTS=${CHARTS:-1000}
@@ -41,32 +41,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # TENANTS directories t0, t1, ...; chart c<k>, versions 1.0.<v>, CHARTS
-# packages in all, dealt round the tenants.
-python3 - "$work/storage" "$CHARTS" "$TENANTS" <<'EOF'
-import io, os, sys, tarfile
-root, charts, tenants = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def add(tar, name, data):
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
-    tar.addfile(info, io.BytesIO(data))
-for i in range(charts):
-    tenant = os.path.join(root, "t%d" % (i % tenants))
-    os.makedirs(tenant, exist_ok=True)
-    n = i // tenants
-    name, version = "c%d" % (n // 10), "1.0.%d" % (n % 10)
-    chart_yaml = ("apiVersion: v2\nname: %s\nversion: %s\nappVersion: \"%s\"\n"
-                  "description: load test chart %s\ntype: application\n"
-                  % (name, version, version, name)).encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        add(tar, name + "/Chart.yaml", chart_yaml)
-        add(tar, name + "/values.yaml", b"replicas: 1\n")
-        add(tar, name + "/templates/configmap.yaml",
-            b"kind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n")
-    with open(os.path.join(tenant, "%s-%s.tgz" % (name, version)), "wb") as f:
-        f.write(buf.getvalue())
-EOF
+# packages in all, dealt round the tenants (as replicas-load.sh makes them).
+python3 "$(dirname "$0")/replicas_load.py" seed "$work/storage" "$CHARTS" "$TENANTS"
 
+: >"$work/out" # before the server's own redirection, which may come late
 "$bin" --storage "$work/storage" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
 server=$!
 # The server prints LISTENING once its first index is built; give it 60 s.

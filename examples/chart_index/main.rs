@@ -25,7 +25,9 @@
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
-//!   JSON (which Helm reads first; see the `index` module). Header
+//!   JSON (which Helm reads first; see the `index` module), rendered
+//!   once after each change of the tenant and served as rendered until
+//!   the next (`generated` is the rendering's time). Header
 //!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
 //!   any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
@@ -111,7 +113,10 @@
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
 //! as it goes (`chart_index: watching again`).
 //!
-//! `load.sh` beside this file measures it under load (oha; see the README).
+//! `load.sh` (one replica) and `replicas-load.sh` (two replicas over one
+//! storage directory, one through a bindfs mount, while charts are
+//! uploaded and deleted) beside this file measure it under load (oha; see
+//! the README).
 //!
 //! Nothing outside `DIR` is read or written (see the `storage` module), and
 //! temporary upload files are named `.upload-*` and ignored by the watch.

@@ -400,3 +400,71 @@ fn sigterm_lets_requests_in_flight_finish() {
         pkg
     );
 }
+
+/// `index.yaml` is rendered once per change of its tenant and served
+/// again until a batch changes that tenant: the same bytes (its
+/// `generated` time too) while nothing changes there, whatever changes
+/// elsewhere; a new rendering after an upload, a delete, or the tenant's
+/// directory removed and made again.
+#[test]
+fn index_yaml_is_rendered_again_only_when_its_tenant_changes() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = d.path().canonicalize().unwrap().join("charts");
+    for t in ["a", "b"] {
+        std::fs::create_dir_all(storage.join(t)).unwrap();
+        std::fs::write(storage.join(t).join("x-1.0.0.tgz"), chart("x", "1.0.0")).unwrap();
+    }
+    let s = Server::start("rendered", &storage, &[]);
+    let body = |tenant: &str| {
+        let (r, l) = s.index(tenant);
+        let l = l.unwrap_or_else(|e| panic!("{tenant}: {e}: {}", r.text()));
+        (r.body, l)
+    };
+    let (a1, l) = body("a");
+    assert!(l.contains_key(&nv("x", "1.0.0")));
+    // RFC 3339 with nanoseconds: a second rendering would differ.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(body("a").0 == a1, "nothing changed: the same bytes");
+
+    let r = s.post("/api/b/charts", &chart("y", "1.0.0"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (_, lb) = body("b");
+    assert!(
+        lb.contains_key(&nv("y", "1.0.0")),
+        "b's index shows b's upload"
+    );
+    assert!(
+        body("a").0 == a1,
+        "a change in b leaves a's index as it was"
+    );
+
+    let r = s.post("/api/a/charts", &chart("y", "1.0.0"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (a2, l) = body("a");
+    assert!(a2 != a1);
+    assert!(
+        l.contains_key(&nv("y", "1.0.0")),
+        "a's index shows a's upload"
+    );
+    assert!(body("a").0 == a2, "then kept again");
+
+    let r = s.delete("/api/a/charts/x/1.0.0");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (a3, l) = body("a");
+    assert!(
+        !l.contains_key(&nv("x", "1.0.0")),
+        "a's index shows the delete"
+    );
+    assert!(a3 != a2);
+
+    // The tenant's directory goes and comes back with other packages
+    // (written directly): its old rendering is not served again.
+    std::fs::remove_dir_all(storage.join("a")).unwrap();
+    s.wait_status("/a/index.yaml", 404, "tenant a removed");
+    std::fs::create_dir_all(storage.join("a")).unwrap();
+    std::fs::write(storage.join("a/z-1.0.0.tgz"), chart("z", "1.0.0")).unwrap();
+    let l = s.wait_index("a", "tenant a made again with z", |l| {
+        l.contains_key(&nv("z", "1.0.0"))
+    });
+    assert_eq!(l.len(), 1, "only z: {l:?}");
+}
