@@ -312,12 +312,25 @@ impl Engine {
                 jobs.extend(job);
             }
         }
+        self.hand_over(Purpose::Poll, jobs, asked)
+    }
+
+    /// Hands `jobs` to the scanner, and returns the looks of `asked` (each
+    /// a directory and a token) that a barrier must still wait for: those
+    /// not done with once the jobs are submitted (an inline scanner, as in
+    /// the engine's tests, has applied them already).
+    pub(super) fn hand_over(
+        &mut self,
+        purpose: Purpose,
+        jobs: Vec<Job>,
+        asked: Vec<(DirId, u64)>,
+    ) -> Vec<(Purpose, DirId, u64)> {
         self.scan(jobs);
         asked
             .into_iter()
             .rev()
-            .filter(|(id, t)| !self.polls.done(*id, *t))
-            .map(|(id, t)| (Purpose::Poll, id, t))
+            .filter(|&(id, t)| !look_done(&self.polls, &self.rescans, purpose, id, t))
+            .map(|(id, t)| (purpose, id, t))
             .collect()
     }
 
@@ -359,5 +372,20 @@ impl Engine {
                 );
             }
         }
+    }
+}
+
+/// Whether look `token` at directory `id`, made for `purpose`, is done
+/// with: applied, or given up (the owner of that kind of look says).
+pub(super) fn look_done(
+    polls: &poll::PollSet,
+    rescans: &super::rescan::Rescans,
+    purpose: Purpose,
+    id: DirId,
+    token: u64,
+) -> bool {
+    match purpose {
+        Purpose::Poll => polls.done(id, token),
+        Purpose::Rescan => rescans.done(id, token),
     }
 }

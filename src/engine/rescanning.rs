@@ -53,13 +53,7 @@ impl Engine {
                 jobs.extend(self.rescan_job(id, token));
             }
         }
-        self.scan(jobs);
-        asked
-            .into_iter()
-            .rev()
-            .filter(|(id, t)| !self.rescans.done(*id, *t))
-            .map(|(id, t)| (Purpose::Rescan, id, t))
-            .collect()
+        self.hand_over(Purpose::Rescan, jobs, asked)
     }
 
     /// The job of rescan look `token` at directory `id`.

@@ -21,11 +21,11 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::Sender;
 
 use super::Engine;
+use super::polling::look_done;
 use super::specs::GUARD_DEADLINE;
 use super::sync::{Wait, cookies_for};
 use crate::fs;
 use crate::index::SpecId;
-use crate::scanner::Purpose;
 
 /// A barrier whose cookies have all been seen.
 pub(super) struct Ready {
@@ -162,10 +162,9 @@ impl Engine {
     /// the pass that applies the last of them.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
         let (polls, rescans) = (&self.polls, &self.rescans);
-        let scanned = self.syncs.take_scanned(|why, id, t| match why {
-            Purpose::Poll => polls.done(id, t),
-            Purpose::Rescan => rescans.done(id, t),
-        });
+        let scanned = self
+            .syncs
+            .take_scanned(|why, id, t| look_done(polls, rescans, why, id, t));
         let (guards, ready): (Vec<Wait>, Vec<Wait>) = self
             .syncs
             .take_ready()
