@@ -193,6 +193,33 @@ fn print_table(rows: &[Row]) {
     }
 }
 
+/// Milliseconds, for the tables.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The start-up row of `size` (a tree's `dirs x files`): raw notify's
+/// median, and specwatch's native and portable ones beside it.
+fn startup_row(
+    runs: usize,
+    size: &str,
+    floor: Duration,
+    kernel: Duration,
+    t: [Duration; 3],
+) -> Row {
+    let [tn, ts, tp] = t.map(ms);
+    Row {
+        what: format!(
+            "start-up ms, median of {runs}, {size} (find: {:.1}; walk + watches: {:.1})",
+            ms(floor),
+            ms(kernel)
+        ),
+        notify: format!("{tn:.1}"),
+        native: format!("{ts:.1} ({})", ratio(ts, tn)),
+        portable: format!("{tp:.1} ({})", ratio(tp, tn)),
+    }
+}
+
 fn ratio(a: f64, b: f64) -> String {
     if b > 0.0 {
         format!("{:.2}", a / b)
@@ -417,7 +444,6 @@ fn full_poll(m: &Manager) -> Duration {
 /// The poll backend's rows: start-up, one full poll beside `find`'s
 /// floor, the cost per 10,000 files, memory, idle CPU at a 1 s interval.
 fn poll_rows(sizes: &[(usize, usize)]) -> Vec<(String, String)> {
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let mut rows = Vec::new();
     for &(dirs, files) in sizes {
         let (_tmp, root, empty, entries) = tree(dirs, files);
@@ -586,17 +612,13 @@ fn main() {
         let mem_n = memory_in_child("notify", &empty, &root, entries);
         let mem_s = memory_in_child("native", &empty, &root, entries);
         let mem_p = memory_in_child("portable", &empty, &root, entries);
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        rows.push(Row {
-            what: format!(
-                "start-up ms, median of {RUNS}, {dirs} x {files} (find: {:.1}; walk + watches: {:.1})",
-                ms(floor),
-                ms(kernel)
-            ),
-            notify: format!("{:.1}", ms(tn)),
-            native: format!("{:.1} ({})", ms(ts), ratio(ms(ts), ms(tn))),
-            portable: format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
-        });
+        rows.push(startup_row(
+            RUNS,
+            &format!("{dirs} x {files}"),
+            floor,
+            kernel,
+            [tn, ts, tp],
+        ));
         rows.push(Row {
             what: format!("OS watches, {dirs} x {files}"),
             notify: wn.to_string(),
@@ -640,7 +662,6 @@ fn main() {
         let n = node_modules_notify(nm.path());
         let s = node_modules_specwatch(Backend::Native, nm.path());
         let p = node_modules_specwatch(Backend::Portable, nm.path());
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         rows.push(Row {
             what: "ignored node_modules/ (5,000 x 10), src/ 200 x 10: start-up ms".into(),
             notify: format!("{:.1}", ms(n.startup)),

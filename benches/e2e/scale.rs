@@ -193,7 +193,6 @@ fn scale_rows(
     rows: &mut Vec<Row>,
     notes: &mut Vec<String>,
 ) {
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let size = format!("{dirs} x {files}");
     eprintln!("scale: generating {size}");
     let t = Instant::now();
@@ -236,16 +235,13 @@ fn scale_rows(
     let kernel = median((0..runs).map(|_| watch_floor(&root)).collect());
     eprintln!("scale: {size}: start-ups");
     let ([tn, ts, tp], [wn, ws, wp]) = startups(&root, runs);
-    rows.push(Row {
-        what: format!(
-            "start-up ms, median of {runs}, {size} (find: {:.1}; walk + watches: {:.1})",
-            ms(floor),
-            ms(kernel)
-        ),
-        notify: format!("{:.1}", ms(tn)),
-        native: format!("{:.1} ({})", ms(ts), ratio(ms(ts), ms(tn))),
-        portable: format!("{:.1} ({})", ms(tp), ratio(ms(tp), ms(tn))),
-    });
+    rows.push(startup_row(
+        runs,
+        &size.to_string(),
+        floor,
+        kernel,
+        [tn, ts, tp],
+    ));
     rows.push(Row {
         what: format!("  x the find floor, {size}"),
         notify: format!("{:.2}", ms(tn) / ms(floor)),
