@@ -176,7 +176,7 @@ impl ChangeBatch {
     /// let batch = ChangeBatch::new(
     ///     "src",
     ///     Generation(1),
-    ///     Seq(7),
+    ///     Seq::new(1, 7),
     ///     SystemTime::UNIX_EPOCH,
     ///     [
     ///         Change::new("/app/src/main.rs", ChangeKind::Modified, FileType::File),

@@ -367,7 +367,7 @@ mod tests {
         Event::Changes(Arc::new(ChangeBatch::new(
             name,
             Generation(generation),
-            Seq(seq),
+            Seq::new(1, seq),
             SystemTime::UNIX_EPOCH,
             changes,
         )))
@@ -407,7 +407,7 @@ mod tests {
         match b.pop().unwrap() {
             Event::Changes(batch) => {
                 assert_eq!(batch.changes.len(), 100);
-                assert_eq!(batch.seq, Seq(10_000), "newest seq");
+                assert_eq!(batch.seq, Seq::new(1, 10_000), "newest seq");
                 assert!(batch.changes.windows(2).all(|w| w[0].path < w[1].path));
             }
             other => panic!("{other:?}"),
@@ -458,8 +458,8 @@ mod tests {
         let mut last_seq = 0;
         loop {
             while let Ok(Event::Changes(b)) = rx.try_recv() {
-                assert!(b.seq.0 > last_seq, "seq must increase");
-                last_seq = b.seq.0;
+                assert!(b.seq.number() > last_seq, "seq must increase");
+                last_seq = b.seq.number();
                 seen.extend(b.changes.iter().map(|c| c.path.clone()));
             }
             if !s.behind() {

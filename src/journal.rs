@@ -64,9 +64,7 @@ pub enum ResyncReason {
         oldest: Seq,
     },
     /// The seq is from before the spec's current generation (it was
-    /// updated since: its paths or rules may differ), or from an earlier
-    /// manager (an earlier run of the process: seqs start from the wall
-    /// clock, so an earlier run's are smaller).
+    /// updated since: its paths or rules may differ).
     OtherGeneration {
         /// The current generation.
         generation: Generation,
@@ -74,6 +72,9 @@ pub enum ResyncReason {
     /// The seq was never issued by this manager (it is ahead of the
     /// newest).
     Unknown,
+    /// The seq is of another instance: an earlier run, another process or
+    /// manager, a snapshot of another lineage (see [`Seq`]).
+    OtherInstance,
 }
 
 #[derive(Debug)]
@@ -89,6 +90,12 @@ struct Entry {
 #[derive(Debug)]
 pub(crate) struct Journal {
     generation: Generation,
+    /// The instance its seqs are of (the manager's, or a restored
+    /// snapshot's lineage).
+    instance: u64,
+    /// The manager's own instance: its seqs of other specs are understood
+    /// too (a consumer of several specs can keep one).
+    manager: u64,
     /// The last seq issued before this generation started.
     start: u64,
     /// Questions about seqs below this are answered with `Resync`.
@@ -102,10 +109,18 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    /// An empty journal of a generation that starts after seq `start`.
-    pub(crate) fn new(generation: Generation, start: u64, capacity: usize) -> Journal {
+    /// An empty journal of a generation that starts after seq `start` of
+    /// `instance` (the manager's is `manager`).
+    pub(crate) fn new(
+        generation: Generation,
+        (instance, manager): (u64, u64),
+        start: u64,
+        capacity: usize,
+    ) -> Journal {
         Journal {
             generation,
+            instance,
+            manager,
             start,
             floor: start,
             through: start,
@@ -118,6 +133,11 @@ impl Journal {
     /// The generation it journals.
     pub(crate) fn generation(&self) -> Generation {
         self.generation
+    }
+
+    /// The instance its seqs are of.
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// Records a batch with sequence number `seq` (greater than any
@@ -178,9 +198,13 @@ impl Journal {
 
     /// The net changes after `seq`; `newest` is the newest seq the manager
     /// has issued (for any spec).
-    pub(crate) fn since(&self, seq: u64, newest: u64) -> ChangesSince {
-        let through = Seq(self.through);
+    pub(crate) fn since(&self, seq: Seq, newest: u64) -> ChangesSince {
+        let through = Seq::new(self.instance, self.through);
         let resync = |reason| ChangesSince::Resync { reason, through };
+        if seq.instance() != self.instance && seq.instance() != self.manager {
+            return resync(ResyncReason::OtherInstance);
+        }
+        let seq = seq.number();
         if seq > newest.max(self.through) {
             return resync(ResyncReason::Unknown);
         }
@@ -191,7 +215,7 @@ impl Journal {
         }
         if seq < self.floor {
             return resync(ResyncReason::TooOld {
-                oldest: Seq(self.floor),
+                oldest: Seq::new(self.instance, self.floor),
             });
         }
         let mut changes: Vec<Change> = self
@@ -221,12 +245,22 @@ mod tests {
     use super::*;
     use ChangeKind::*;
 
+    const I: u64 = 0xab;
+
+    fn j(generation: u64, start: u64, capacity: usize) -> Journal {
+        Journal::new(Generation(generation), (I, I), start, capacity)
+    }
+
+    fn s(n: u64) -> Seq {
+        Seq::new(I, n)
+    }
+
     fn c(path: &str, kind: ChangeKind) -> Change {
         Change::new(path, kind, FileType::File)
     }
 
     fn changes(j: &Journal, seq: u64) -> Vec<(String, ChangeKind)> {
-        match j.since(seq, 1_000) {
+        match j.since(Seq::new(I, seq), 1_000) {
             ChangesSince::Changes { changes, .. } => changes
                 .into_iter()
                 .map(|c| (c.path.display().to_string(), c.kind))
@@ -241,7 +275,7 @@ mod tests {
 
     #[test]
     fn net_changes_are_relative_to_the_seq_asked() {
-        let mut j = Journal::new(Generation(1), 10, 100);
+        let mut j = j(1, 10, 100);
         j.record(11, &[c("/a", Created), c("/b", Modified)]);
         j.record(12, &[c("/a", Modified), c("/c", Removed)]);
         j.record(13, &[c("/a", Removed), c("/b", Removed)]);
@@ -258,15 +292,15 @@ mod tests {
         assert_eq!(changes(&j, 12), pairs(&[("/a", Removed), ("/b", Modified)]));
         assert_eq!(changes(&j, 13), pairs(&[("/b", Created)]));
         assert_eq!(changes(&j, 14), pairs(&[]));
-        match j.since(14, 20) {
-            ChangesSince::Changes { through, .. } => assert_eq!(through, Seq(14)),
+        match j.since(s(14), 20) {
+            ChangesSince::Changes { through, .. } => assert_eq!(through, s(14)),
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn a_seq_between_batches_of_other_specs_is_fine() {
-        let mut j = Journal::new(Generation(1), 0, 100);
+        let mut j = j(1, 0, 100);
         j.record(5, &[c("/a", Created)]);
         j.record(9, &[c("/a", Modified)]);
         assert_eq!(changes(&j, 7), pairs(&[("/a", Modified)]));
@@ -277,7 +311,7 @@ mod tests {
 
     #[test]
     fn memory_is_bounded_by_paths_and_eviction_raises_the_floor() {
-        let mut j = Journal::new(Generation(1), 0, 2);
+        let mut j = j(1, 0, 2);
         for s in 1..=1000 {
             j.record(s, &[c("/hot", Modified)]);
         }
@@ -286,10 +320,10 @@ mod tests {
         j.record(1002, &[c("/y", Created)]); // evicts /hot (last 1000)
         assert_eq!(j.len(), 2);
         assert_eq!(
-            j.since(999, 2000),
+            j.since(s(999), 2000),
             ChangesSince::Resync {
-                reason: ResyncReason::TooOld { oldest: Seq(1000) },
-                through: Seq(1002)
+                reason: ResyncReason::TooOld { oldest: s(1000) },
+                through: s(1002)
             },
             "never a partial list"
         );
@@ -301,42 +335,42 @@ mod tests {
 
     #[test]
     fn a_path_that_comes_and_goes_often_raises_the_floor() {
-        let mut j = Journal::new(Generation(1), 0, 100);
-        let mut s = 0;
+        let mut j = j(1, 0, 100);
+        let mut n = 0;
         for _ in 0..10 {
-            s += 1;
-            j.record(s, &[c("/lock", Created)]);
-            s += 1;
-            j.record(s, &[c("/lock", Removed)]);
+            n += 1;
+            j.record(n, &[c("/lock", Created)]);
+            n += 1;
+            j.record(n, &[c("/lock", Removed)]);
         }
         // 20 flips, 8 kept: those at 13..=20.
-        assert!(matches!(
-            j.since(11, 100),
+        assert_eq!(
+            j.since(s(11), 100),
             ChangesSince::Resync {
-                reason: ResyncReason::TooOld { oldest: Seq(12) },
-                ..
+                reason: ResyncReason::TooOld { oldest: s(12) },
+                through: s(20)
             }
-        ));
+        );
         assert_eq!(changes(&j, 12), pairs(&[]), "gone then and now");
         assert_eq!(changes(&j, 13), pairs(&[("/lock", Removed)]));
     }
 
     #[test]
     fn other_generations_and_unknown_seqs_must_resync() {
-        let mut j = Journal::new(Generation(3), 50, 10);
+        let mut j = j(3, 50, 10);
         j.record(51, &[c("/a", Created)]);
         assert_eq!(
-            j.since(49, 60),
+            j.since(s(49), 60),
             ChangesSince::Resync {
                 reason: ResyncReason::OtherGeneration {
                     generation: Generation(3)
                 },
-                through: Seq(51)
+                through: s(51)
             }
         );
         assert_eq!(changes(&j, 50), pairs(&[("/a", Created)]));
         assert!(matches!(
-            j.since(61, 60),
+            j.since(s(61), 60),
             ChangesSince::Resync {
                 reason: ResyncReason::Unknown,
                 ..
@@ -345,10 +379,34 @@ mod tests {
     }
 
     #[test]
+    fn seqs_of_other_instances_must_resync_whatever_their_numbers() {
+        // A restored lineage (0x1) in a manager whose own instance is 0x2.
+        let mut j = Journal::new(Generation(1), (0x1, 0x2), 50, 10);
+        j.record(51, &[c("/a", Created)]);
+        for other in [Seq::new(0x3, 50), Seq::new(0x3, 51), Seq::new(0x3, 0)] {
+            assert_eq!(
+                j.since(other, 60),
+                ChangesSince::Resync {
+                    reason: ResyncReason::OtherInstance,
+                    through: Seq::new(0x1, 51)
+                },
+                "{other}"
+            );
+        }
+        let lineage = j.since(Seq::new(0x1, 50), 60);
+        let manager = j.since(Seq::new(0x2, 50), 60);
+        assert_eq!(lineage, manager, "the manager's own seqs are understood");
+        assert!(
+            matches!(&lineage, ChangesSince::Changes { changes, .. } if changes.len() == 1),
+            "{lineage:?}"
+        );
+    }
+
+    #[test]
     fn removed_keeps_the_type_it_had() {
-        let mut j = Journal::new(Generation(1), 0, 10);
+        let mut j = j(1, 0, 10);
         j.record(1, &[Change::new("/d", Removed, FileType::Dir)]);
-        match j.since(0, 1) {
+        match j.since(s(0), 1) {
             ChangesSince::Changes { changes, .. } => {
                 assert_eq!(changes[0].file_type, FileType::Dir);
                 assert_eq!(changes[0].kind, Removed);

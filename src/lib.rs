@@ -308,7 +308,7 @@ pub use defaults::{
 };
 pub use error::{Error, Result};
 pub use event::Event;
-pub use ids::{Generation, Seq};
+pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, ResyncReason};
 pub use manager::{Applied, Manager, ManagerBuilder};

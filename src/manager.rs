@@ -454,8 +454,9 @@ impl Manager {
     /// a greater seq). Either the exact net changes since `seq` (each path
     /// once, relative to what was there at `seq`) through a newer seq to
     /// ask from next time, or [`ChangesSince::Resync`](crate::ChangesSince::Resync): `seq` is older
-    /// than the journal holds, from another generation of the spec (or an
-    /// earlier manager), or was never issued. Never a silently partial
+    /// than the journal holds, from another generation of the spec, of
+    /// another instance (an earlier manager or run: see [`Seq`](crate::Seq)),
+    /// or was never issued. Never a silently partial
     /// list. `seq` may be any seq this manager issued, for any spec (a
     /// consumer of several specs can keep one).
     ///

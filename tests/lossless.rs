@@ -367,7 +367,7 @@ fn slow_consumer_gets_every_path_with_bounded_backlog(b: Backend) {
         total < 100_000,
         "changes were not coalesced for the slow subscriber ({total} lines)"
     );
-    let seqs: Vec<u64> = c.batches["s"].iter().map(|b| b.seq.0).collect();
+    let seqs: Vec<u64> = c.batches["s"].iter().map(|b| b.seq.number()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "seq must increase");
 }
 

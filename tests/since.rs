@@ -102,21 +102,29 @@ fn changes_since_nets_changes_after_a_seq(b: Backend) {
         ChangesSince::Changes { changes, .. } => assert!(changes.is_empty(), "{changes:?}"),
         other => panic!("{other:?}"),
     }
-    // Seqs this manager never issued: ahead, or from an earlier one.
+    // Seqs this manager never issued: ahead, or of another instance (an
+    // earlier run) whatever its number.
+    let ahead = Seq::new(newest.instance(), newest.number() + 1_000_000);
     assert!(matches!(
-        m.changes_since("s", Seq(newest.0 + 1_000_000)).unwrap(),
+        m.changes_since("s", ahead).unwrap(),
         ChangesSince::Resync {
             reason: ResyncReason::Unknown,
             ..
         }
     ));
-    assert!(matches!(
-        m.changes_since("s", Seq(1)).unwrap(),
-        ChangesSince::Resync {
-            reason: ResyncReason::OtherGeneration { .. },
-            ..
-        }
-    ));
+    for number in [0, seen.number(), newest.number()] {
+        let other = Seq::new(newest.instance().wrapping_add(1), number);
+        assert!(
+            matches!(
+                m.changes_since("s", other).unwrap(),
+                ChangesSince::Resync {
+                    reason: ResyncReason::OtherInstance,
+                    ..
+                }
+            ),
+            "{other} is another instance's"
+        );
+    }
     // A new generation: an old seq must resync.
     m.apply(
         "s",
@@ -192,10 +200,11 @@ fn a_seq_from_an_earlier_manager_must_resync() {
         matches!(
             m.changes_since("s", seen).unwrap(),
             ChangesSince::Resync {
-                reason: ResyncReason::OtherGeneration { .. },
+                reason: ResyncReason::OtherInstance,
                 ..
             }
         ),
-        "a restarted process cannot be answered from its old seq"
+        "a restarted process cannot be answered from its old seq, \
+         though it numbers its batches from the same place"
     );
 }

@@ -130,7 +130,7 @@ fn overflow_recovery(root: &Path, dirs: usize) -> (Duration, usize, usize) {
                 if want.get(&c.path) != Some(&c.kind) {
                     eprintln!(
                         "overflow recovery: batch {} reports {} {}",
-                        b.seq.0,
+                        b.seq.number(),
                         c.kind,
                         c.path.display()
                     );

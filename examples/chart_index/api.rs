@@ -164,9 +164,9 @@ impl Repo {
             Ok(Err(e)) => return Err(format!("sync barrier: {e}")),
             Err(_) => return Err(format!("sync barrier: not passed within {timeout:?}")),
         }
-        let through = match self.manager.changes_since(SPEC, Seq(0)) {
+        let through = match self.manager.changes_since(SPEC, Seq::default()) {
             Ok(ChangesSince::Changes { through, .. } | ChangesSince::Resync { through, .. }) => {
-                through.0
+                through.number()
             }
             Ok(_) => return Err("the journal gave no seq".into()),
             Err(e) => return Err(e.to_string()),

@@ -120,14 +120,14 @@ pub fn apply_batch(index: &RwLock<Index>, root: &Path, batch: &ChangeBatch) {
         let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
         // Set first, so that the tenants the ops change are marked with
         // this batch (no reader sees the index before the ops are done).
-        index.seq = batch.seq.0;
+        index.seq = batch.seq.number();
         for op in ops {
             index.apply(op);
         }
     }
     eprintln!(
         "index: seq {}: {} changes",
-        batch.seq.0,
+        batch.seq.number(),
         batch.changes.len()
     );
 }

@@ -541,7 +541,7 @@ impl Follower {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
                 apply_batch(&self.index, &self.root, &batch);
-                self.applied.send_replace(batch.seq.0);
+                self.applied.send_replace(batch.seq.number());
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
             _ => {}

@@ -38,7 +38,7 @@ impl Engine {
             .expect("just inserted")
             .name()
             .to_owned();
-        self.out.started(sid, &name, generation, wall);
+        self.out.started(sid, &name, generation, wall, None);
         let initial_scan = self.specs.get(sid).is_some_and(|st| st.initial_scan());
         if let Some(every) = self.specs.get(sid).and_then(|st| st.rescan_every()) {
             self.rescans.add(sid, every, self.clock.now());

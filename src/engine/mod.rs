@@ -225,13 +225,9 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let shared = Arc::new(Shared::new());
     let clock = Clock::real();
     let mut out = Publisher::new(shared.clone(), joiners);
-    // Seqs start at the wall clock in microseconds: an earlier manager's
-    // (an earlier run's) are smaller, and a journal tells them apart.
-    let first = clock
-        .wall()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2));
-    out.configure(first, config.journal_paths);
+    // Seqs are of an instance drawn now: an earlier manager's (an earlier
+    // run's) are told apart whatever their numbers.
+    out.configure(1, crate::ids::random_instance(), config.journal_paths);
     let running = backend::resolve(config.backend);
     trace::event!(
         INFO,

@@ -93,7 +93,7 @@ impl Shared {
         self.journals
             .lock()
             .get(name)
-            .map(|j| j.since(seq.0, newest))
+            .map(|j| j.since(seq, newest))
     }
 }
 
@@ -114,6 +114,8 @@ pub(super) struct Publisher {
     /// Whether some subscriber has a backlog.
     behind: bool,
     next_seq: u64,
+    /// The manager's instance (see [`Seq`]): random, drawn at start.
+    instance: u64,
     specs: HashMap<SpecId, SpecOut>,
     touched: Vec<SpecId>,
     /// The backend failed for good: every spec is `Failed` with this (and
@@ -148,6 +150,7 @@ impl Publisher {
             joining,
             behind: false,
             next_seq: 1,
+            instance: 0,
             specs: HashMap::new(),
             touched: Vec::new(),
             failed: None,
@@ -155,11 +158,11 @@ impl Publisher {
         }
     }
 
-    /// Numbers batches from `first` on (a value from the wall clock, so
-    /// that an earlier manager's seqs are smaller), and keeps `paths`
-    /// distinct paths in each journal.
-    pub(super) fn configure(&mut self, first: u64, paths: Option<usize>) {
+    /// Numbers batches from `first` on, as seqs of `instance`, and keeps
+    /// `paths` distinct paths in each journal.
+    pub(super) fn configure(&mut self, first: u64, instance: u64, paths: Option<usize>) {
         self.next_seq = first.max(1);
+        self.instance = instance;
         self.shared
             .newest
             .store(self.next_seq - 1, Ordering::Release);
@@ -169,17 +172,34 @@ impl Publisher {
     }
 
     /// Spec generation `sid` (`name`, `generation`) starts being watched
-    /// at `wall`; its journal starts empty.
+    /// at `wall`; its journal starts empty, after the newest seq, or, for
+    /// a spec restored from a snapshot, after the snapshot's seq
+    /// (`restored`), in its lineage: a seq kept with the snapshot is then
+    /// answered from the restore on.
     pub(super) fn started(
         &mut self,
         sid: SpecId,
         name: &str,
         generation: Generation,
         wall: SystemTime,
+        restored: Option<Seq>,
     ) {
+        let (instance, start) = match restored {
+            Some(seq) => {
+                // Numbers go on increasing past the lineage's.
+                self.next_seq = self.next_seq.max(seq.number().saturating_add(1));
+                (seq.instance(), seq.number())
+            }
+            None => (self.instance, self.next_seq - 1),
+        };
         self.shared.journals.lock().insert(
             name.to_owned(),
-            Journal::new(generation, self.next_seq - 1, self.journal_paths),
+            Journal::new(
+                generation,
+                (instance, self.instance),
+                start,
+                self.journal_paths,
+            ),
         );
         self.specs.insert(
             sid,
@@ -216,26 +236,31 @@ impl Publisher {
         changes: Vec<Change>,
         wall: SystemTime,
     ) {
+        let number = self.next_seq;
+        self.next_seq += 1;
+        let mut journals = self.shared.journals.lock();
+        let journal = journals
+            .get_mut(name)
+            .filter(|j| j.generation() == generation);
+        let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
         // Sorted already (the coalescer's order): `new` checks it in one pass.
         let batch = Arc::new(ChangeBatch::new(
             name,
             generation,
-            Seq(self.next_seq),
+            Seq::new(instance, number),
             wall,
             changes,
         ));
-        self.next_seq += 1;
-        if let Some(j) = self.shared.journals.lock().get_mut(name)
-            && j.generation() == generation
-        {
-            j.record(batch.seq.0, &batch.changes);
+        if let Some(j) = journal {
+            j.record(number, &batch.changes);
         }
-        self.shared.newest.store(batch.seq.0, Ordering::Release);
+        drop(journals);
+        self.shared.newest.store(number, Ordering::Release);
         trace::event!(
             DEBUG,
             spec = name,
             generation = generation.0,
-            seq = batch.seq.0,
+            seq = %batch.seq,
             changes = batch.changes.len(),
             paths = %trace::FirstPaths(&batch.changes),
             "batch published"
@@ -469,7 +494,7 @@ mod tests {
     fn a_status_is_published_only_when_a_reader_would_see_a_change() {
         let (mut p, rx) = publisher();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        p.started(1, "s", Generation(1), t0);
+        p.started(1, "s", Generation(1), t0, None);
         assert!(p.offer(1, facts(3)));
         assert!(!p.offer(1, facts(3)), "nothing new");
         assert!(p.offer(1, facts(4)));
@@ -507,7 +532,7 @@ mod tests {
     #[test]
     fn recent_batches_are_bounded_and_seqs_increase() {
         let (mut p, rx) = publisher();
-        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH, None);
         for i in 0..(RECENT_BATCHES + 5) {
             let change = Change {
                 path: format!("/r/{i}").into(),
@@ -519,7 +544,7 @@ mod tests {
         let seqs: Vec<u64> = rx
             .try_iter()
             .filter_map(|e| match e {
-                Event::Changes(b) => Some(b.seq.0),
+                Event::Changes(b) => Some(b.seq.number()),
                 _ => None,
             })
             .collect();
@@ -527,13 +552,13 @@ mod tests {
         p.offer(1, facts(1));
         let st = p.shared.statuses.lock()["s"].clone();
         assert_eq!(st.recent_batches.len(), RECENT_BATCHES);
-        assert_eq!(st.recent_batches[0].seq, Seq(6), "the oldest went first");
+        assert_eq!(st.recent_batches[0].seq.number(), 6, "the oldest went first");
     }
 
     #[test]
     fn failure_wins_over_every_derived_phase() {
         let (mut p, _rx) = publisher();
-        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH, None);
         let mut f = facts(1);
         f.degraded = Some("waiting for /x to exist".into());
         assert!(p.offer(1, f));
@@ -558,7 +583,7 @@ mod tests {
     #[test]
     fn deleted_specs_leave_statuses_and_say_so() {
         let (mut p, rx) = publisher();
-        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH);
+        p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH, None);
         p.offer(1, facts(1));
         p.forget(1);
         p.deleted("s");
