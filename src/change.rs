@@ -156,6 +156,15 @@ pub struct ChangeBatch {
     pub time: SystemTime,
     /// The changes, sorted by path.
     pub changes: Vec<Change>,
+    /// Set on the first batch of a spec that keeps its state in a file
+    /// ([`WatchOptions::state`](crate::WatchOptions::state)): whether it
+    /// holds the changes since the saved state, or why not. `None` on
+    /// every other batch.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub restore: Option<crate::restore::Restore>,
 }
 
 impl ChangeBatch {
@@ -202,7 +211,16 @@ impl ChangeBatch {
             seq,
             time,
             changes,
+            restore: None,
         }
+    }
+
+    /// The batch, marked as a spec's first after a restore (see
+    /// [`restore`](ChangeBatch::restore)).
+    #[must_use]
+    pub fn with_restore(mut self, restore: crate::restore::Restore) -> ChangeBatch {
+        self.restore = Some(restore);
+        self
     }
 }
 

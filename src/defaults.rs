@@ -27,3 +27,11 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
 /// hidden changes (file systems' timestamps are coarser than the wall
 /// clock): see [`ManagerBuilder::overflow_margin`](crate::ManagerBuilder::overflow_margin).
 pub const DEFAULT_OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
+
+/// How often a spec's [`state`](crate::WatchOptions::state) file is
+/// rewritten at most while changes come: 10 s. A save `stat`s every entry
+/// of the spec (about a second for a million entries, off the engine's
+/// thread); a crash loses at most this much of the saved state's
+/// freshness (a restore then reports again what changed since the last
+/// save: more changes, never fewer).
+pub const DEFAULT_SAVE_EVERY: Duration = Duration::from_secs(10);

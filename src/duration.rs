@@ -161,6 +161,10 @@ mod with_serde {
             named("max_delay", duration::deserialize(d))
         }
 
+        pub(crate) fn save_every<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+            named("save_every", duration::deserialize(d))
+        }
+
         pub(crate) fn rescan_every<'de, D: Deserializer<'de>>(
             d: D,
         ) -> Result<Option<Duration>, D::Error> {

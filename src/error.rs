@@ -13,6 +13,21 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A spec's state file ([`WatchOptions::state`](crate::WatchOptions::state))
+    /// could not be saved.
+    #[error("watch spec {spec:?}: state file {path:?}: {message}")]
+    State {
+        /// The spec's name.
+        spec: String,
+        /// The state file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+        /// The I/O error, if one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+
     /// A spec name was empty.
     #[error("a watch spec name must not be empty")]
     EmptyName,

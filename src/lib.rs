@@ -285,10 +285,13 @@ mod journal;
 mod manager;
 mod reads;
 mod reconcile;
+mod restore;
 mod scanner;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod snapshot;
 mod spec;
+mod state;
 mod stats;
 mod status;
 #[cfg(feature = "stream")]
@@ -304,7 +307,7 @@ pub use choice::{Backend, ParseBackendError};
 pub use crossbeam_channel;
 pub use defaults::{
     DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
-    DEFAULT_QUIET_WINDOW, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY,
 };
 pub use error::{Error, Result};
 pub use event::Event;
@@ -313,6 +316,7 @@ pub use ignore::IgnoreRule;
 pub use journal::{ChangesSince, ResyncReason};
 pub use manager::{Applied, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;
+pub use restore::{Restore, StateRefused};
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
 pub use spec::{WatchOptions, WatchSpec};

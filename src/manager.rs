@@ -2,6 +2,7 @@
 //! sends the engine what changed; it never writes status.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
@@ -17,6 +18,7 @@ use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
 use crate::spec::WatchSpec;
+use crate::state::{self, Saver};
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
 #[cfg(feature = "stream")]
@@ -150,7 +152,9 @@ impl ManagerBuilder {
             max_watches: self.max_os_watches,
             journal_paths: self.journal_paths,
         })?;
+        let engine = Arc::new(engine);
         Ok(Manager {
+            saver: Saver::new(engine.clone()),
             engine,
             capacity: self
                 .subscriber_capacity
@@ -178,7 +182,9 @@ struct AppliedSpec {
 /// Dropping the manager stops the engine, joins its threads and closes the
 /// inotify descriptor.
 pub struct Manager {
-    pub(crate) engine: Handle,
+    pub(crate) engine: Arc<Handle>,
+    /// Keeps specs' state files current.
+    saver: Saver,
     capacity: usize,
     specs: Mutex<HashMap<String, AppliedSpec>>,
     /// Each stream's link to its subscriber, for `live_streams`.
@@ -251,12 +257,23 @@ impl Manager {
         matcher: Matcher,
     ) -> Result<()> {
         let generation = outcome.generation();
+        // Read before the spec is created: its first batch compares with it.
+        let state = match outcome {
+            Applied::Created(_) => state::load(&spec),
+            _ => None,
+        };
+        let restored = match &state {
+            Some(Ok(snap)) => Some(snap.header.seq),
+            _ => None,
+        };
         self.send(Msg::Upsert {
             name: name.clone(),
             generation,
             spec: spec.clone(),
             matcher: Box::new(matcher),
+            state: state.map(Box::new),
         })?;
+        self.saver.track(&name, &spec, restored);
         trace::event!(
             INFO,
             spec = %name,
@@ -357,6 +374,7 @@ impl Manager {
         if specs.remove(name).is_none() {
             return Ok(false);
         }
+        self.saver.untrack(name);
         self.send(Msg::Delete {
             name: name.to_owned(),
         })?;
@@ -425,6 +443,7 @@ impl Manager {
         }
         for name in &summary.deleted {
             specs.remove(name);
+            self.saver.untrack(name);
             self.send(Msg::Delete { name: name.clone() })?;
             trace::event!(INFO, spec = %name, "spec deleted");
         }
@@ -470,6 +489,47 @@ impl Manager {
             .ok_or_else(|| Error::NotFound {
                 spec: name.to_owned(),
             })
+    }
+
+    /// Saves spec `name`'s state to its file
+    /// ([`WatchOptions::state`](crate::WatchOptions::state)) now, and
+    /// returns the seq it reflects: a later manager restored from the file
+    /// reports what changed after it, and answers
+    /// [`changes_since`](Manager::changes_since) from it. (@parcel/watcher's
+    /// `writeSnapshot`; the state is also saved at most every
+    /// [`save_every`](crate::WatchOptions::save_every) while it changes,
+    /// and when the manager is dropped.)
+    ///
+    /// `stat`s every entry the spec sees, on the calling thread (the
+    /// engine goes on meanwhile), then passes a sync barrier: a change made
+    /// during the save is saved as uncertain, and reported again by a
+    /// restore, never lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`]; [`Error::InvalidOption`] if the spec keeps no
+    /// state file; [`Error::State`] if the file cannot be written (the
+    /// previous one is then left whole) or the spec changes too fast to be
+    /// saved; [`Error::Timeout`], [`Error::EngineBusy`], [`Error::Engine`]
+    /// as for [`sync`](Manager::sync).
+    pub fn save(&self, name: &str) -> Result<crate::Seq> {
+        let spec = self
+            .specs
+            .lock()
+            .get(name)
+            .map(|a| a.spec.clone())
+            .ok_or_else(|| Error::NotFound {
+                spec: name.to_owned(),
+            })?;
+        self.check_alive()?;
+        self.saver.save_now(name, &spec)
+    }
+
+    /// Why the last automatic save of spec `name`'s state failed, if it
+    /// did (cleared by the next one that succeeds).
+    #[must_use]
+    pub fn save_error(&self, name: &str) -> Option<String> {
+        self.saver.error(name)
     }
 
     /// The applied (normalised) spec and its generation.
@@ -695,13 +755,7 @@ impl Manager {
             });
         }
         self.check_alive()?;
-        let (reply, done) = crossbeam_channel::bounded(1);
-        self.send(Msg::Sync {
-            name: name.to_owned(),
-            deadline,
-            reply,
-        })?;
-        match done.recv_deadline(deadline) {
+        match self.engine.barrier(name, deadline)? {
             Ok(true) => Ok(()),
             // Deleted meanwhile.
             Ok(false) => Err(Error::NotFound {
@@ -757,6 +811,8 @@ const STATS_WAIT: Duration = Duration::from_secs(5);
 
 impl Drop for Manager {
     fn drop(&mut self) {
+        // The last saves need the engine.
+        self.saver.finish();
         self.engine.stop();
     }
 }

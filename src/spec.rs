@@ -8,7 +8,7 @@ pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
 use crate::ignore::{IgnoreRule, Matcher};
 
-use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW};
+use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY};
 
 /// The desired state of one watch: what to watch, what to leave out, and how
 /// to batch what is seen.
@@ -216,6 +216,48 @@ pub struct WatchOptions {
     /// a second (a few `stat` calls a second while such a spec exists).
     /// Off by default.
     pub ignore_files: bool,
+    /// Keep the spec's state in this file, so that a later manager (the
+    /// next run of the program) learns what changed while nobody watched.
+    /// `None` (the default): nothing is saved.
+    ///
+    /// When the spec is created (not on an update), the file is read: if
+    /// it is this spec's, intact, and its roots are on the file systems
+    /// they were on, the spec's first batch is the exact net difference
+    /// between the saved state and the disk, marked
+    /// [`Restore::Restored`](crate::Restore::Restored) (delivered even
+    /// when empty: nothing changed). Otherwise (no file yet, another spec's,
+    /// another format, truncated, corrupt, another file system) the first
+    /// batch is marked [`Restore::Refused`](crate::Restore::Refused) with
+    /// the reason, and holds what [`initial_scan`](Self::initial_scan)
+    /// reports if it is on (else nothing): rebuild from scratch. Never a
+    /// wrong answer.
+    ///
+    /// While watching, the file is rewritten atomically (a temporary file
+    /// beside it, flushed to disk, renamed over it) at most every
+    /// [`save_every`](Self::save_every) while something changed, and when
+    /// the manager is dropped; [`Manager::save`](crate::Manager::save)
+    /// writes it now. A relative path is resolved against
+    /// [`base_dir`](WatchSpec::base_dir). Keep it outside the roots (a
+    /// file inside is just another watched file, ignored or not).
+    ///
+    /// What a stat cannot see is not seen: a file rewritten with the same
+    /// size, modification and change times and inode (possible only by
+    /// setting the clock back, or writing to the disk beneath the file
+    /// system). Change time and inode are part of what is compared, so
+    /// `touch -r`, `cp -p` and editors that restore times are seen.
+    pub state: Option<PathBuf>,
+    /// How often [`state`](Self::state) is rewritten at most while the
+    /// spec's changes come (default: 10 s,
+    /// [`DEFAULT_SAVE_EVERY`](crate::DEFAULT_SAVE_EVERY)). Each save
+    /// `stat`s every entry the spec sees, off the engine's thread.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::duration::serialize",
+            deserialize_with = "crate::duration::field::save_every"
+        )
+    )]
+    pub save_every: Duration,
 }
 
 impl Default for WatchOptions {
@@ -231,6 +273,8 @@ impl Default for WatchOptions {
             rescan_every: None,
             content_hash: false,
             ignore_files: false,
+            state: None,
+            save_every: DEFAULT_SAVE_EVERY,
         }
     }
 }
@@ -458,6 +502,42 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::state`]: keep the spec's state in `file`
+    /// across runs.
+    ///
+    /// ```no_run
+    /// use specwatch::{Event, Manager, Restore, WatchSpec};
+    ///
+    /// # fn main() -> Result<(), specwatch::Error> {
+    /// let m = Manager::new()?;
+    /// let events = m.subscribe();
+    /// m.apply("src", WatchSpec::new(["/app/src"]).state("/app/.cache/src.state"))?;
+    /// // The first batch: what changed since the last run, or why it
+    /// // cannot be told.
+    /// for event in events {
+    ///     if let Event::Changes(batch) = event {
+    ///         match &batch.restore {
+    ///             Some(Restore::Restored { .. }) => println!("{} changed meanwhile", batch.changes.len()),
+    ///             Some(Restore::Refused { reason }) => println!("full rebuild: {reason}"),
+    ///             _ => println!("{} changed", batch.changes.len()),
+    ///         }
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn state(mut self, file: impl Into<PathBuf>) -> Self {
+        self.options.state = Some(file.into());
+        self
+    }
+
+    /// Sets [`WatchOptions::save_every`].
+    #[must_use]
+    pub fn save_every(mut self, every: Duration) -> Self {
+        self.options.save_every = every;
+        self
+    }
+
     /// Replaces all options.
     #[must_use]
     pub fn options(mut self, options: WatchOptions) -> Self {
@@ -574,12 +654,21 @@ impl WatchSpec {
                 reason,
             });
         }
+        let mut options = self.options.clone();
+        options.state = options.state.as_deref().map(resolve).transpose()?;
+        if options.save_every.is_zero() {
+            return Err(Error::InvalidOption {
+                spec: spec_err(),
+                option: "save_every",
+                reason: "must be more than zero".into(),
+            });
+        }
         Ok(WatchSpec {
             paths,
             ignores,
             base_dir: None,
             ignore_patterns: Vec::new(),
-            options: self.options.clone(),
+            options,
         })
     }
 }

@@ -114,6 +114,8 @@ fn the_pure_core_imports_nothing_with_io() {
         "error",
         "clock",
         "journal",
+        "snapshot",
+        "restore",
         "duration",
         "defaults",
         "ignore_files",
@@ -244,13 +246,14 @@ const ENGINE_OWNERS: [&str; 12] = [
     "sync",
     "progress",
 ];
-const ENGINE_STEPS: [&str; 18] = [
+const ENGINE_STEPS: [&str; 19] = [
     "walk",
     "tree",
     "events",
     "modes",
     "polling",
     "rescanning",
+    "restoring",
     "applying",
     "batching",
     "attaching",

@@ -11,6 +11,8 @@ use crate::change::{ChangeKind, FileType};
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::SpecId;
+use crate::restore::StateRefused;
+use crate::snapshot::Snapshot;
 use crate::spec::WatchSpec;
 
 impl Engine {
@@ -23,13 +25,14 @@ impl Engine {
         generation: Generation,
         spec: WatchSpec,
         matcher: Matcher,
+        state: Option<Result<Snapshot, StateRefused>>,
     ) {
         trace::span!(INFO, "apply", spec = %name, generation = generation.0);
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
         if let Some(old) = old {
             // Its last batch first, so that it is journaled with it.
-            self.emit(old, None);
+            self.emit(old, None, None);
         }
         let wall = self.clock.wall();
         let name = self
@@ -38,7 +41,14 @@ impl Engine {
             .expect("just inserted")
             .name()
             .to_owned();
-        self.out.started(sid, &name, generation, wall, None);
+        // A state is restored only by a new spec (an update goes on from
+        // what the old generation saw).
+        let state = state.filter(|_| old.is_none());
+        let restored = match &state {
+            Some(Ok(snap)) => Some(snap.header.seq),
+            _ => None,
+        };
+        self.out.started(sid, &name, generation, wall, restored);
         let initial_scan = self.specs.get(sid).is_some_and(|st| st.initial_scan());
         if let Some(every) = self.specs.get(sid).and_then(|st| st.rescan_every()) {
             self.rescans.add(sid, every, self.clock.now());
@@ -54,7 +64,9 @@ impl Engine {
             let cookies = self.guard_cookies(sid);
             self.specs.guard(sid, old, cookies, self.clock.now());
         }
-        if initial_scan {
+        if let Some(state) = state {
+            self.first_batch(sid, &roots, state, initial_scan);
+        } else if initial_scan {
             self.scan_initial(sid, &roots);
         } else if let Some(old) = old {
             self.report_update(old, sid);
@@ -105,7 +117,7 @@ impl Engine {
 
     /// Reports every indexed entry below `roots` (and the roots themselves
     /// when they are not directories) as created, for `sid` alone.
-    fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
+    pub(super) fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
         let now = self.now;
         for root in roots {
             let Some(id) = self

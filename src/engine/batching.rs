@@ -8,17 +8,30 @@ use std::ffi::OsStr;
 use super::Engine;
 use crate::change::{Change, ChangeKind, FileType};
 use crate::index::{DirId, SpecId};
+use crate::restore::Restore;
 
 impl Engine {
-    /// Publishes the batch of `sid`: the one given, or its open one.
-    pub(super) fn emit(&mut self, sid: SpecId, changes: Option<Vec<Change>>) {
+    /// Publishes the batch of `sid`: the one given, or its open one. An
+    /// empty one only with a first batch's mark (`restore.rs`'s).
+    pub(super) fn emit(
+        &mut self,
+        sid: SpecId,
+        changes: Option<Vec<Change>>,
+        mark: Option<Restore>,
+    ) {
         let changes = changes.unwrap_or_else(|| self.specs.take(sid));
-        if changes.is_empty() {
+        if changes.is_empty() && mark.is_none() {
             return;
         }
         if let Some(st) = self.specs.get(sid) {
-            self.out
-                .batch(sid, st.name(), st.generation(), changes, self.clock.wall());
+            self.out.batch(
+                sid,
+                st.name(),
+                st.generation(),
+                changes,
+                self.clock.wall(),
+                mark,
+            );
         }
     }
 
@@ -26,12 +39,12 @@ impl Engine {
     /// whatever their windows say.
     pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
         for &sid in synced {
-            self.emit(sid, None);
+            self.emit(sid, None, None);
         }
         let due = self.specs.take_due(self.clock.now());
         let long = due.len() > 8;
         for (i, (sid, changes)) in due.into_iter().enumerate() {
-            self.emit(sid, Some(changes));
+            self.emit(sid, Some(changes), None);
             if i == 0 && long {
                 // A consumer woken by the first batch may have been put on
                 // this CPU: let it take it before the rest of the pass.

@@ -63,6 +63,8 @@ use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::Index;
+use crate::restore::StateRefused;
+use crate::snapshot::Snapshot;
 use crate::spec::{Backend, WatchSpec};
 use crate::stats::Stats;
 
@@ -88,6 +90,7 @@ mod recovery;
 mod rereading;
 mod rescan;
 mod rescanning;
+mod restoring;
 mod retrying;
 mod roots;
 mod specs;
@@ -102,6 +105,7 @@ mod watches;
 mod watching;
 
 pub(crate) use publish::Shared;
+pub(crate) use restoring::Export;
 
 use links::Links;
 use modes::Backends;
@@ -123,6 +127,14 @@ pub(crate) enum Msg {
         generation: Generation,
         spec: WatchSpec,
         matcher: Box<Matcher>,
+        /// For a spec that keeps its state: the snapshot read, or why it
+        /// is not used.
+        state: Option<Box<Result<Snapshot, StateRefused>>>,
+    },
+    /// What a save of the named spec needs (`None`: no such spec).
+    Export {
+        name: String,
+        reply: Sender<Option<Export>>,
     },
     /// Delete the named spec.
     Delete { name: String },
@@ -197,6 +209,23 @@ impl Handle {
 
     /// Stops the engine and joins its thread (and through it the
     /// backend's).
+    /// A sync barrier of spec `name`: `Ok` once every change made before
+    /// the call is published; `Ok(false)` if the spec was deleted
+    /// meanwhile, `Err(())` at `deadline`.
+    pub(crate) fn barrier(
+        &self,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<std::result::Result<bool, ()>> {
+        let (reply, done) = crossbeam_channel::bounded(1);
+        self.send(Msg::Sync {
+            name: name.to_owned(),
+            deadline,
+            reply,
+        })?;
+        Ok(done.recv_deadline(deadline).map_err(|_| ()))
+    }
+
     pub(crate) fn stop(&self) {
         let _ = self.tx.send(Msg::Shutdown);
         if let Some(h) = self.thread.lock().take() {
@@ -428,7 +457,11 @@ impl Engine {
                 generation,
                 spec,
                 matcher,
-            } => self.upsert(name, generation, spec, *matcher),
+                state,
+            } => self.upsert(name, generation, spec, *matcher, state.map(|s| *s)),
+            Msg::Export { name, reply } => {
+                let _ = reply.send(self.export(&name));
+            }
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
             Msg::Os(m) => match m.read() {

@@ -25,6 +25,7 @@ use crate::ids::Generation;
 use crate::ids::Seq;
 use crate::index::SpecId;
 use crate::journal::{ChangesSince, Journal};
+use crate::restore::Restore;
 use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 
 /// What the engine publishes for the manager to read: written by the
@@ -90,10 +91,7 @@ impl Shared {
     /// The net changes of spec `name` after `seq` (`None`: no such spec).
     pub(crate) fn changes_since(&self, name: &str, seq: Seq) -> Option<ChangesSince> {
         let newest = self.newest.load(Ordering::Acquire);
-        self.journals
-            .lock()
-            .get(name)
-            .map(|j| j.since(seq, newest))
+        self.journals.lock().get(name).map(|j| j.since(seq, newest))
     }
 }
 
@@ -227,7 +225,23 @@ impl Publisher {
         }
     }
 
-    /// Publishes a batch of `sid` closed at `wall`.
+    /// The newest seq number issued: every batch up to it is published.
+    pub(super) fn newest(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// The instance of spec `name`'s seqs: its journal's (a restored
+    /// lineage), else the manager's.
+    pub(super) fn instance_of(&self, name: &str) -> u64 {
+        self.shared
+            .journals
+            .lock()
+            .get(name)
+            .map_or(self.instance, Journal::instance)
+    }
+
+    /// Publishes a batch of `sid` closed at `wall`, with a spec's first
+    /// batch's mark if it is one (see [`ChangeBatch::restore`]).
     pub(super) fn batch(
         &mut self,
         sid: SpecId,
@@ -235,6 +249,7 @@ impl Publisher {
         generation: Generation,
         changes: Vec<Change>,
         wall: SystemTime,
+        restore: Option<Restore>,
     ) {
         let number = self.next_seq;
         self.next_seq += 1;
@@ -244,13 +259,10 @@ impl Publisher {
             .filter(|j| j.generation() == generation);
         let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
         // Sorted already (the coalescer's order): `new` checks it in one pass.
-        let batch = Arc::new(ChangeBatch::new(
-            name,
-            generation,
-            Seq::new(instance, number),
-            wall,
-            changes,
-        ));
+        let mut batch =
+            ChangeBatch::new(name, generation, Seq::new(instance, number), wall, changes);
+        batch.restore = restore;
+        let batch = Arc::new(batch);
         if let Some(j) = journal {
             j.record(number, &batch.changes);
         }
@@ -512,6 +524,7 @@ mod tests {
             Generation(1),
             vec![change],
             t0 + Duration::from_secs(1),
+            None,
         );
         assert!(p.offer(1, facts(4)));
         assert!(!p.offer(1, facts(4)));
@@ -539,7 +552,14 @@ mod tests {
                 kind: ChangeKind::Modified,
                 file_type: FileType::File,
             };
-            p.batch(1, "s", Generation(1), vec![change], SystemTime::UNIX_EPOCH);
+            p.batch(
+                1,
+                "s",
+                Generation(1),
+                vec![change],
+                SystemTime::UNIX_EPOCH,
+                None,
+            );
         }
         let seqs: Vec<u64> = rx
             .try_iter()
@@ -552,7 +572,11 @@ mod tests {
         p.offer(1, facts(1));
         let st = p.shared.statuses.lock()["s"].clone();
         assert_eq!(st.recent_batches.len(), RECENT_BATCHES);
-        assert_eq!(st.recent_batches[0].seq.number(), 6, "the oldest went first");
+        assert_eq!(
+            st.recent_batches[0].seq.number(),
+            6,
+            "the oldest went first"
+        );
     }
 
     #[test]

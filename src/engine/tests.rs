@@ -73,6 +73,7 @@ impl Harness {
             generation,
             spec,
             matcher: Box::new(matcher),
+            state: None,
         });
     }
 

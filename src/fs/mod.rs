@@ -659,3 +659,62 @@ mod tests {
         );
     }
 }
+
+/// The device (Windows: the volume serial number) of what is at `path`,
+/// following symlinks; `None` if nothing is there.
+pub(crate) fn device_of(path: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| m.dev())
+    }
+    #[cfg(windows)]
+    {
+        windows::stat(path, true).ok().map(|s| s.ident.0)
+    }
+}
+
+/// The bytes of a whole file; `None` if it does not exist.
+pub(crate) fn read_whole(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces the file at `path` with `bytes` atomically: they are written
+/// to a temporary file beside it, flushed to the disk, and renamed over
+/// it (and, on Unix, the directory is flushed too, so the rename itself
+/// survives a crash). A crash at any point leaves either the old file or
+/// the new one, whole. The directory is created if needed.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?
+        .to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = dir.join(name);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

@@ -561,6 +561,7 @@ fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
         generation: Generation(2),
         spec,
         matcher: Box::new(matcher),
+        state: None,
     });
     h.engine.end_pass();
     for _ in 0..20 {
