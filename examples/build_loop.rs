@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--watch PATH]... -- COMMAND [ARGS...]
+//!     [--state FILE] [--watch PATH]... -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -30,7 +30,13 @@
 //! build_loop: run 2 exited with status 0
 //! ```
 //!
-//! (`exited with signal 15` when it was killed, on Unix.) `.gitignore` and
+//! (`exited with signal 15` when it was killed, on Unix.) With `--state
+//! FILE`, what was seen is kept in FILE across runs of `build_loop` (see
+//! [`WatchOptions::state`]), and the first run is only made if something
+//! changed since `build_loop` last ran: `run 1: modified src/a.rs` names
+//! what; `build_loop: nothing changed since the last run` when nothing
+//! did; `build_loop: state not used: REASON` and `run 1: start` when there
+//! is no usable state (the first time, say). `.gitignore` and
 //! `.ignore` files are honoured, nested ones too, and followed when they
 //! change ([`WatchOptions::ignore_files`]); `.git/` and the other VCS
 //! directories are ignored by the library. Ctrl-C (SIGINT), SIGTERM or
@@ -40,6 +46,7 @@
 //! command's group at once.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
+//! [`WatchOptions::state`]: specwatch::WatchOptions::state
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -169,12 +176,12 @@ mod run {
     use std::time::{Duration, Instant};
 
     use specwatch::crossbeam_channel::{self as channel, Receiver, Sender, select};
-    use specwatch::{Change, ChangeKind, Event, Manager, Phase, WatchSpec};
+    use specwatch::{Change, ChangeKind, Event, Manager, Phase, Restore, WatchSpec};
 
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--watch PATH]... -- COMMAND [ARGS...]";
+         [--state FILE] [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -184,6 +191,7 @@ mod run {
         restart: bool,
         debounce: Duration,
         paths: Vec<PathBuf>,
+        state: Option<PathBuf>,
         command: Vec<String>,
     }
 
@@ -192,6 +200,7 @@ mod run {
             restart: false,
             debounce: Duration::from_millis(50),
             paths: Vec::new(),
+            state: None,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -209,6 +218,7 @@ mod run {
                     let ms = ms.ok_or("--debounce needs a number of milliseconds")?;
                     args.debounce = Duration::from_millis(ms);
                 }
+                "--state" => args.state = Some(it.next().ok_or("--state needs a file")?.into()),
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -358,6 +368,10 @@ mod run {
             .quiet_window(args.debounce)
             .max_delay(args.debounce.max(specwatch::DEFAULT_MAX_DELAY))
             .ignore_files(true);
+        let spec = match &args.state {
+            Some(state) => spec.state(cwd.join(state)),
+            None => spec,
+        };
         let manager = Manager::new().expect("start the watch manager");
         let events = manager.subscribe();
         if let Err(e) = manager.apply("build", spec) {
@@ -381,7 +395,8 @@ mod run {
         let mut pending: BTreeMap<PathBuf, ChangeKind> = BTreeMap::new();
         let mut last_status = 0u8;
         let mut shutting_down = false;
-        let mut first = true;
+        // With a state, the first batch says whether to run at start.
+        let mut first = args.state.is_none();
         loop {
             // Start a run when idle with something to run for.
             if running.is_none() && !shutting_down && (first || !pending.is_empty()) {
@@ -412,6 +427,16 @@ mod run {
             select! {
                 recv(events) -> ev => match ev {
                     Ok(Event::Changes(batch)) if !shutting_down => {
+                        match &batch.restore {
+                            Some(Restore::Restored { .. }) if batch.changes.is_empty() => {
+                                say!("build_loop: nothing changed since the last run");
+                            }
+                            Some(Restore::Refused { reason }) => {
+                                say!("build_loop: state not used: {reason}");
+                                first = true;
+                            }
+                            _ => {}
+                        }
                         add(&mut pending, &batch.changes);
                         match &mut running {
                             Some(run) if args.restart => {

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example watch -- [--ignore PATTERN]... [--debounce MS]
 //!     [--backend auto|native|portable|poll] [--poll-interval MS]
-//!     [--follow-symlinks] [--initial-scan] PATH...
+//!     [--follow-symlinks] [--initial-scan] [--state FILE] PATH...
 //! ```
 //!
 //! Output (the public contract): `READY` once watching is established, then
@@ -29,9 +29,17 @@
 //! [`WatchOptions::initial_scan`]). When stderr is a terminal, a line
 //! `watch: indexing: N directories, M entries` is redrawn while a large
 //! tree is first indexed; when it is not, nothing extra is printed.
+//! `--state FILE` keeps the watch's state in FILE across runs (see
+//! [`WatchOptions::state`]): the first lines after `READY` are then what
+//! changed since the last run (the state is saved while running, at most
+//! every 10 s, and on exit), and stderr says `watch: state: restored (N
+//! changes since the last run)` or `watch: state: not used: REASON`
+//! (every existing entry is then printed as `created` if
+//! `--initial-scan` is given too, else nothing).
 //!
 //! [`WatchOptions::follow_symlinks`]: specwatch::WatchOptions::follow_symlinks
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
+//! [`WatchOptions::state`]: specwatch::WatchOptions::state
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -42,7 +50,7 @@ use crossbeam_channel::{Receiver, select};
 use specwatch::{Backend, ChangeKind, Event, IgnoreRule, Manager, WatchSpec};
 
 const USAGE: &str = "usage: watch [--ignore PATTERN]... [--debounce MS] \
-     [--backend auto|native|portable|poll] [--poll-interval MS] [--follow-symlinks] [--initial-scan] PATH...";
+     [--backend auto|native|portable|poll] [--poll-interval MS] [--follow-symlinks] [--initial-scan] [--state FILE] PATH...";
 
 /// The poll interval when `--backend poll` gives none.
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(1000);
@@ -55,6 +63,7 @@ struct Args {
     poll_interval: Option<Duration>,
     follow_symlinks: bool,
     initial_scan: bool,
+    state: Option<PathBuf>,
     /// `--backend` was given (`auto` with `--poll-interval` sets the
     /// interval of polling shared file systems, rather than polling all).
     backend_given: bool,
@@ -70,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
         poll_interval: None,
         follow_symlinks: false,
         initial_scan: false,
+        state: None,
         backend_given: false,
         paths: Vec::new(),
     };
@@ -121,6 +131,9 @@ fn parse_args() -> Result<Args, String> {
             }
             Some("--follow-symlinks") => args.follow_symlinks = true,
             Some("--initial-scan") => args.initial_scan = true,
+            Some("--state") => {
+                args.state = Some(PathBuf::from(it.next().ok_or("--state needs a file")?));
+            }
             Some("-h") | Some("--help") => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -209,6 +222,16 @@ impl Shown {
     fn show(&mut self, ev: Event, out: &mut impl Write) -> std::io::Result<()> {
         match ev {
             Event::Changes(batch) => {
+                match &batch.restore {
+                    Some(specwatch::Restore::Restored { .. }) => eprintln!(
+                        "watch: state: restored ({} changes since the last run)",
+                        batch.changes.len()
+                    ),
+                    Some(specwatch::Restore::Refused { reason }) => {
+                        eprintln!("watch: state: not used: {reason}");
+                    }
+                    _ => {}
+                }
                 for c in &batch.changes {
                     let kind = match c.kind {
                         ChangeKind::Created => "created",
@@ -303,6 +326,9 @@ fn main() -> ExitCode {
         .base_dir(&cwd)
         .follow_symlinks(args.follow_symlinks)
         .initial_scan(args.initial_scan);
+    if let Some(state) = &args.state {
+        spec = spec.state(state);
+    }
     for p in &args.paths {
         if !args.ignores.is_empty() {
             spec = spec.ignore(IgnoreRule::new(p.clone(), args.ignores.iter().cloned()));

@@ -140,6 +140,58 @@ fn build_loop_honours_gitignore_and_vcs_dirs() {
     assert_eq!(b.terminate().code(), Some(0));
 }
 
+/// `--state FILE`: the first run is made only if something changed since
+/// `build_loop` last ran, and says what. (Unix: the state is saved on a
+/// clean exit, which the test can ask of the child alone there.)
+#[cfg(unix)]
+#[test]
+fn build_loop_with_state_runs_at_start_only_for_changes_made_meanwhile() {
+    let (_w, watched) = tmp();
+    let (_a, aux) = tmp();
+    let state = aux.join("build.state");
+    let state = state.to_str().unwrap();
+    std::fs::write(watched.join("a.rs"), "a").unwrap();
+    let log = aux.join("log");
+    let command = [
+        "sh",
+        "-c",
+        r#"echo run >> "$1""#,
+        "sh",
+        log.to_str().unwrap(),
+    ];
+    let flags = ["--debounce", "20", "--state", state];
+    // The first time: no state, so a run.
+    let mut b = build_loop(&watched, &flags, &command);
+    b.expect("build_loop: state not used: no saved state");
+    b.expect("build_loop: run 1: start");
+    b.expect("build_loop: run 1 exited with status 0");
+    assert_eq!(b.terminate().code(), Some(0));
+    // Nothing changed: no run.
+    let mut b = build_loop(&watched, &flags, &command);
+    b.expect("build_loop: nothing changed since the last run");
+    // Then a change while running makes run 1.
+    put(&aux, &watched, "marker");
+    assert_eq!(
+        b.expect_prefix("build_loop: run 1:"),
+        "build_loop: run 1: created marker",
+        "no run at start"
+    );
+    b.expect("build_loop: run 1 exited with status 0");
+    assert_eq!(b.terminate().code(), Some(0));
+    // Changed while not running: run 1 says what.
+    std::fs::write(watched.join("a.rs"), "b").unwrap();
+    std::fs::remove_file(watched.join("marker")).unwrap();
+    let mut b = build_loop(&watched, &flags, &command);
+    b.expect("build_loop: run 1: modified a.rs, removed marker");
+    b.expect("build_loop: run 1 exited with status 0");
+    assert_eq!(b.terminate().code(), Some(0));
+    assert_eq!(
+        runs_logged(&log),
+        3,
+        "runs: the first start, the marker, the restart"
+    );
+}
+
 /// Makes this test process the reaper of orphans below it, so that a
 /// killed command's children (orphaned when their shell dies) can be
 /// reaped here: this machine's init may never reap them, and a zombie

@@ -748,3 +748,178 @@ fn run_spec_poll(follow: bool) {
         );
     }
 }
+
+/// The restart test (issue 20): the mirror is kept from batches while the
+/// manager runs, its state is saved (now and then explicitly, always when
+/// the manager is dropped), random operations are made while no manager
+/// runs (the mirror test's, and same-size rewrites that put the old
+/// modification time back), and a new manager restored from the state
+/// must bring the mirror to the disk with its first batch alone, and
+/// report every file written meanwhile. Rounds of that, every seed.
+fn run_restart(backend: Backend, seed: u64, n: usize) {
+    let d = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let st = tempfile::tempdir().unwrap();
+    let root = d.path().join("tree");
+    let state = st.path().join("tree.state");
+    fs::create_dir(&root).unwrap();
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let spec = WatchSpec::new([&root])
+        .quiet_window(Duration::from_millis(5))
+        .editor_ignores(false)
+        .state(&state);
+    // Live operations on Wine's ReadDirectoryChangesW: as in `run_spec`.
+    let live_skip: &[usize] = if wine() && backend == Backend::Portable {
+        &[6, 7]
+    } else {
+        &[]
+    };
+    let mut mirror = Mirror::of_disk(&root);
+    let (mut serial, mut done, mut rounds) = (0, 0, 0);
+    let mut log: Vec<String> = Vec::new();
+    let mut written: BTreeSet<PathBuf> = BTreeSet::new();
+    while done < n {
+        rounds += 1;
+        let m = specwatch::Manager::builder()
+            .backend(backend)
+            .build()
+            .unwrap();
+        let mut c = Collector::new(m.subscribe());
+        start(&m, "s", spec.clone());
+        c.wait("the first batch", |c| {
+            c.batches.get("s").is_some_and(|b| !b.is_empty())
+        });
+        let first = c.batches["s"][0].clone();
+        let restored = matches!(first.restore, Some(specwatch::Restore::Restored { .. }));
+        assert!(
+            restored || rounds == 1,
+            "seed {seed} ({backend:?}) round {rounds}: not restored: {:?}",
+            first.restore
+        );
+        for x in &first.changes {
+            mirror.apply(x);
+        }
+        let disk = listing(&root, false);
+        let reported: BTreeSet<&PathBuf> = first.changes.iter().map(|c| &c.path).collect();
+        let unreported: Vec<&PathBuf> = written
+            .iter()
+            .filter(|p| disk.0.get(*p) == Some(&FileType::File) && !reported.contains(p))
+            .collect();
+        let trail = |log: &[String]| {
+            let changes: Vec<String> = first
+                .changes
+                .iter()
+                .map(|c| format!("{:?} {:?} {}", c.kind, c.file_type, c.path.display()))
+                .collect();
+            format!("\n operations while stopped: {log:?}\n first batch: {changes:?}")
+        };
+        assert!(
+            mirror == disk && unreported.is_empty(),
+            "seed {seed} ({backend:?}) round {rounds}: after the restart the mirror differs \
+             from the disk, or files written while stopped were not reported: {unreported:?}\n \
+             on disk, not mirrored: {:?}\n mirrored, not on disk: {:?}{}",
+            disk.0
+                .iter()
+                .filter(|(k, v)| mirror.0.get(*k) != Some(v))
+                .collect::<Vec<_>>(),
+            mirror
+                .0
+                .iter()
+                .filter(|(k, v)| disk.0.get(*k) != Some(v))
+                .collect::<Vec<_>>(),
+            trail(&log)
+        );
+        written.clear();
+        // Live: a burst, the mirror kept from batches; saved explicitly
+        // now and then (the drop saves the rest).
+        log.clear();
+        let mut live = |rng: &mut Rng, count: usize, log: &mut Vec<String>| {
+            for _ in 0..count.min(n - done) {
+                step(rng, &root, out.path(), &mut serial, log, false, live_skip);
+                done += 1;
+            }
+        };
+        let count = 1 + rng.below(40);
+        live(&mut rng, count, &mut log);
+        if rng.chance(50) {
+            m.save("s").unwrap();
+        }
+        let count = rng.below(10);
+        live(&mut rng, count, &mut log);
+        m.sync("s", WAIT).unwrap();
+        c.drain();
+        for b in &c.batches["s"][1..] {
+            for x in &b.changes {
+                mirror.apply(x);
+            }
+        }
+        assert!(
+            mirror == listing(&root, false),
+            "seed {seed} ({backend:?}) round {rounds}: the live mirror differs: {log:?}"
+        );
+        drop(m);
+        // Stopped: anything, and rewrites a signature's mtime alone would
+        // miss.
+        log.clear();
+        for _ in 0..(1 + rng.below(40)).min(n - done) {
+            if rng.chance(15) {
+                let (_, files) = entries(&root, false);
+                let files: Vec<&PathBuf> = files
+                    .iter()
+                    .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+                    .collect();
+                if !files.is_empty() {
+                    let p = files[rng.below(files.len())];
+                    let old = fs::read(p).unwrap();
+                    let mtime = fs::metadata(p).unwrap().modified().unwrap();
+                    let new: Vec<u8> = old.iter().map(|b| b.wrapping_add(1)).collect();
+                    fs::write(p, &new).unwrap();
+                    fs::File::options()
+                        .write(true)
+                        .open(p)
+                        .unwrap()
+                        .set_modified(mtime)
+                        .unwrap();
+                    log.push(format!("  same size, old mtime: {}", p.display()));
+                    written.insert(p.clone());
+                }
+            } else {
+                written.extend(step(
+                    &mut rng,
+                    &root,
+                    out.path(),
+                    &mut serial,
+                    &mut log,
+                    false,
+                    &[],
+                ));
+            }
+            done += 1;
+        }
+    }
+    eprintln!(
+        "seed {seed} ({backend:?}): {n} operations, {rounds} restarts, mirror equal after each"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn mirror_restart_native() {
+    for seed in seeds() {
+        run_restart(Backend::Native, seed, ops() / 4);
+    }
+}
+
+#[test]
+fn mirror_restart_portable() {
+    for seed in seeds() {
+        run_restart(Backend::Portable, seed, ops() / 4);
+    }
+}
+
+#[test]
+fn mirror_restart_poll() {
+    for seed in seeds() {
+        run_restart(POLL_BACKEND, seed, ops() / 4);
+    }
+}

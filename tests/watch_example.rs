@@ -226,3 +226,50 @@ fn a_terminal_gets_a_progress_line_while_indexing() {
         .unwrap_or_else(|| panic!("no progress line on the terminal; saw {text:?}"));
     assert!(progress < ready, "progress comes before READY: {text:?}");
 }
+
+/// `--state FILE`: the first lines after `READY` are what changed since
+/// the last run; stderr says whether the state was used. Unix only: the
+/// state is saved on a clean exit, and on Windows the test cannot ask
+/// the child alone to exit cleanly (it is ended).
+#[cfg(unix)]
+#[test]
+fn state_prints_what_changed_since_the_last_run() {
+    let (d, st) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dir = real(d.path());
+    let state = st.path().join("watch.state");
+    let state = state.to_str().unwrap();
+    std::fs::write(dir.join("kept"), "k").unwrap();
+    std::fs::write(dir.join("old"), "o").unwrap();
+    let w = start(&["--debounce", "10", "--state", state], &dir);
+    // Stderr and stdout are read apart: searched from the first line.
+    w.find(0, "the state's refusal on stderr", |l| {
+        l.stream == Stream::Stderr && l.text() == "watch: state: not used: no saved state"
+    });
+    stop(w);
+    // While it is not running.
+    std::fs::write(dir.join("new"), "n").unwrap();
+    std::fs::remove_file(dir.join("old")).unwrap();
+    let w = start(&["--debounce", "10", "--state", state], &dir);
+    w.find(0, "the restore on stderr", |l| {
+        l.stream == Stream::Stderr
+            && l.text() == "watch: state: restored (2 changes since the last run)"
+    });
+    expect(&w, &line("created", &dir.join("new")));
+    expect(&w, &line("removed", &dir.join("old")));
+    let seen: Vec<Vec<u8>> = w
+        .lines()
+        .into_iter()
+        .filter(|l| l.stream == Stream::Stdout)
+        .map(|l| l.bytes)
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            b"READY".to_vec(),
+            line("created", &dir.join("new")),
+            line("removed", &dir.join("old"))
+        ],
+        "READY, then exactly what changed meanwhile"
+    );
+    stop(w);
+}
