@@ -9,6 +9,7 @@
 //! cargo bench --bench e2e -- scale   # 2,000 x 20 and 50,000 x 20
 //! cargo bench --bench e2e -- many    # 1,000 specs on those trees (many.rs)
 //! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
+//! cargo bench --bench e2e -- restart # snapshots beside @parcel/watcher's (restart.rs)
 //! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed),
 //! # with the binary whose path `cargo bench --bench e2e --no-run` prints:
 //! perf record -g target/release/deps/e2e-HASH profile-startup [DIR [portable]]
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod many;
+mod restart;
 mod scale;
 mod scenarios;
 
@@ -567,6 +569,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("many") {
         return many::many(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("restart") {
+        return restart::restart(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("many-child") {
         return many::child(&args[1..]);
