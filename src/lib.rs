@@ -102,8 +102,50 @@
 //!   batches are merged per path, so its backlog is bounded by the number of
 //!   distinct changed paths.
 //!
+//! # Changes since the last run
+//!
+//! A spec with [`WatchOptions::state`] keeps what it saw in a file: saved
+//! atomically at most every [`WatchOptions::save_every`] while it changes,
+//! when the manager is dropped, and by [`Manager::save`] (which returns the
+//! [`Seq`] it reflects). The next manager to create the spec (the next run)
+//! reads it, and the spec's first batch is the exact net difference between
+//! the saved state and the disk, marked [`Restore::Restored`] (even when
+//! empty); a file that cannot be used (missing, truncated, corrupt, another
+//! spec's or format's, a root on another file system) gives
+//! [`Restore::Refused`] with the reason instead: rebuild from scratch. A
+//! [`Seq`] carries the instance that issued it, so a seq from an earlier run
+//! is never taken for one of this run's, and the seq saved with a state is
+//! answered by [`Manager::changes_since`] in the run that restored it. This
+//! is @parcel/watcher's `writeSnapshot`/`getEventsSince` and Watchman's
+//! clocks and `is_fresh_instance` (see [`Restore`]).
+//!
+//! ```no_run
+//! use specwatch::{Event, Manager, Restore, WatchSpec};
+//! # fn main() -> Result<(), specwatch::Error> {
+//! let m = Manager::new()?;
+//! let events = m.subscribe();
+//! m.apply("src", WatchSpec::new(["/app/src"]).state("/app/.cache/src.state"))?;
+//! if let Ok(Event::Changes(first)) = events.recv() {
+//!     match &first.restore {
+//!         Some(Restore::Restored { .. }) if first.changes.is_empty() => { /* up to date */ }
+//!         Some(Restore::Restored { .. }) => { /* rebuild what changed */ }
+//!         _ => { /* rebuild everything */ }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Known problems
 //!
+//! - **State files** ([`WatchOptions::state`]): a restore `stat`s every
+//!   entry of the spec on the engine's thread, after its walk (as long
+//!   again as the walk's reads, about); a save `stat`s every entry too,
+//!   off the engine's thread. A change made while a state was being saved
+//!   is saved as uncertain and reported again (`Modified`) by the restore.
+//!   What a stat signature cannot see is not seen (a rewrite keeping size,
+//!   both times and inode: only by setting the clock back). Saving fails
+//!   quietly in the background: [`Manager::save_error`] says why, the
+//!   spec's status does not.
 //! - **Portable backend under heavy directory renames**: notify keys its
 //!   recursive watches by path (the kernel by inode) and re-adds them
 //!   lazily after rename events. specwatch works around that (it never

@@ -103,13 +103,12 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
                 spec: name.to_owned(),
             })?;
         let t = Seq::new(export.instance, export.through);
-        let mut dirs: HashMap<PathBuf, Vec<(OsString, Saved)>> = export
-            .dirs
-            .into_iter()
-            .map(|(dir, entries)| {
-                let saved = stamp_dir(&dir, entries);
-                (dir, saved)
+        // The `stat`s, on a thread per core.
+        let mut dirs: HashMap<PathBuf, Vec<(OsString, Saved)>> =
+            fs::in_parallel(&export.dirs, |(dir, entries)| {
+                (dir.clone(), stamp_dir(dir, entries))
             })
+            .into_iter()
             .collect();
         sync(engine, name)?;
         let (changes, t2) = match engine.shared.changes_since(name, t) {
@@ -161,13 +160,14 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
 /// The entries of `dir` the spec sees, with their signatures now, sorted
 /// by name; one that cannot be `stat`ed (gone since: its change is on its
 /// way) is saved as uncertain.
-fn stamp_dir(dir: &Path, entries: Vec<(OsString, FileType)>) -> Vec<(OsString, Saved)> {
+fn stamp_dir(dir: &Path, entries: &[(OsString, FileType)]) -> Vec<(OsString, Saved)> {
     let scan = fs::scan_dir(dir, true)
         .map(|s| s.entries)
         .unwrap_or_default();
     let mut out: Vec<(OsString, Saved)> = entries
-        .into_iter()
+        .iter()
         .map(|(name, t)| {
+            let (name, t) = (name.clone(), *t);
             let saved = match scan.binary_search_by(|(n, _)| n.cmp(&name)) {
                 Ok(i) if scan[i].1 != Sig::UNKNOWN && scan[i].1.size != u64::MAX => {
                     Saved::Known(stamp_of(&scan[i].1))

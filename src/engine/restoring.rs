@@ -117,58 +117,22 @@ impl Engine {
     /// `Created`, saved entries gone `Removed`, and those whose stat
     /// signature differs (or that were saved as uncertain) `Modified`.
     pub(super) fn restore(&mut self, sid: SpecId, snap: &Snapshot) {
-        let view = self.view(sid);
+        let view: Vec<_> = self.view(sid).into_iter().collect();
         let now = self.now;
-        let mut diffs: Vec<(PathBuf, ChangeKind, FileType)> = Vec::new();
-        for (dir, (entries, names)) in &view {
-            let mut saved = snap.entries(dir);
-            if let Some(names) = names {
-                saved.retain(|(n, _)| names.contains(n));
-            }
-            let stamps = match names {
-                None => fs::scan_dir(dir, true).map_or_else(|_| Vec::new(), |s| s.entries),
-                Some(_) => {
-                    let mut v: Vec<(OsString, Sig)> = entries
-                        .iter()
-                        .filter_map(|(n, _)| Some((n.clone(), fs::sig_of(&dir.join(n))?)))
-                        .collect();
-                    v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    v
-                }
-            };
-            let stamp_of = |n: &OsString| {
-                stamps
-                    .binary_search_by(|(s, _)| s.cmp(n))
-                    .ok()
-                    .map(|i| stamps[i].1)
-            };
-            for (name, t) in entries {
-                let kind = match saved.binary_search_by(|(s, _)| s.cmp(name)) {
-                    Err(_) => Some(ChangeKind::Created),
-                    Ok(i) => match saved[i].1 {
-                        Saved::Uncertain(_) => Some(ChangeKind::Modified),
-                        Saved::Known(was) => {
-                            let was = sig_of_stamp(was);
-                            // Not `stat`able now: compared as changed.
-                            let is = stamp_of(name).unwrap_or(Sig::UNKNOWN);
-                            (was.changed(&is) || was.kind != *t).then_some(ChangeKind::Modified)
-                        }
-                    },
-                };
-                if let Some(kind) = kind {
-                    diffs.push((dir.join(name), kind, *t));
-                }
-            }
-            for (name, s) in &saved {
-                if entries.binary_search_by(|(n, _)| n.cmp(name)).is_err() {
-                    diffs.push((dir.join(name), ChangeKind::Removed, s.kind()));
-                }
-            }
-        }
+        // The `stat`s, on a thread per core: the engine waits for them
+        // (its walk of the spec has just done the same).
+        let mut diffs: Vec<Diff> = fs::in_parallel(&view, |(dir, (entries, names))| {
+            compare_dir(dir, entries, names.as_deref(), snap)
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+        let seen: std::collections::HashSet<&std::path::Path> =
+            view.iter().map(|(d, _)| d.as_path()).collect();
         // Directories saved that the spec no longer sees: gone, replaced,
         // or ignored now (an ignore file changed meanwhile).
         for dir in snap.dirs() {
-            if view.contains_key(dir) {
+            if seen.contains(dir) {
                 continue;
             }
             for (name, s) in snap.entries(dir) {
@@ -206,6 +170,64 @@ impl Engine {
             }
         }
     }
+}
+
+/// A path's net change since the snapshot, and its type.
+type Diff = (PathBuf, ChangeKind, FileType);
+
+/// The differences between directory `dir` as the spec sees it now
+/// (`entries`; `names`: only these are the spec's there) and as saved.
+fn compare_dir(
+    dir: &std::path::Path,
+    entries: &[(OsString, FileType)],
+    names: Option<&[OsString]>,
+    snap: &Snapshot,
+) -> Vec<Diff> {
+    let mut diffs = Vec::new();
+    let mut saved = snap.entries(dir);
+    if let Some(names) = names {
+        saved.retain(|(n, _)| names.contains(n));
+    }
+    let stamps = match names {
+        None => fs::scan_dir(dir, true).map_or_else(|_| Vec::new(), |s| s.entries),
+        Some(_) => {
+            let mut v: Vec<(OsString, Sig)> = entries
+                .iter()
+                .filter_map(|(n, _)| Some((n.clone(), fs::sig_of(&dir.join(n))?)))
+                .collect();
+            v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            v
+        }
+    };
+    let stamp_of = |n: &OsString| {
+        stamps
+            .binary_search_by(|(s, _)| s.cmp(n))
+            .ok()
+            .map(|i| stamps[i].1)
+    };
+    for (name, t) in entries {
+        let kind = match saved.binary_search_by(|(s, _)| s.cmp(name)) {
+            Err(_) => Some(ChangeKind::Created),
+            Ok(i) => match saved[i].1 {
+                Saved::Uncertain(_) => Some(ChangeKind::Modified),
+                Saved::Known(was) => {
+                    let was = sig_of_stamp(was);
+                    // Not `stat`able now: compared as changed.
+                    let is = stamp_of(name).unwrap_or(Sig::UNKNOWN);
+                    (was.changed(&is) || was.kind != *t).then_some(ChangeKind::Modified)
+                }
+            },
+        };
+        if let Some(kind) = kind {
+            diffs.push((dir.join(name), kind, *t));
+        }
+    }
+    for (name, s) in &saved {
+        if entries.binary_search_by(|(n, _)| n.cmp(name)).is_err() {
+            diffs.push((dir.join(name), ChangeKind::Removed, s.kind()));
+        }
+    }
+    diffs
 }
 
 /// A saved stamp as the signature a poll compares.

@@ -718,3 +718,41 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// `f` of every item, on one thread per core (at most 4; the calling
+/// thread is one of them), for work that is mostly waiting on the file
+/// system (a `stat` of every entry of many directories). The results come
+/// in no particular order.
+pub(crate) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(items.len().div_ceil(16).max(1));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return out;
+            };
+            out.push(f(item));
+        }
+    };
+    if workers == 1 {
+        return work();
+    }
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..workers)
+            .map(|_| std::thread::Builder::new().spawn_scoped(s, work))
+            .collect();
+        let mut all = work();
+        // A thread that could not be started took no item; one that
+        // panicked passes its panic on (its items are not lost quietly).
+        for h in helpers.into_iter().flatten() {
+            all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
+    })
+}
