@@ -143,9 +143,10 @@
 //!   off the engine's thread. A change made while a state was being saved
 //!   is saved as uncertain and reported again (`Modified`) by the restore.
 //!   What a stat signature cannot see is not seen (a rewrite keeping size,
-//!   both times and inode: only by setting the clock back). Saving fails
-//!   quietly in the background: [`Manager::save_error`] says why, the
-//!   spec's status does not.
+//!   both times and inode: only by setting the clock back). A save that
+//!   fails in the background is the spec's
+//!   [`last_error`](WatchStatus::last_error) until one succeeds; the
+//!   phase stays as it is.
 //! - **Portable backend under heavy directory renames**: notify keys its
 //!   recursive watches by path (the kernel by inode) and re-adds them
 //!   lazily after rename events. specwatch works around that (it never

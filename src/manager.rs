@@ -525,13 +525,6 @@ impl Manager {
         self.saver.save_now(name, &spec)
     }
 
-    /// Why the last automatic save of spec `name`'s state failed, if it
-    /// did (cleared by the next one that succeeds).
-    #[must_use]
-    pub fn save_error(&self, name: &str) -> Option<String> {
-        self.saver.error(name)
-    }
-
     /// The applied (normalised) spec and its generation.
     #[must_use]
     pub fn spec(&self, name: &str) -> Option<(WatchSpec, Generation)> {

@@ -214,8 +214,6 @@ struct Tracked {
     saved: Option<Seq>,
     /// When it was last saved (or started being tracked).
     at: Instant,
-    /// Why the last save failed, if it did.
-    error: Option<String>,
 }
 
 /// Keeps specs' state files current: a thread that saves each spec at
@@ -265,7 +263,6 @@ impl Saver {
                 spec: spec.clone(),
                 saved,
                 at: Instant::now(),
-                error: None,
             },
         );
         drop(tracked);
@@ -275,11 +272,6 @@ impl Saver {
     /// Spec `name` was deleted.
     pub(crate) fn untrack(&self, name: &str) {
         self.tracked.lock().remove(name);
-    }
-
-    /// Why the last automatic save of spec `name` failed, if it did.
-    pub(crate) fn error(&self, name: &str) -> Option<String> {
-        self.tracked.lock().get(name).and_then(|t| t.error.clone())
     }
 
     /// Saves spec `name` now (see [`Manager::save`](crate::Manager::save)).
@@ -331,14 +323,18 @@ fn save_tracked(
 ) -> Result<Seq> {
     let _one = saving.lock();
     let result = save(engine, name, spec);
+    // For the spec's status (`last_error`).
+    let _ = engine.send(Msg::StateSaved {
+        name: name.to_owned(),
+        error: result
+            .as_ref()
+            .err()
+            .map(|e| format!("state not saved: {e}")),
+    });
     if let Some(t) = tracked.lock().get_mut(name) {
         t.at = Instant::now();
-        match &result {
-            Ok(seq) => {
-                t.saved = Some(*seq);
-                t.error = None;
-            }
-            Err(e) => t.error = Some(e.to_string()),
+        if let Ok(seq) = &result {
+            t.saved = Some(*seq);
         }
     }
     result

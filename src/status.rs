@@ -219,7 +219,9 @@ pub struct WatchStatus {
     /// The most recent runtime error (a directory that could not be read or
     /// watched), naming the path, while the spec has any: it goes once
     /// every directory is watched and read again (and stays, with the
-    /// phase `Failed`, if the engine failed).
+    /// phase `Failed`, if the engine failed). Else, for a spec with a
+    /// [`state`](crate::WatchOptions::state) file whose last save failed,
+    /// `state not saved: ...`, until a save succeeds.
     pub last_error: Option<String>,
     /// When `last_error` was seen (wall clock), so that a consumer can
     /// tell a fresh error from an old one.

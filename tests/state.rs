@@ -15,6 +15,7 @@ use common::*;
 use specwatch::{Backend, ChangeBatch, ChangeKind, ChangesSince, Restore, StateRefused, WatchSpec};
 
 both_backends!(
+    a_save_that_fails_is_an_error_and_the_specs_last_error,
     a_restart_reports_exactly_what_changed_meanwhile,
     a_state_that_cannot_be_used_is_refused_with_its_reason,
     nothing_changed_is_an_empty_restored_batch
@@ -246,4 +247,41 @@ fn a_state_that_cannot_be_used_is_refused_with_its_reason(b: Backend) {
             again.restore
         );
     }
+}
+
+fn a_save_that_fails_is_an_error_and_the_specs_last_error(b: Backend) {
+    let (d, st) = (tmp(), tmp());
+    let root = d.path();
+    // Its directory is a file: nothing can be written there.
+    let blocker = st.path().join("not-a-dir");
+    fs::write(&blocker, "x").unwrap();
+    let state = blocker.join("s.state");
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]).state(&state));
+    match m.save("s") {
+        Err(specwatch::Error::State { spec, path, .. }) => {
+            assert_eq!((spec.as_str(), path.as_path()), ("s", state.as_path()));
+        }
+        other => panic!("a save into a file's place: {other:?}"),
+    }
+    let said = |c: &Collector| {
+        c.statuses
+            .get("s")
+            .and_then(|v| v.last())
+            .and_then(|s| s.last_error.clone())
+    };
+    c.wait("the failed save in the status's last_error", |c| {
+        said(c).is_some_and(|e| e.starts_with("state not saved: "))
+    });
+    assert_eq!(
+        m.status("s").unwrap().phase,
+        specwatch::Phase::Watching,
+        "watching goes on"
+    );
+    fs::remove_file(&blocker).unwrap();
+    m.save("s").expect("a save once the directory can be made");
+    c.wait("last_error cleared by the save that succeeded", |c| {
+        said(c).is_none()
+    });
 }

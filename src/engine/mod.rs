@@ -136,6 +136,9 @@ pub(crate) enum Msg {
         name: String,
         reply: Sender<Option<Export>>,
     },
+    /// The last save of the named spec's state file failed with `error`
+    /// (`None`: it succeeded), for its status.
+    StateSaved { name: String, error: Option<String> },
     /// Delete the named spec.
     Delete { name: String },
     /// A sync barrier: reply `true` once every change made before has been
@@ -462,6 +465,7 @@ impl Engine {
             Msg::Export { name, reply } => {
                 let _ = reply.send(self.export(&name));
             }
+            Msg::StateSaved { name, error } => self.state_saved(&name, error),
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
             Msg::Os(m) => match m.read() {

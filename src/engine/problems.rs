@@ -15,6 +15,9 @@ struct SpecProblems {
     /// The most recent error, naming its path, and when; goes once every
     /// directory is fine again.
     last: Option<(String, SystemTime)>,
+    /// Why the last save of its state file failed, and when; goes with
+    /// the next save that succeeds.
+    state: Option<(String, SystemTime)>,
 }
 
 #[derive(Debug, Default)]
@@ -53,9 +56,22 @@ impl Problems {
         self.by_spec.get(&sid).map(|p| &p.dirs)
     }
 
-    /// The last error of `sid` while it has any, and when it was seen.
+    /// The last save of `sid`'s state file failed with `error` (`None`:
+    /// it succeeded), at `wall`.
+    pub(super) fn state_saved(&mut self, sid: SpecId, error: Option<String>, wall: SystemTime) {
+        let p = self.by_spec.entry(sid).or_default();
+        let now = error.map(|e| (e, wall));
+        if p.state.as_ref().map(|s| &s.0) != now.as_ref().map(|s| &s.0) {
+            p.state = now;
+            self.touched.push(sid);
+        }
+    }
+
+    /// The last error of `sid` while it has any (a directory's, else its
+    /// state file's), and when it was seen.
     pub(super) fn last(&self, sid: SpecId) -> Option<&(String, SystemTime)> {
-        self.by_spec.get(&sid)?.last.as_ref()
+        let p = self.by_spec.get(&sid)?;
+        p.last.as_ref().or(p.state.as_ref())
     }
 
     pub(super) fn forget(&mut self, sid: SpecId) {
@@ -71,6 +87,31 @@ impl Problems {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_file_error_is_the_last_error_until_a_save_succeeds() {
+        let mut p = Problems::default();
+        let t = SystemTime::UNIX_EPOCH;
+        p.state_saved(1, Some("state file /s: disk full".into()), t);
+        assert_eq!(p.last(1).unwrap().0, "state file /s: disk full");
+        assert!(p.dirs(1).unwrap().is_empty(), "not a directory's problem");
+        assert_eq!(p.take_touched(), vec![1]);
+        p.state_saved(1, Some("state file /s: disk full".into()), t);
+        assert!(
+            p.take_touched().is_empty(),
+            "the same error again changes nothing"
+        );
+        p.record(&[1], Path::new("/a"), "cannot read: EIO", t);
+        assert_eq!(
+            p.last(1).unwrap().0,
+            "/a: cannot read: EIO",
+            "a directory's first"
+        );
+        p.clear(&[1], Path::new("/a"));
+        assert_eq!(p.last(1).unwrap().0, "state file /s: disk full");
+        p.state_saved(1, None, t);
+        assert_eq!(p.last(1), None);
+    }
 
     #[test]
     fn problems_are_per_spec_and_the_last_error_goes_once_healthy() {

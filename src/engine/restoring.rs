@@ -112,6 +112,14 @@ impl Engine {
         })
     }
 
+    /// The last save of spec `name`'s state failed with `error`, or
+    /// succeeded (`None`): its status's `last_error` says so.
+    pub(super) fn state_saved(&mut self, name: &str, error: Option<String>) {
+        if let Some(sid) = self.specs.id_of(name) {
+            self.problems.state_saved(sid, error, self.clock.wall());
+        }
+    }
+
     /// Records, for the new spec `sid`, the net difference between the
     /// snapshot and what its walk indexed: entries not saved are
     /// `Created`, saved entries gone `Removed`, and those whose stat
