@@ -32,7 +32,8 @@
 //! the start says why in one line (`chart_index: cache: ignored PATH:
 //! REASON`) and reads every package. It is written whole to a temporary
 //! file in `DIR`, fsynced and renamed over the last one (then `DIR` is
-//! synced), by a thread of its own ([`Writer`]): once the index has had no
+//! synced; a temporary file a killed run left is removed at the next
+//! start), by a thread of its own ([`Writer`]): once the index has had no
 //! new package change for a second (at most 10 s after the first unsaved
 //! one), and at a graceful stop. A run killed between two saves leaves the
 //! last one, which is still right entry for entry: an entry is only ever
@@ -360,7 +361,15 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts the thread, after removing the temporary files that a run
+    /// killed while saving left in `dir`.
     pub fn spawn(dir: PathBuf, options: Options, index: Arc<RwLock<Index>>) -> io::Result<Writer> {
+        let tmp = format!("{FILE_NAME}.tmp-");
+        for e in fs::read_dir(&dir)?.flatten() {
+            if e.file_name().to_str().is_some_and(|n| n.starts_with(&tmp)) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("cache".into())

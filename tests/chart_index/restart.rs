@@ -230,9 +230,16 @@ fn a_corrupt_or_cut_cache_is_ignored_saying_why() {
             "not a chart_index cache",
         ),
     ];
+    // What a run killed while saving leaves.
+    let leftover = cache.join("chart_index.cache.tmp-4242");
     for (what, bytes, says) in cases {
         fs::write(&file, bytes).unwrap();
+        fs::write(&leftover, &good[..good.len() / 2]).unwrap();
         let s = cached_server(what, &storage, &cache);
+        assert!(
+            !leftover.exists(),
+            "{what}: a leftover temporary file is removed"
+        );
         let line = s.wait_log("the cache ignored", |l| {
             l.starts_with("chart_index: cache: ignored ")
         });
