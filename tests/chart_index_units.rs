@@ -13,6 +13,8 @@
 
 #[path = "../examples/chart_index/auth.rs"]
 mod auth;
+#[path = "../examples/chart_index/cache.rs"]
+mod cache;
 #[path = "../examples/chart_index/chart.rs"]
 mod chart;
 #[path = "../examples/chart_index/http.rs"]

@@ -26,7 +26,13 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::storage::{open_in_storage, safe_name};
+use crate::storage::{Stamp, Time, open_in_storage, safe_name, to_time};
+
+/// The version of the rules by which a package becomes an entry (what is
+/// read, checked, sanitized, refused): bump it with any change to them,
+/// and a cache of entries read by other rules is not used (the `cache`
+/// module).
+pub const READER: u32 = 1;
 
 /// Packages larger than this are not read into the index.
 const MAX_PACKAGE_BYTES: u64 = 256 << 20;
@@ -47,6 +53,18 @@ pub struct ChartVersion {
     pub digest: String,
     /// Its modification time.
     pub created: SystemTime,
+    /// The version of the file it was read from, when the read can vouch
+    /// for it (`None`: the file changed while it was read).
+    pub source: Option<Source>,
+}
+
+/// Which version of a package's file an entry was read from, and when the
+/// read began: what lets a later run take the entry without reading the
+/// file (the `cache` module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    pub stamp: Stamp,
+    pub read_at: Time,
 }
 
 /// A Chart.yaml, as Helm's `chart.Metadata` (`pkg/chart/v2/metadata.go`):
@@ -499,7 +517,8 @@ fn check(meta: &mut ChartMeta) -> Result<semver::Version, String> {
     Ok(version)
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// `bytes`' sha256, in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(64);
     for b in Sha256::digest(bytes).iter() {
         let _ = write!(s, "{b:02x}");
@@ -507,8 +526,17 @@ fn sha256_hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Reads and checks the package `root/tenant.../file`.
-pub fn read_package(root: &Path, tenant: &[&str], file: &str) -> Result<ChartVersion, String> {
+/// Reads and checks the package `root/tenant.../file`. With `known`, an
+/// entry of the same file that an earlier run read: if the bytes still
+/// have its digest, its metadata is taken as it is, not parsed again
+/// (the second value says whether the package was parsed).
+pub fn read_package(
+    root: &Path,
+    tenant: &[&str],
+    file: &str,
+    known: Option<&ChartVersion>,
+) -> Result<(ChartVersion, bool), String> {
+    let read_at = to_time(SystemTime::now());
     let (mut f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
     if stat.len() > MAX_PACKAGE_BYTES {
         return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
@@ -518,13 +546,33 @@ pub fn read_package(root: &Path, tenant: &[&str], file: &str) -> Result<ChartVer
         .take(MAX_PACKAGE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
+    // The same before and after the read: the bytes are that version's
+    // (a write during the read changes the ctime, unless it falls within
+    // the clock's granularity: see the `cache` module's `settled`).
+    let stamp = Stamp::of(&stat);
+    let source = f
+        .metadata()
+        .is_ok_and(|after| Stamp::of(&after) == stamp)
+        .then_some(Source { stamp, read_at });
+    let digest = sha256_hex(&bytes);
+    let created = stat.modified().unwrap_or(SystemTime::now());
+    if let Some(k) = known.filter(|k| k.digest == digest) {
+        let c = ChartVersion {
+            created,
+            source,
+            ..k.clone()
+        };
+        return Ok((c, false));
+    }
     let (meta, semver) = parse_chart(&bytes)?;
-    Ok(ChartVersion {
+    let c = ChartVersion {
         meta,
         semver,
-        digest: sha256_hex(&bytes),
-        created: stat.modified().unwrap_or(SystemTime::now()),
-    })
+        digest,
+        created,
+        source,
+    };
+    Ok((c, true))
 }
 
 #[cfg(test)]

@@ -8,18 +8,21 @@
 //! the package is read there, before the index is locked); [`apply_batch`]
 //! then applies a batch's ops under the lock and records its `seq`. The
 //! first batches of the watch report every existing entry as created (its
-//! initial scan), so the same code builds the index and keeps it.
+//! initial scan), so the same code builds the index and keeps it. With a
+//! restart cache, the start's batches take the entries the `cache`
+//! module's verdicts give rather than reading those packages ([`Reads`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{PoisonError, RwLock};
 use std::time::SystemTime;
 
 use serde::Serialize;
 use specwatch::{Change, ChangeBatch, ChangeKind, FileType};
 
+use crate::cache::Verdicts;
 use crate::chart::{ChartMeta, ChartVersion, read_package};
-use crate::storage::safe_name;
+use crate::storage::{Stamp, resolve_dir, safe_name, stamp_in};
 
 /// Tenants and their packages.
 pub struct Index {
@@ -58,71 +61,124 @@ impl Index {
         self.changed.insert(key.to_owned(), self.seq);
     }
 
-    fn forget_package(&mut self, key: &str) {
+    /// Forgets the package `key`; says whether there was one.
+    fn forget_package(&mut self, key: &str) -> bool {
         let (parent, file) = split_key(key);
         if let Some(charts) = self.tenants.get_mut(parent)
             && charts.remove(file).is_some()
         {
             eprintln!("index: - {key}");
             self.touch(parent);
+            return true;
         }
+        false
     }
 
-    /// Forgets the tenant `key` and every tenant below it.
-    fn forget_tenants(&mut self, key: &str) {
+    /// Every package, keyed by its path below the root (`org/a-1.0.0.tgz`).
+    pub fn packages(&self) -> impl Iterator<Item = (String, &ChartVersion)> {
+        self.tenants.iter().flat_map(|(t, charts)| {
+            charts.iter().map(move |(file, c)| {
+                let key = if t.is_empty() {
+                    file.clone()
+                } else {
+                    format!("{t}/{file}")
+                };
+                (key, c)
+            })
+        })
+    }
+
+    /// Forgets the tenant `key` and every tenant below it; says whether
+    /// they had packages.
+    fn forget_tenants(&mut self, key: &str) -> bool {
         let below: Vec<String> = self
             .tenants
             .keys()
             .filter(|t| is_within(t, key))
             .cloned()
             .collect();
+        let mut packages = false;
         for t in below {
-            self.tenants.remove(&t);
+            packages |= self.tenants.remove(&t).is_some_and(|c| !c.is_empty());
             self.changed.remove(&t);
         }
+        packages
     }
 
-    fn apply(&mut self, op: Op) {
+    /// Applies `op`; says whether a package was added, replaced or
+    /// removed (a tenant forgotten with its packages counts).
+    fn apply(&mut self, op: Op) -> bool {
         match op {
             Op::Gone(key) => {
-                self.forget_package(&key);
-                self.forget_tenants(&key);
+                let package = self.forget_package(&key);
+                self.forget_tenants(&key) | package
             }
             Op::Dir(key) => {
-                self.forget_package(&key);
+                let package = self.forget_package(&key);
                 if !self.tenants.contains_key(&key) {
                     self.touch(&key);
                     self.tenants.insert(key, BTreeMap::new());
                 }
+                package
             }
             Op::File { key, package } => {
-                self.forget_tenants(&key);
+                let below = self.forget_tenants(&key);
                 let (parent, file) = split_key(&key);
                 match (package, self.tenants.get_mut(parent)) {
                     (Some(p), Some(charts)) => {
                         eprintln!("index: + {key} ({} {})", p.meta.name, p.meta.version);
                         charts.insert(file.to_owned(), *p);
                         self.touch(parent);
+                        true
                     }
-                    _ => self.forget_package(&key),
+                    _ => self.forget_package(&key) | below,
                 }
             }
         }
     }
 }
 
+/// How the packages of the batches applied so far came into the index,
+/// and, while the start's batches are applied, the restart cache's
+/// verdicts on them.
+#[derive(Default)]
+pub struct Reads {
+    /// The cache's verdicts (`None`: no cache, or the start is over).
+    pub verdicts: Option<Verdicts>,
+    /// Entries taken from the cache without opening the file.
+    pub cached: usize,
+    /// Packages read and parsed.
+    pub parsed: usize,
+    /// Packages read and hashed only: the cache's entry had their digest.
+    pub verified: usize,
+    /// Packages that could not be read (`skip` lines).
+    pub unreadable: usize,
+}
+
 /// Applies one change batch of the storage watch: its packages are read
-/// first, then the index is locked for the ops alone. Says on stderr
-/// `index: seq N: K changes` once the batch is applied.
-pub fn apply_batch(index: &RwLock<Index>, root: &Path, batch: &ChangeBatch) {
-    let ops: Vec<Op> = batch.changes.iter().filter_map(|c| plan(root, c)).collect();
+/// (or taken from `reads`' verdicts) first, then the index is locked for
+/// the ops alone. Says on stderr `index: seq N: K changes` once the batch
+/// is applied, and returns whether a package was added, replaced or
+/// removed.
+pub fn apply_batch(
+    index: &RwLock<Index>,
+    root: &Path,
+    batch: &ChangeBatch,
+    reads: &mut Reads,
+) -> bool {
+    let ops: Vec<Op> = batch
+        .changes
+        .iter()
+        .filter_map(|c| plan(root, c, reads))
+        .collect();
+    let mut changed = false;
     {
         let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
         // Set first, so that the tenants the ops change are marked with
         // this batch (no reader sees the index before the ops are done).
         index.seq = batch.seq.number();
         for op in ops {
-            index.apply(op);
+            changed |= index.apply(op);
         }
     }
     eprintln!(
@@ -130,6 +186,34 @@ pub fn apply_batch(index: &RwLock<Index>, root: &Path, batch: &ChangeBatch) {
         batch.seq.number(),
         batch.changes.len()
     );
+    changed
+}
+
+/// The packages `batches` would read (each regular `*.tgz` file they
+/// report as there), with each one's [`Stamp`] now (`None`: no longer a
+/// regular file there, or its tenant no longer a real directory). Each
+/// tenant directory is resolved once.
+pub fn found<'a>(
+    root: &Path,
+    batches: impl IntoIterator<Item = &'a ChangeBatch>,
+) -> Vec<(String, Option<Stamp>)> {
+    let mut dirs: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut out = Vec::new();
+    for c in batches.into_iter().flat_map(|b| &b.changes) {
+        if c.kind == ChangeKind::Removed || c.file_type != FileType::File {
+            continue;
+        }
+        let Some(key) = key_of(root, &c.path).filter(|k| k.ends_with(".tgz")) else {
+            continue;
+        };
+        let (parent, file) = split_key(&key);
+        let dir = dirs
+            .entry(parent.to_owned())
+            .or_insert_with(|| resolve_dir(root, &tenant_names(parent), false).ok());
+        let stamp = dir.as_deref().and_then(|d| stamp_in(d, file));
+        out.push((key, stamp));
+    }
+    out
 }
 
 /// `(parent, name)` of a key; the parent of a top-level name is the root `""`.
@@ -175,7 +259,7 @@ fn key_of(root: &Path, path: &Path) -> Option<String> {
 
 /// What `change` does to the index (`None`: nothing; a name no URL can
 /// reach, say).
-fn plan(root: &Path, change: &Change) -> Option<Op> {
+fn plan(root: &Path, change: &Change, reads: &mut Reads) -> Option<Op> {
     let Some(key) = key_of(root, &change.path) else {
         if change.kind != ChangeKind::Removed
             && change.file_type == FileType::File
@@ -192,19 +276,40 @@ fn plan(root: &Path, change: &Change) -> Option<Op> {
         (ChangeKind::Removed, _) => Op::Gone(key),
         (_, FileType::Dir) => Op::Dir(key),
         (_, FileType::File) => {
-            let package = key.ends_with(".tgz").then(|| load(root, &key)).flatten();
+            let package = key
+                .ends_with(".tgz")
+                .then(|| load(root, &key, reads))
+                .flatten();
             Op::File { key, package }
         }
         _ => Op::Gone(key),
     })
 }
 
-/// Reads the package at `key`, or says on stderr why not.
-fn load(root: &Path, key: &str) -> Option<Box<ChartVersion>> {
+/// The package at `key`: the cache's entry if its verdict is to reuse
+/// it, else read (only hashed if the cache's entry to verify has its
+/// digest); or `None`, saying on stderr why.
+fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> {
+    let mut known = None;
+    if let Some(v) = &mut reads.verdicts {
+        if let Some(c) = v.reuse.remove(key) {
+            reads.cached += 1;
+            return Some(Box::new(c));
+        }
+        known = v.verify.remove(key);
+    }
     let (parent, file) = split_key(key);
-    match read_package(root, &tenant_names(parent), file) {
-        Ok(p) => Some(Box::new(p)),
+    match read_package(root, &tenant_names(parent), file, known.as_ref()) {
+        Ok((p, parsed)) => {
+            if parsed {
+                reads.parsed += 1;
+            } else {
+                reads.verified += 1;
+            }
+            Some(Box::new(p))
+        }
         Err(reason) => {
+            reads.unreadable += 1;
             eprintln!("skip {}: {reason}", root.join(key).display());
             None
         }

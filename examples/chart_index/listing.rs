@@ -128,6 +128,7 @@ mod tests {
             semver,
             digest: "00ff".into(),
             created: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            source: None,
         }
     }
 

@@ -8,7 +8,7 @@
 //!     [--depth N] [--allow-overwrite] [--disable-delete]
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
 //!     [--auth-token-file FILE] [--auth-anonymous-get]
-//!     [--allow-anonymous-write]
+//!     [--allow-anonymous-write] [--cache-dir DIR]
 //! ```
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
@@ -113,13 +113,31 @@
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
 //! as it goes (`chart_index: watching again`).
 //!
-//! `load.sh` (one replica) and `replicas-load.sh` (two replicas over one
+//! **Restarts** (`--cache-dir DIR`, the `cache` module). Without it, a
+//! start reads every package. With it, the server keeps each package's
+//! entry, digest and file stamp (size, mtime, ctime, inode) in
+//! `DIR/chart_index.cache`, saved atomically a second after the index's
+//! packages change and at a graceful stop; the next start takes from it
+//! every package whose file still has the stamp it was read from, and
+//! reads only the others (a cached package no longer there is dropped).
+//! `DIR` must not be inside the storage directory (it is created if
+//! missing). A cache that cannot be used (another layout, written under
+//! other options, corrupt or cut short) is ignored, saying why
+//! (`chart_index: cache: ignored PATH: REASON`). Each start says before
+//! `LISTENING` how it got its packages: `chart_index: start: N packages
+//! indexed: C from the cache, R read (V of them only hashed), U
+//! unreadable; D cached packages gone`.
+//!
+//! `load.sh` (one replica), `restart-bench.sh` (the time to `LISTENING`
+//! cold, warm and after changes, with and without the cache) and
+//! `replicas-load.sh` (two replicas over one
 //! storage directory, one through a bindfs mount, while charts are
 //! uploaded and deleted) beside this file measure it under load (oha; see
 //! the README).
 //!
-//! Nothing outside `DIR` is read or written (see the `storage` module), and
-//! temporary upload files are named `.upload-*` and ignored by the watch.
+//! Nothing outside `DIR` is read or written (see the `storage` module) but
+//! the `--cache-dir` directory, and temporary upload files are named
+//! `.upload-*` and ignored by the watch.
 //!
 //! HTTP is axum over hyper's HTTP/1.1 on tokio: keep-alive, a bounded head
 //! (64 KiB, 100 headers: 431 past them), bounded bodies (413 without
@@ -135,7 +153,8 @@
 //! (which route a path names), `auth` (credentials), `api` (the routes'
 //! handlers), `listing` (the API's JSON of the index), `chart` (reading
 //! packages), `provenance` (reading provenance files), `index` (the index
-//! and its YAML), `storage` (path safety and durable writes).
+//! and its YAML), `cache` (the restart cache), `storage` (path safety,
+//! durable writes, file stamps).
 //!
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
 //! [`WatchSpec::backend`]: specwatch::WatchSpec::backend
@@ -143,6 +162,7 @@
 
 mod api;
 mod auth;
+mod cache;
 mod chart;
 mod http;
 mod index;
@@ -151,6 +171,7 @@ mod provenance;
 mod routes;
 mod storage;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::net::TcpListener;
@@ -164,7 +185,8 @@ use tokio::sync::watch;
 
 use crate::api::{Policy, Repo};
 use crate::auth::Auth;
-use crate::index::{Index, apply_batch};
+use crate::cache::{Loaded, Notify, Options, Writer};
+use crate::index::{Index, Reads, apply_batch};
 use crate::routes::Rules;
 use crate::storage::UPLOAD_PREFIX;
 
@@ -172,7 +194,7 @@ const USAGE: &str = "usage: chart_index --storage DIR [--listen ADDR] \
      [--backend auto|native|portable|poll] [--poll-interval MS] [--max-upload-mb N] \
      [--sync-timeout MS] [--depth N] [--allow-overwrite] [--disable-delete] \
      [--basic-auth-user USER --basic-auth-pass PASSWORD] [--auth-token-file FILE] \
-     [--auth-anonymous-get] [--allow-anonymous-write]
+     [--auth-anonymous-get] [--allow-anonymous-write] [--cache-dir DIR]
   (BASIC_AUTH_USER and BASIC_AUTH_PASS in the environment stand for the --basic-auth flags)";
 
 /// The name of the one watch spec, over the storage directory.
@@ -198,6 +220,8 @@ struct Args {
     sync_timeout: Duration,
     /// Credentials, what is open, how paths are read.
     policy: Policy,
+    /// Where the restart cache is kept (`None`: no cache).
+    cache_dir: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -216,6 +240,7 @@ fn parse_args() -> Result<Args, String> {
     let mut auth = Auth::default();
     let (mut user, mut password) = (None, None);
     let mut token_files = Vec::new();
+    let mut cache_dir = None;
     let mut it = std::env::args_os().skip(1);
     fn value(
         flag: &str,
@@ -287,6 +312,12 @@ fn parse_args() -> Result<Args, String> {
                         .ok_or(format!("--auth-token-file needs a file\n{USAGE}"))?,
                 ));
             }
+            Some("--cache-dir") => {
+                cache_dir = Some(PathBuf::from(
+                    it.next()
+                        .ok_or(format!("--cache-dir needs a directory\n{USAGE}"))?,
+                ));
+            }
             Some("--auth-anonymous-get") => auth.anonymous_get = true,
             Some("--allow-anonymous-write") => auth.anonymous_write = true,
             Some("-h" | "--help") => return Err(USAGE.into()),
@@ -351,6 +382,7 @@ fn parse_args() -> Result<Args, String> {
             rules,
             allow_overwrite,
         },
+        cache_dir,
     })
 }
 
@@ -408,6 +440,32 @@ fn run(args: Args) -> Result<(), String> {
     let listener =
         TcpListener::bind(&args.listen).map_err(|e| format!("listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let cache = match &args.cache_dir {
+        Some(dir) => Some(cache_dir(dir, &root)?),
+        None => None,
+    };
+    // Read before the watch starts; a cache that cannot be used is said
+    // here, once.
+    let loaded = cache.as_ref().map(|(dir, options)| {
+        let path = dir.join(cache::FILE_NAME);
+        match cache::load(dir, options) {
+            Loaded::Missing => {
+                eprintln!(
+                    "chart_index: cache: none at {} yet: every package is read",
+                    path.display()
+                );
+                None
+            }
+            Loaded::Ignored(why) => {
+                eprintln!(
+                    "chart_index: cache: ignored {}: {why}; every package is read",
+                    path.display()
+                );
+                None
+            }
+            Loaded::Entries(entries) => Some(entries),
+        }
+    });
 
     let manager = watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?;
     // Subscribed before the spec is applied: the initial scan's batches
@@ -428,9 +486,29 @@ fn run(args: Args) -> Result<(), String> {
     manager
         .sync(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
-    for ev in events.try_iter() {
+    let start: Vec<Event> = events.try_iter().collect();
+    // Which packages to read: those the cache cannot vouch for.
+    let verdicts = loaded.flatten().map(|cached| {
+        let batches = start.iter().filter_map(|ev| match ev {
+            Event::Changes(b) if b.name == SPEC => Some(&**b),
+            _ => None,
+        });
+        cache::decide(cached, index::found(&root, batches))
+    });
+    let dropped = verdicts.as_ref().map_or(0, |v| v.dropped);
+    follower.reads.verdicts = verdicts;
+    for ev in start {
         follower.handle(ev);
     }
+    follower.reads.verdicts = None;
+    let writer = match cache {
+        Some((dir, options)) => Some(
+            Writer::spawn(dir, options, Arc::clone(&follower.index))
+                .map_err(|e| format!("starting the cache's thread: {e}"))?,
+        ),
+        None => None,
+    };
+    follower.started(dropped, writer.as_ref().map(Writer::notify));
     let manager = Arc::new(manager);
     let repo = Arc::new(Repo::new(
         root,
@@ -473,7 +551,55 @@ fn run(args: Args) -> Result<(), String> {
     // lets go.
     runtime.shutdown_timeout(Duration::from_secs(5));
     drop(manager);
+    if let Some(w) = writer {
+        w.stop();
+    }
     Ok(())
+}
+
+/// The cache directory `dir`, canonical, which must not be inside the
+/// storage directory `root` (checked before it is created, if missing);
+/// and the options the cache is written under.
+fn cache_dir(dir: &Path, root: &Path) -> Result<(PathBuf, Options), String> {
+    let err = |e: &dyn std::fmt::Display| format!("--cache-dir {}: {e}", dir.display());
+    // Where it would be: its nearest existing ancestor, canonical, and the
+    // names below that.
+    let abs = std::path::absolute(dir).map_err(|e| err(&e))?;
+    let (base, rest) = abs
+        .ancestors()
+        .find(|a| fs::symlink_metadata(a).is_ok())
+        .map(|a| (a, abs.strip_prefix(a).unwrap_or(Path::new(""))))
+        .ok_or_else(|| err(&"no part of it exists"))?;
+    let mut target = base.canonicalize().map_err(|e| err(&e))?;
+    for c in rest.components() {
+        match c {
+            std::path::Component::Normal(name) => target.push(name),
+            _ => return Err(err(&"`.` or `..` in a part that does not exist yet")),
+        }
+    }
+    let inside = |p: &Path| {
+        if p.starts_with(root) {
+            Err(format!(
+                "--cache-dir {} is inside the storage directory {}: the cache is this \
+                 server's own, and the storage is shared",
+                p.display(),
+                root.display()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    inside(&target)?;
+    fs::create_dir_all(&target).map_err(|e| err(&e))?;
+    let target = target.canonicalize().map_err(|e| err(&e))?;
+    inside(&target)?;
+    let options = Options::new(root).ok_or_else(|| {
+        format!(
+            "--cache-dir: the storage directory's path is not UTF-8: {}",
+            root.display()
+        )
+    })?;
+    Ok((target, options))
 }
 
 /// What stops the server: SIGTERM, SIGINT (Ctrl-C) or SIGHUP; on Windows
@@ -524,6 +650,11 @@ struct Follower {
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
     trouble: Option<String>,
+    /// How packages were read (and the cache's verdicts during the start).
+    reads: Reads,
+    /// Told of each batch that changes the index's packages, once started
+    /// (`None`: no cache).
+    cache: Option<Notify>,
 }
 
 impl Follower {
@@ -534,14 +665,47 @@ impl Follower {
             applied,
             roots: Vec::new(),
             trouble: None,
+            reads: Reads::default(),
+            cache: None,
         }
+    }
+
+    /// The start's batches are applied: says how the packages came, and
+    /// from now on tells `cache` of changes (and now, if the index is
+    /// not what the cache held: `dropped` cached packages were not found).
+    fn started(&mut self, dropped: usize, cache: Option<Notify>) {
+        let r = &self.reads;
+        let indexed: usize = {
+            let index = self
+                .index
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            index.tenants.values().map(BTreeMap::len).sum()
+        };
+        eprintln!(
+            "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
+             them only hashed), {} unreadable; {dropped} cached packages gone",
+            r.cached,
+            r.parsed + r.verified,
+            r.verified,
+            r.unreadable
+        );
+        if let Some(n) = &cache
+            && (r.parsed + r.verified + dropped > 0)
+        {
+            n.changed();
+        }
+        self.cache = cache;
     }
 
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
-                apply_batch(&self.index, &self.root, &batch);
+                let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
                 self.applied.send_replace(batch.seq.number());
+                if changed && let Some(cache) = &self.cache {
+                    cache.changed();
+                }
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
             _ => {}

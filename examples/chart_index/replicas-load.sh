@@ -43,18 +43,9 @@ POLL_INTERVAL=${POLL_INTERVAL:-}
 OHA=${OHA:-oha}
 here=$(cd "$(dirname "$0")" && pwd)
 
-say() { echo "replicas-load: $*" >&2; }
-die() { say "$*"; exit 1; }
-
-[ $# -gt 0 ] || die "usage: $0 [LABEL=]BINARY... (cargo build --release --example chart_index)"
-labels=() bins=()
-for arg in "$@"; do
-    case $arg in
-        *=*) labels+=("${arg%%=*}") bins+=("${arg#*=}") ;;
-        *) labels+=("$arg") bins+=("$arg") ;;
-    esac
-done
-for b in "${bins[@]}"; do [ -x "$b" ] || die "no server binary at $b"; done
+NAME=replicas-load
+. "$here/binaries.sh"
+binaries "$@"
 for tool in "$OHA" bindfs fusermount python3; do
     command -v "$tool" >/dev/null || die "no $tool on PATH"
 done

@@ -1,7 +1,16 @@
-"""The Python half of replicas-load.sh (standard library only).
+"""The Python half of replicas-load.sh and restart-bench.sh (standard
+library only).
 
     replicas_load.py seed DIR CHARTS TENANTS
         makes the chart packages (as load.sh does)
+    replicas_load.py change DIR N TENANTS MARK
+        rewrites the first N seeded packages in place, their description
+        ending in MARK (so that each gets a new digest)
+    replicas_load.py start BINARY ARGS...
+        starts a server, times it from the start to its LISTENING line,
+        stops it (SIGTERM), waits for it to exit, and prints one JSON line:
+        {"ms", "indexed", "read", "cached", "hashed"} (a server that says
+        no `chart_index: start:` line read every package it indexed)
     replicas_load.py write A_ADDR B_ADDR B_STDERR DURATION RATE DEADLINE TENANTS OUT
         the writer: uploads and deletes on A at RATE per second for DURATION
         seconds, and measures when B's index shows each change
@@ -24,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 
-def package(name, version):
+def package(name, version, mark=""):
     """A chart package: Chart.yaml, values.yaml, one template."""
 
     def add(tar, path, data):
@@ -34,8 +43,8 @@ def package(name, version):
 
     chart_yaml = (
         'apiVersion: v2\nname: %s\nversion: %s\nappVersion: "%s"\n'
-        "description: load test chart %s\ntype: application\n"
-        % (name, version, version, name)
+        "description: load test chart %s%s\ntype: application\n"
+        % (name, version, version, name, mark)
     ).encode()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -62,6 +71,58 @@ def seed(root, charts, tenants):
         path = os.path.join(root, tenant, "%s-%s.tgz" % (name, version))
         with open(path, "wb") as f:
             f.write(package(name, version))
+
+
+def change(root, n, tenants, mark):
+    for i in range(n):
+        tenant, name, version = seed_chart(i, tenants)
+        path = os.path.join(root, tenant, "%s-%s.tgz" % (name, version))
+        with open(path, "wb") as f:
+            f.write(package(name, version, " " + mark))
+
+
+START_RE = re.compile(
+    r"^chart_index: start: (\d+) packages indexed: (\d+) from the cache, "
+    r"(\d+) read \((\d+) of them only hashed\)"
+)
+
+
+def start(argv):
+    import signal
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+        line = p.stdout.readline().decode()
+        ms = (time.monotonic() - t0) * 1000
+        if not line.startswith("LISTENING "):
+            p.kill()
+            p.wait()
+            err.seek(0)
+            sys.exit("no LISTENING line: %r\n%s" % (line, err.read().decode()))
+        p.send_signal(signal.SIGTERM)
+        p.stdout.read()
+        if p.wait(timeout=120) != 0:
+            sys.exit("the server exited with %s" % p.returncode)
+        err.seek(0)
+        lines = err.read().decode().splitlines()
+    run = {"ms": round(ms, 1)}
+    for l in lines:
+        m = START_RE.match(l)
+        if m:
+            run.update(
+                indexed=int(m[1]), cached=int(m[2]), read=int(m[3]), hashed=int(m[4])
+            )
+            break
+    else:
+        # Up to its LISTENING line, each package was read ("index: +") or
+        # could not be ("skip").
+        added = sum(1 for l in lines if l.startswith("index: + "))
+        run.update(indexed=added, cached=0, hashed=0,
+                   read=added + sum(1 for l in lines if l.startswith("skip ")))
+    print(json.dumps(run))
 
 
 def request(addr, method, path, body=None):
@@ -403,6 +464,10 @@ def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "seed":
         seed(argv[2], int(argv[3]), int(argv[4]))
+    elif cmd == "change":
+        change(argv[2], int(argv[3]), int(argv[4]), argv[5])
+    elif cmd == "start":
+        start(argv[2:])
     elif cmd == "write":
         a, b, b_err = argv[2:5]
         duration, rate, deadline = float(argv[5]), float(argv[6]), float(argv[7])

@@ -9,10 +9,15 @@
 //! waiting on a FIFO), and on Linux what was opened is checked through
 //! `/proc/self/fd`. New files are created exclusively and fsynced
 //! ([`create_new`], [`fill`]), and their directory synced ([`sync_dir`]).
+//! A file's [`Stamp`] tells one version of its content from another
+//! without reading it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
 
 /// Temporary upload files: ignored by the watch, never indexed.
 pub const UPLOAD_PREFIX: &str = ".upload-";
@@ -218,4 +223,98 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 pub fn fill(mut f: File, bytes: &[u8]) -> io::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()
+}
+
+/// A point in time as seconds since the Unix epoch (negative before it)
+/// and nanoseconds: `[secs, nanos]` in JSON.
+pub type Time = (i64, u32);
+
+/// `t` as a [`Time`].
+pub fn to_time(t: SystemTime) -> Time {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos(),
+        ),
+        Err(e) => {
+            // Before the epoch: whole seconds down, nanoseconds up.
+            let d = e.duration();
+            let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+            match d.subsec_nanos() {
+                0 => (-secs, 0),
+                n => (-secs - 1, 1_000_000_000 - n),
+            }
+        }
+    }
+}
+
+/// `t` as a [`SystemTime`] (the epoch when it cannot be one).
+pub fn from_time((secs, nanos): Time) -> SystemTime {
+    let t = if secs >= 0 {
+        UNIX_EPOCH.checked_add(Duration::new(secs.unsigned_abs(), nanos))
+    } else {
+        UNIX_EPOCH
+            .checked_sub(Duration::from_secs(secs.unsigned_abs()))
+            .and_then(|t| t.checked_add(Duration::from_nanos(u64::from(nanos))))
+    };
+    t.unwrap_or(UNIX_EPOCH)
+}
+
+/// What tells one version of a file's content from another without
+/// reading it: size, modification time, and on Unix its inode and status
+/// change time (ctime, which every write, rename, link and chmod sets to
+/// the clock and which no user can set back), all to the nanosecond, as
+/// `stat` gives them. Elsewhere what the standard library offers: on
+/// Windows `ctime` is the creation time and there is no inode, so a
+/// rewrite in place that keeps the size and puts the modification time
+/// back goes unnoticed there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime: Time,
+    pub ctime: Option<Time>,
+    pub ino: Option<u64>,
+}
+
+impl Stamp {
+    pub fn of(m: &fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let nanos = |n: i64| u32::try_from(n).unwrap_or(0);
+            Stamp {
+                size: m.len(),
+                mtime: (m.mtime(), nanos(m.mtime_nsec())),
+                ctime: Some((m.ctime(), nanos(m.ctime_nsec()))),
+                ino: Some(m.ino()),
+            }
+        }
+        #[cfg(not(unix))]
+        Stamp {
+            size: m.len(),
+            mtime: m.modified().map(to_time).unwrap_or((0, 0)),
+            ctime: m.created().ok().map(to_time),
+            ino: None,
+        }
+    }
+
+    /// The latest of its times: a change made later than this (by more
+    /// than the file system's timestamp granularity) gives another stamp.
+    pub fn newest(&self) -> Time {
+        self.ctime.map_or(self.mtime, |c| c.max(self.mtime))
+    }
+}
+
+/// The stamp of the regular file `root/tenant.../file`, found as
+/// [`open_in_storage`] would find it (no link on the way, none at the
+/// end), without opening it; `dir` is the tenant's directory as
+/// [`resolve_dir`] gave it.
+pub fn stamp_in(dir: &Path, file: &str) -> Option<Stamp> {
+    if !safe_name(file) {
+        return None;
+    }
+    fs::symlink_metadata(dir.join(file))
+        .ok()
+        .filter(fs::Metadata::is_file)
+        .map(|m| Stamp::of(&m))
 }

@@ -12,7 +12,8 @@
 //! form, read-your-writes, `/health`, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
-//! `replicas` two servers on one storage directory, and `helm` Helm's own
+//! `replicas` two servers on one storage directory, `restart` the restart
+//! cache (`--cache-dir`), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
 //! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
@@ -27,6 +28,7 @@ mod client;
 mod common;
 mod helm;
 mod replicas;
+mod restart;
 mod server;
 mod serving;
 
