@@ -364,7 +364,7 @@ fn os_bytes(s: &OsStr) -> std::borrow::Cow<'_, [u8]> {
 #[cfg(windows)]
 fn os_from(b: &[u8]) -> Option<OsString> {
     use std::os::windows::ffi::OsStringExt;
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return None;
     }
     let units: Vec<u16> = b

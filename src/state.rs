@@ -103,10 +103,12 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
                 spec: name.to_owned(),
             })?;
         let t = Seq::new(export.instance, export.through);
-        // The `stat`s, on a thread per core.
+        // What the spec sees, and the `stat`s, on a thread per core (each
+        // with its own copy of the rules).
+        let matchers = fs::workers(export.dirs.len(), || export.matcher.clone());
         let mut dirs: HashMap<PathBuf, Vec<(OsString, Saved)>> =
-            fs::in_parallel(&export.dirs, |(dir, entries)| {
-                (dir.clone(), stamp_dir(dir, entries))
+            fs::in_parallel(&export.dirs, matchers, |matcher, dir| {
+                (dir.path.clone(), stamp_dir(&dir.path, dir.visible(matcher)))
             })
             .into_iter()
             .collect();
@@ -157,28 +159,22 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
     ))
 }
 
-/// The entries of `dir` the spec sees, with their signatures now, sorted
-/// by name; one that cannot be `stat`ed (gone since: its change is on its
-/// way) is saved as uncertain.
-fn stamp_dir(dir: &Path, entries: &[(OsString, FileType)]) -> Vec<(OsString, Saved)> {
-    let scan = fs::scan_dir(dir, true)
-        .map(|s| s.entries)
-        .unwrap_or_default();
-    let mut out: Vec<(OsString, Saved)> = entries
-        .iter()
-        .map(|(name, t)| {
-            let (name, t) = (name.clone(), *t);
-            let saved = match scan.binary_search_by(|(n, _)| n.cmp(&name)) {
-                Ok(i) if scan[i].1 != Sig::UNKNOWN && scan[i].1.size != u64::MAX => {
-                    Saved::Known(stamp_of(&scan[i].1))
-                }
+/// The entries of `dir` the spec sees (`entries`, sorted), with their
+/// signatures now; one that cannot be `stat`ed (gone since: its change is
+/// on its way) is saved as uncertain.
+fn stamp_dir(dir: &Path, entries: Vec<(OsString, FileType)>) -> Vec<(OsString, Saved)> {
+    let sigs = fs::sigs_of(dir, &entries);
+    entries
+        .into_iter()
+        .zip(sigs)
+        .map(|((name, t), sig)| {
+            let saved = match sig {
+                Some(s) if s.size != Sig::UNKNOWN.size => Saved::Known(stamp_of(&s)),
                 _ => Saved::Uncertain(t),
             };
             (name, saved)
         })
-        .collect();
-    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    out
+        .collect()
 }
 
 fn stamp_of(s: &Sig) -> Stamp {

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use super::Engine;
 use crate::change::{ChangeKind, FileType};
 use crate::fs::{self, Sig};
-use crate::index::SpecId;
+use crate::ignore::Matcher;
+use crate::index::{Listing, SpecId};
 use crate::restore::{Restore, StateRefused};
 use crate::snapshot::{Saved, Snapshot, Stamp};
 
@@ -25,24 +26,67 @@ pub(crate) struct Export {
     pub through: u64,
     /// The instance of the spec's seqs (its lineage).
     pub instance: u64,
-    /// The entries the spec sees, by directory (see [`View`]).
-    pub dirs: Vec<(PathBuf, Vec<(OsString, FileType)>)>,
+    /// The spec's directories, as indexed.
+    pub dirs: Vec<SpecDir>,
+    /// The spec's ignore rules (its ignore files' included), to tell
+    /// which entries it sees.
+    pub matcher: Matcher,
 }
 
-/// The entries a spec sees, by directory: a directory it covers, with all
-/// its entries it does not ignore (`None`), or the parent of a root that
-/// is not a directory, with the root's name alone (`Some`: only those
-/// names are the spec's there).
-type View = BTreeMap<PathBuf, (Vec<(OsString, FileType)>, Option<Vec<OsString>>)>;
+/// A directory of a spec, as indexed: copied out of the index (a listing
+/// is one allocation) so that what the spec sees there is worked out off
+/// the engine's thread, or on several.
+#[derive(Debug)]
+pub(crate) struct SpecDir {
+    pub path: PathBuf,
+    /// A directory the spec covers: all its entries (ignored ones too:
+    /// [`SpecDir::visible`] leaves them out).
+    pub listing: Option<Listing>,
+    /// The parent of roots that are not directories: those roots' names,
+    /// each with its type if it exists (only these are the spec's here).
+    pub roots: Vec<(OsString, Option<FileType>)>,
+}
+
+impl SpecDir {
+    /// The entries of this directory the spec sees (not ignored by
+    /// `matcher`, no sync cookie), sorted by name.
+    pub(crate) fn visible(&self, matcher: &Matcher) -> Vec<(OsString, FileType)> {
+        let mut out: Vec<(OsString, FileType)> = match &self.listing {
+            Some(listing) => listing
+                .iter()
+                .filter(|(name, t)| {
+                    !fs::is_cookie(name)
+                        && !matcher.is_ignored(&self.path.join(name), *t == FileType::Dir)
+                })
+                .map(|(name, t)| (name.to_os_string(), t))
+                .collect(),
+            None => self
+                .roots
+                .iter()
+                .filter_map(|(name, t)| Some((name.clone(), (*t)?)))
+                .collect(),
+        };
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Whether the spec's entry `name` of this directory is one it may
+    /// have saved here: any in a directory it covers, only a root's name
+    /// in a root's parent.
+    fn holds(&self, name: &OsString) -> bool {
+        self.listing.is_some() || self.roots.iter().any(|(n, _)| n == name)
+    }
+}
 
 impl Engine {
-    /// The entries spec `sid` sees now, from the index.
-    fn view(&self, sid: SpecId) -> View {
-        let mut view = View::new();
+    /// The directories of spec `sid`, as indexed now: every directory it
+    /// covers below its roots (followed links included), and the parents
+    /// of its roots that are not directories. Sorted by path, each once.
+    fn spec_dirs(&self, sid: SpecId) -> Vec<SpecDir> {
+        let mut dirs: BTreeMap<PathBuf, SpecDir> = BTreeMap::new();
         let Some(st) = self.specs.get(sid) else {
-            return view;
+            return Vec::new();
         };
-        let matcher = st.matcher();
         for root in st.roots() {
             let Some(id) = self
                 .index
@@ -57,15 +101,14 @@ impl Engine {
                     .index
                     .lookup(parent)
                     .and_then(|p| self.index.get(p)?.entries().get(name));
-                let (entries, names) = view
-                    .entry(parent.to_path_buf())
-                    .or_insert_with(|| (Vec::new(), Some(Vec::new())));
-                if let Some(names) = names {
-                    names.push(name.to_os_string());
-                    if let Some(t) = t {
-                        entries.push((name.to_os_string(), t));
-                    }
-                }
+                dirs.entry(parent.to_path_buf())
+                    .or_insert_with(|| SpecDir {
+                        path: parent.to_path_buf(),
+                        listing: None,
+                        roots: Vec::new(),
+                    })
+                    .roots
+                    .push((name.to_os_string(), t));
                 continue;
             };
             let mut stack = vec![id];
@@ -73,42 +116,37 @@ impl Engine {
                 let Some(node) = self.index.get(id) else {
                     continue;
                 };
-                let mut entries = Vec::new();
                 for (name, t) in node.entries().iter() {
-                    if fs::is_cookie(name) {
-                        continue;
-                    }
-                    let child = node.path().join(name);
-                    if matcher.is_ignored(&child, t == FileType::Dir) {
-                        continue;
-                    }
                     if matches!(t, FileType::Dir | FileType::Symlink)
-                        && let Some(c) = self.index.lookup(&child)
+                        && let Some(c) = self.index.lookup(&node.path().join(name))
                         && self.index.get(c).is_some_and(|n| n.covers(sid))
                     {
                         stack.push(c);
                     }
-                    entries.push((name.to_os_string(), t));
                 }
                 // A directory seen whole wins over a root's name in it.
-                view.insert(node.path().to_path_buf(), (entries, None));
+                let path = node.path().to_path_buf();
+                dirs.insert(
+                    path.clone(),
+                    SpecDir {
+                        path,
+                        listing: Some(node.entries().clone()),
+                        roots: Vec::new(),
+                    },
+                );
             }
         }
-        view
+        dirs.into_values().collect()
     }
 
     /// What a save of spec `name` needs (`None`: no such spec).
     pub(super) fn export(&self, name: &str) -> Option<Export> {
         let sid = self.specs.id_of(name)?;
-        let dirs = self
-            .view(sid)
-            .into_iter()
-            .map(|(dir, (entries, _))| (dir, entries))
-            .collect();
         Some(Export {
             through: self.out.newest(),
             instance: self.out.instance_of(name),
-            dirs,
+            dirs: self.spec_dirs(sid),
+            matcher: self.specs.get(sid)?.matcher().clone(),
         })
     }
 
@@ -125,28 +163,31 @@ impl Engine {
     /// `Created`, saved entries gone `Removed`, and those whose stat
     /// signature differs (or that were saved as uncertain) `Modified`.
     pub(super) fn restore(&mut self, sid: SpecId, snap: &Snapshot) {
-        let view: Vec<_> = self.view(sid).into_iter().collect();
-        let now = self.now;
-        // The `stat`s, on a thread per core: the engine waits for them
-        // (its walk of the spec has just done the same).
-        let mut diffs: Vec<Diff> = fs::in_parallel(&view, |(dir, (entries, names))| {
-            compare_dir(dir, entries, names.as_deref(), snap)
+        let dirs = self.spec_dirs(sid);
+        let Some(matcher) = self.specs.get(sid).map(|st| st.matcher()) else {
+            return;
+        };
+        // The `stat`s and the comparisons, on a thread per core (each with
+        // its own copy of the rules: their memo is not shared); the engine
+        // waits for them, as for the walk it has just made.
+        let matchers = fs::workers(dirs.len(), || matcher.clone());
+        let mut diffs: Vec<Diff> = fs::in_parallel(&dirs, matchers, |matcher, dir| {
+            compare_dir(dir, &dir.visible(matcher), snap)
         })
         .into_iter()
         .flatten()
         .collect();
-        let seen: std::collections::HashSet<&std::path::Path> =
-            view.iter().map(|(d, _)| d.as_path()).collect();
         // Directories saved that the spec no longer sees: gone, replaced,
         // or ignored now (an ignore file changed meanwhile).
         for dir in snap.dirs() {
-            if seen.contains(dir) {
+            if dirs.binary_search_by(|d| d.path.as_path().cmp(dir)).is_ok() {
                 continue;
             }
             for (name, s) in snap.entries(dir) {
                 diffs.push((dir.join(name), ChangeKind::Removed, s.kind()));
             }
         }
+        let now = self.now;
         for (path, kind, t) in diffs {
             self.specs.record_unfiltered(sid, now, path, kind, t);
         }
@@ -184,36 +225,14 @@ impl Engine {
 type Diff = (PathBuf, ChangeKind, FileType);
 
 /// The differences between directory `dir` as the spec sees it now
-/// (`entries`; `names`: only these are the spec's there) and as saved.
-fn compare_dir(
-    dir: &std::path::Path,
-    entries: &[(OsString, FileType)],
-    names: Option<&[OsString]>,
-    snap: &Snapshot,
-) -> Vec<Diff> {
+/// (`entries`, sorted) and as saved.
+fn compare_dir(dir: &SpecDir, entries: &[(OsString, FileType)], snap: &Snapshot) -> Vec<Diff> {
+    let path = dir.path.as_path();
     let mut diffs = Vec::new();
-    let mut saved = snap.entries(dir);
-    if let Some(names) = names {
-        saved.retain(|(n, _)| names.contains(n));
-    }
-    let stamps = match names {
-        None => fs::scan_dir(dir, true).map_or_else(|_| Vec::new(), |s| s.entries),
-        Some(_) => {
-            let mut v: Vec<(OsString, Sig)> = entries
-                .iter()
-                .filter_map(|(n, _)| Some((n.clone(), fs::sig_of(&dir.join(n))?)))
-                .collect();
-            v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            v
-        }
-    };
-    let stamp_of = |n: &OsString| {
-        stamps
-            .binary_search_by(|(s, _)| s.cmp(n))
-            .ok()
-            .map(|i| stamps[i].1)
-    };
-    for (name, t) in entries {
+    let mut saved = snap.entries(path);
+    saved.retain(|(n, _)| dir.holds(n));
+    let stamps = fs::sigs_of(path, entries);
+    for (k, (name, t)) in entries.iter().enumerate() {
         let kind = match saved.binary_search_by(|(s, _)| s.cmp(name)) {
             Err(_) => Some(ChangeKind::Created),
             Ok(i) => match saved[i].1 {
@@ -221,18 +240,18 @@ fn compare_dir(
                 Saved::Known(was) => {
                     let was = sig_of_stamp(was);
                     // Not `stat`able now: compared as changed.
-                    let is = stamp_of(name).unwrap_or(Sig::UNKNOWN);
+                    let is = stamps[k].unwrap_or(Sig::UNKNOWN);
                     (was.changed(&is) || was.kind != *t).then_some(ChangeKind::Modified)
                 }
             },
         };
         if let Some(kind) = kind {
-            diffs.push((dir.join(name), kind, *t));
+            diffs.push((path.join(name), kind, *t));
         }
     }
     for (name, s) in &saved {
         if entries.binary_search_by(|(n, _)| n.cmp(name)).is_err() {
-            diffs.push((dir.join(name), ChangeKind::Removed, s.kind()));
+            diffs.push((path.join(name), ChangeKind::Removed, s.kind()));
         }
     }
     diffs

@@ -17,7 +17,7 @@ mod sig;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
-pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of};
+pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of, sigs_of};
 
 /// What tells two directories apart: device and inode (on Windows, volume
 /// serial number and file index).
@@ -719,37 +719,50 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// `f` of every item, on one thread per core (at most 4; the calling
-/// thread is one of them), for work that is mostly waiting on the file
-/// system (a `stat` of every entry of many directories). The results come
-/// in no particular order.
-pub(crate) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = std::thread::available_parallelism()
+/// One `make()` per worker [`in_parallel`] will run over `items` items:
+/// what each worker keeps for itself (made here, on the calling thread).
+pub(crate) fn workers<S>(items: usize, make: impl FnMut() -> S) -> Vec<S> {
+    let n = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
-        .min(items.len().div_ceil(16).max(1));
+        .min(items.div_ceil(16).max(1));
+    std::iter::repeat_with(make).take(n).collect()
+}
+
+/// `f` of every item, on one thread per state in `states` (see
+/// [`workers`]; the calling thread is one of them), each thread with its
+/// state, for work that is mostly waiting on the file system (a `stat` of
+/// every entry of many directories). The results come in no particular
+/// order.
+pub(crate) fn in_parallel<T: Sync, S: Send, R: Send>(
+    items: &[T],
+    states: Vec<S>,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
-    let work = || {
+    let work = |mut state: S| {
         let mut out = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(item) = items.get(i) else {
                 return out;
             };
-            out.push(f(item));
+            out.push(f(&mut state, item));
         }
     };
-    if workers == 1 {
-        return work();
-    }
+    let mut states = states.into_iter();
+    let Some(first) = states.next() else {
+        return Vec::new();
+    };
     std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..workers)
-            .map(|_| std::thread::Builder::new().spawn_scoped(s, work))
+        let helpers: Vec<_> = states
+            .map(|state| std::thread::Builder::new().spawn_scoped(s, || work(state)))
             .collect();
-        let mut all = work();
-        // A thread that could not be started took no item; one that
-        // panicked passes its panic on (its items are not lost quietly).
+        let mut all = work(first);
+        // A thread that could not be started took no item (the others
+        // took them); one that panicked passes its panic on (its items
+        // are not lost quietly).
         for h in helpers.into_iter().flatten() {
             all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
         }

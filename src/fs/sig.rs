@@ -120,26 +120,94 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             ));
             return Ok(());
         }
-        let kind = match st.st_mode & libc::S_IFMT {
-            libc::S_IFDIR => FileType::Dir,
-            libc::S_IFREG => FileType::File,
-            libc::S_IFLNK => FileType::Symlink,
-            _ => FileType::Other,
-        };
         entries.push((
             OsStr::from_bytes(name.to_bytes()).to_os_string(),
-            Sig {
-                kind,
-                size: st.st_size as u64,
-                mtime: (st.st_mtime, st.st_mtime_nsec),
-                ctime: (st.st_ctime, st.st_ctime_nsec),
-                ino: st.st_ino,
-            },
+            sig_of_stat(&st),
         ));
         Ok(())
     })?;
     entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
     Ok(Scan { entries })
+}
+
+/// The signature in a `stat` buffer.
+#[cfg(target_os = "linux")]
+fn sig_of_stat(st: &libc::stat) -> Sig {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => FileType::Dir,
+        libc::S_IFREG => FileType::File,
+        libc::S_IFLNK => FileType::Symlink,
+        _ => FileType::Other,
+    };
+    Sig {
+        kind,
+        size: st.st_size as u64,
+        mtime: (st.st_mtime, st.st_mtime_nsec),
+        ctime: (st.st_ctime, st.st_ctime_nsec),
+        ino: st.st_ino,
+    }
+}
+
+/// The signatures of the entries `names` (sorted) of directory `dir` (a
+/// symlink to a directory is followed; the entries are not), in their
+/// order: `None` for one that cannot be `stat`ed (gone since, or `EIO`).
+/// For a directory whose entries are known already (a spec's, from the
+/// index): no listing is read.
+///
+/// Linux: one descriptor for the directory and an `fstatat` per name.
+#[cfg(target_os = "linux")]
+pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<Sig>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(fd) = open_dir(dir, true) else {
+        return vec![None; names.len()];
+    };
+    // SAFETY: a plain C struct, filled by each `fstatat` before it is read.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    names
+        .iter()
+        .map(|(name, _)| {
+            let c = std::ffi::CString::new(name.as_bytes()).ok()?;
+            // SAFETY: a valid descriptor, a NUL-terminated name, a struct
+            // to fill.
+            let rc = unsafe {
+                libc::fstatat(
+                    fd.as_raw_fd(),
+                    c.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            (rc == 0).then(|| sig_of_stat(&st))
+        })
+        .collect()
+}
+
+/// The signatures of the entries `names` (sorted) of directory `dir` (see
+/// the Linux version): Windows' listing of the directory, whose files'
+/// signatures come from their own handles.
+#[cfg(windows)]
+pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<Sig>> {
+    let scan = scan_dir(dir, true).map(|s| s.entries).unwrap_or_default();
+    names
+        .iter()
+        .map(|(name, _)| {
+            let i = scan
+                .binary_search_by(|(n, _)| n.as_encoded_bytes().cmp(name.as_encoded_bytes()))
+                .ok()?;
+            Some(scan[i].1).filter(|s| s.size != Sig::UNKNOWN.size)
+        })
+        .collect()
+}
+
+/// The signatures of the entries `names` of directory `dir` (see the
+/// Linux version): a `stat` of each path.
+#[cfg(not(any(target_os = "linux", windows)))]
+pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<Sig>> {
+    names
+        .iter()
+        .map(|(name, _)| sig_of(&dir.join(name)))
+        .collect()
 }
 
 /// Reads directory `dir` with every entry's signature (see the Linux
