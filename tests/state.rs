@@ -15,6 +15,7 @@ use common::*;
 use specwatch::{Backend, ChangeBatch, ChangeKind, ChangesSince, Restore, StateRefused, WatchSpec};
 
 both_backends!(
+    a_restore_into_directories_another_spec_indexed_is_exact,
     a_save_that_fails_is_an_error_and_the_specs_last_error,
     a_restart_reports_exactly_what_changed_meanwhile,
     a_state_that_cannot_be_used_is_refused_with_its_reason,
@@ -284,4 +285,49 @@ fn a_save_that_fails_is_an_error_and_the_specs_last_error(b: Backend) {
     c.wait("last_error cleared by the save that succeeded", |c| {
         said(c).is_none()
     });
+}
+
+/// The restored spec's directories were indexed before it came, by
+/// another spec, and changed live since (their listings hold entries in
+/// the order they came, not sorted).
+fn a_restore_into_directories_another_spec_indexed_is_exact(b: Backend) {
+    let (d, st) = (tmp(), tmp());
+    let root = d.path();
+    let state = st.path().join("b.state");
+    for f in ["m", "n", "o"] {
+        fs::write(root.join(f), f).unwrap();
+    }
+    {
+        let m = manager(b);
+        start(&m, "b", spec(&[root]).state(&state));
+        m.save("b").unwrap();
+    }
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "a", spec(&[root]));
+    for f in ["z", "y", "x", "a"] {
+        let p = root.join(f);
+        fs::write(&p, f).unwrap();
+        c.wait(&format!("{f} created for a"), |c| {
+            c.has("a", &p, ChangeKind::Created)
+        });
+    }
+    fs::remove_file(root.join("n")).unwrap();
+    m.sync("a", WAIT).unwrap();
+    start(&m, "b", spec(&[root]).state(&state));
+    let first = first_batch(&mut c, "b");
+    use ChangeKind::*;
+    assert_eq!(
+        net(&first),
+        expect(
+            root,
+            &[
+                ("a", Created),
+                ("n", Removed),
+                ("x", Created),
+                ("y", Created),
+                ("z", Created)
+            ]
+        )
+    );
 }
