@@ -73,6 +73,7 @@ impl Saved {
 }
 
 /// One directory's entries, sorted by name.
+#[cfg(test)]
 pub(crate) type SavedDir = (PathBuf, Vec<(OsString, Saved)>);
 
 /// What identifies a snapshot's spec, lineage and file systems.
@@ -84,50 +85,90 @@ pub(crate) struct Header {
     pub roots: Vec<(PathBuf, u64)>,
 }
 
-/// The bytes of a snapshot of `dirs` (sorted here).
-pub(crate) fn encode(header: &Header, dirs: &mut [SavedDir]) -> Vec<u8> {
-    dirs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut body = Vec::with_capacity(64 + dirs.iter().map(|d| 40 * d.1.len()).sum::<usize>());
-    body.extend_from_slice(&header.fingerprint.to_le_bytes());
-    body.extend_from_slice(&header.seq.instance().to_le_bytes());
-    body.extend_from_slice(&header.seq.number().to_le_bytes());
-    varint(&mut body, header.roots.len() as u64);
-    for (root, dev) in &header.roots {
-        bytes(&mut body, &os_bytes(root.as_os_str()));
-        body.extend_from_slice(&dev.to_le_bytes());
-    }
-    varint(&mut body, dirs.len() as u64);
-    let mut block = Vec::new();
-    for (path, entries) in dirs.iter_mut() {
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        block.clear();
-        for (name, saved) in entries.iter() {
-            bytes(&mut block, &os_bytes(name));
+/// One directory's entries, encoded as the file holds them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Block {
+    count: usize,
+    bytes: Vec<u8>,
+}
+
+impl Block {
+    /// The block of `entries` (sorted by name, each once).
+    pub(crate) fn of(entries: &[(OsString, Saved)]) -> Block {
+        let mut bytes = Vec::with_capacity(entries.len() * 32);
+        for (name, saved) in entries {
+            put_bytes(&mut bytes, &os_bytes(name));
             match saved {
-                Saved::Uncertain(k) => block.push(kind_tag(*k) | UNCERTAIN),
+                Saved::Uncertain(k) => bytes.push(kind_tag(*k) | UNCERTAIN),
                 Saved::Known(s) => {
-                    block.push(kind_tag(s.kind));
-                    varint(&mut block, s.size);
-                    varint(&mut block, zigzag(s.mtime.0));
-                    varint(&mut block, s.mtime.1 as u64);
-                    varint(&mut block, zigzag(s.ctime.0));
-                    varint(&mut block, s.ctime.1 as u64);
-                    varint(&mut block, s.ino);
+                    bytes.push(kind_tag(s.kind));
+                    varint(&mut bytes, s.size);
+                    varint(&mut bytes, zigzag(s.mtime.0));
+                    varint(&mut bytes, s.mtime.1 as u64);
+                    varint(&mut bytes, zigzag(s.ctime.0));
+                    varint(&mut bytes, s.ctime.1 as u64);
+                    varint(&mut bytes, s.ino);
                 }
             }
         }
-        bytes(&mut body, &os_bytes(path.as_os_str()));
-        varint(&mut body, entries.len() as u64);
-        bytes(&mut body, &block);
+        Block {
+            count: entries.len(),
+            bytes,
+        }
     }
-    let mut out = Vec::with_capacity(body.len() + 64);
+
+    /// Its entries, sorted by name.
+    pub(crate) fn entries(&self) -> Vec<(OsString, Saved)> {
+        read_block(&self.bytes, self.count)
+    }
+}
+
+/// The entries of an encoded block of `count` (checked before).
+fn read_block(bytes: &[u8], count: usize) -> Vec<(OsString, Saved)> {
+    let mut r = Reader { buf: bytes, at: 0 };
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (Some(name), Some(saved)) = (r.bytes().and_then(os_from), r.saved()) else {
+            break;
+        };
+        out.push((name, saved));
+    }
+    out
+}
+
+/// The bytes of a snapshot of `dirs` (each directory once; sorted here).
+pub(crate) fn encode(header: &Header, dirs: &mut [(PathBuf, Block)]) -> Vec<u8> {
+    dirs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let size: usize = dirs
+        .iter()
+        .map(|(p, b)| b.bytes.len() + p.as_os_str().len() + 24)
+        .sum();
+    let mut out = Vec::with_capacity(size + 256);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
     let writer = env!("CARGO_PKG_VERSION").as_bytes();
     out.push(writer.len() as u8);
     out.extend_from_slice(writer);
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    out.extend_from_slice(&body);
+    // The body's length, known at its end.
+    let len_at = out.len();
+    out.extend_from_slice(&[0; 8]);
+    let body_at = out.len();
+    out.extend_from_slice(&header.fingerprint.to_le_bytes());
+    out.extend_from_slice(&header.seq.instance().to_le_bytes());
+    out.extend_from_slice(&header.seq.number().to_le_bytes());
+    varint(&mut out, header.roots.len() as u64);
+    for (root, dev) in &header.roots {
+        put_bytes(&mut out, &os_bytes(root.as_os_str()));
+        out.extend_from_slice(&dev.to_le_bytes());
+    }
+    varint(&mut out, dirs.len() as u64);
+    for (path, block) in dirs.iter() {
+        put_bytes(&mut out, &os_bytes(path.as_os_str()));
+        varint(&mut out, block.count as u64);
+        put_bytes(&mut out, &block.bytes);
+    }
+    let body_len = (out.len() - body_at) as u64;
+    out[len_at..body_at].copy_from_slice(&body_len.to_le_bytes());
     let sum = fnv1a(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
@@ -138,7 +179,8 @@ pub(crate) fn encode(header: &Header, dirs: &mut [SavedDir]) -> Vec<u8> {
 #[derive(Debug)]
 pub(crate) struct Snapshot {
     pub header: Header,
-    body: Vec<u8>,
+    /// The whole file (the directories' ranges are in it).
+    file: Vec<u8>,
     /// Each directory's path, entry count and entries' bytes, sorted by
     /// path.
     dirs: Vec<(PathBuf, usize, Range<usize>)>,
@@ -147,7 +189,7 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// Reads a snapshot: every byte is checked (magic, format, length,
     /// checksum, and every entry parsed) before any is used.
-    pub(crate) fn decode(file: &[u8]) -> Result<Snapshot, StateRefused> {
+    pub(crate) fn decode(file: Vec<u8>) -> Result<Snapshot, StateRefused> {
         let corrupt = |what: &str| StateRefused::Corrupt {
             what: what.to_owned(),
         };
@@ -155,7 +197,7 @@ impl Snapshot {
             return Err(corrupt("not a specwatch state file"));
         }
         let mut r = Reader {
-            buf: file,
+            buf: &file,
             at: MAGIC.len(),
         };
         let truncated = || corrupt("truncated");
@@ -171,7 +213,8 @@ impl Snapshot {
         }
         let len = u64::from_le_bytes(r.array().ok_or_else(truncated)?);
         let len = usize::try_from(len).map_err(|_| truncated())?;
-        let body = r.take(len).ok_or_else(truncated)?;
+        let body_at = r.at;
+        r.take(len).ok_or_else(truncated)?;
         let summed = r.at;
         let sum = u64::from_le_bytes(r.array().ok_or_else(truncated)?);
         if r.at != file.len() {
@@ -180,12 +223,14 @@ impl Snapshot {
         if fnv1a(&file[..summed]) != sum {
             return Err(corrupt("checksum mismatch"));
         }
-        let body = body.to_vec();
-        Snapshot::parse(body).ok_or_else(|| corrupt("malformed body"))
+        Snapshot::parse(file, body_at..summed).ok_or_else(|| corrupt("malformed body"))
     }
 
-    fn parse(body: Vec<u8>) -> Option<Snapshot> {
-        let mut r = Reader { buf: &body, at: 0 };
+    fn parse(file: Vec<u8>, body: Range<usize>) -> Option<Snapshot> {
+        let mut r = Reader {
+            buf: &file[..body.end],
+            at: body.start,
+        };
         let fingerprint = u64::from_le_bytes(r.array()?);
         let instance = u64::from_le_bytes(r.array()?);
         let number = u64::from_le_bytes(r.array()?);
@@ -224,7 +269,7 @@ impl Snapshot {
             }
             dirs.push((path, n, start..start + len));
         }
-        if r.at != body.len() {
+        if r.at != body.end {
             return None;
         }
         Some(Snapshot {
@@ -233,7 +278,7 @@ impl Snapshot {
                 seq: Seq::new(instance, number),
                 roots,
             },
-            body,
+            file,
             dirs,
         })
     }
@@ -256,19 +301,7 @@ impl Snapshot {
             return Vec::new();
         };
         let (_, n, range) = &self.dirs[i];
-        let mut r = Reader {
-            buf: &self.body[range.clone()],
-            at: 0,
-        };
-        let mut out = Vec::with_capacity(*n);
-        for _ in 0..*n {
-            // Checked when decoded.
-            let (Some(name), Some(saved)) = (r.bytes().and_then(os_from), r.saved()) else {
-                break;
-            };
-            out.push((name, saved));
-        }
-        out
+        read_block(&self.file[range.clone()], *n)
     }
 }
 
@@ -328,7 +361,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
@@ -355,22 +388,73 @@ fn os_from(b: &[u8]) -> Option<OsString> {
     Some(OsStr::from_bytes(b).to_os_string())
 }
 
+/// Windows: a name's UTF-16 as WTF-8 (UTF-8, with an unpaired surrogate
+/// as the three bytes of its code point), whose bytes sort as the names
+/// do (the order the file keeps).
 #[cfg(windows)]
 fn os_bytes(s: &OsStr) -> std::borrow::Cow<'_, [u8]> {
     use std::os::windows::ffi::OsStrExt;
-    std::borrow::Cow::Owned(s.encode_wide().flat_map(u16::to_le_bytes).collect())
+    let mut out = Vec::with_capacity(s.len());
+    for c in char::decode_utf16(s.encode_wide()) {
+        let cp = match c {
+            Ok(c) => c as u32,
+            Err(e) => u32::from(e.unpaired_surrogate()),
+        };
+        match cp {
+            0..0x80 => out.push(cp as u8),
+            0x80..0x800 => out.extend([0xC0 | (cp >> 6) as u8, 0x80 | (cp & 0x3F) as u8]),
+            0x800..0x10000 => out.extend([
+                0xE0 | (cp >> 12) as u8,
+                0x80 | ((cp >> 6) & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ]),
+            _ => out.extend([
+                0xF0 | (cp >> 18) as u8,
+                0x80 | ((cp >> 12) & 0x3F) as u8,
+                0x80 | ((cp >> 6) & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ]),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
+/// Windows: the name a WTF-8 text stands for (`None`: not WTF-8).
 #[cfg(windows)]
 fn os_from(b: &[u8]) -> Option<OsString> {
     use std::os::windows::ffi::OsStringExt;
-    if !b.len().is_multiple_of(2) {
-        return None;
+    let mut units = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let lead = b[i];
+        let (len, init) = match lead {
+            0x00..0x80 => (1, u32::from(lead)),
+            0xC2..0xE0 => (2, u32::from(lead & 0x1F)),
+            0xE0..0xF0 => (3, u32::from(lead & 0x0F)),
+            0xF0..0xF5 => (4, u32::from(lead & 0x07)),
+            _ => return None,
+        };
+        let tail = b.get(i + 1..i + len)?;
+        let mut cp = init;
+        for &t in tail {
+            if t & 0xC0 != 0x80 {
+                return None;
+            }
+            cp = (cp << 6) | u32::from(t & 0x3F);
+        }
+        let min = [0, 0, 0x80, 0x800, 0x10000][len];
+        if cp < min || cp > 0x10FFFF {
+            return None;
+        }
+        if cp >= 0x10000 {
+            let c = cp - 0x10000;
+            units.push(0xD800 | (c >> 10) as u16);
+            units.push(0xDC00 | (c & 0x3FF) as u16);
+        } else {
+            units.push(cp as u16);
+        }
+        i += len;
     }
-    let units: Vec<u16> = b
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
     Some(OsString::from_wide(&units))
 }
 
@@ -466,6 +550,16 @@ mod tests {
         })
     }
 
+    fn blocks(dirs: &[SavedDir]) -> Vec<(PathBuf, Block)> {
+        dirs.iter()
+            .map(|(p, e)| {
+                let mut e = e.clone();
+                e.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                (p.clone(), Block::of(&e))
+            })
+            .collect()
+    }
+
     fn sample() -> (Header, Vec<SavedDir>) {
         let header = Header {
             fingerprint: 0xfeed,
@@ -494,9 +588,9 @@ mod tests {
 
     #[test]
     fn what_is_encoded_is_decoded_sorted() {
-        let (header, mut dirs) = sample();
-        let bytes = encode(&header, &mut dirs);
-        let s = Snapshot::decode(&bytes).unwrap();
+        let (header, dirs) = sample();
+        let bytes = encode(&header, &mut blocks(&dirs));
+        let s = Snapshot::decode(bytes.clone()).unwrap();
         assert_eq!(s.header, header);
         assert_eq!(
             s.dirs().collect::<Vec<_>>(),
@@ -519,12 +613,12 @@ mod tests {
 
     #[test]
     fn every_truncation_and_every_flipped_byte_is_refused() {
-        let (header, mut dirs) = sample();
-        let bytes = encode(&header, &mut dirs);
+        let (header, dirs) = sample();
+        let bytes = encode(&header, &mut blocks(&dirs));
         for len in 0..bytes.len() {
             assert!(
                 matches!(
-                    Snapshot::decode(&bytes[..len]),
+                    Snapshot::decode(bytes[..len].to_vec()),
                     Err(StateRefused::Corrupt { .. })
                 ),
                 "truncated to {len} of {} bytes",
@@ -535,26 +629,26 @@ mod tests {
             for bit in 0..8 {
                 let mut b = bytes.clone();
                 b[at] ^= 1 << bit;
-                let got = Snapshot::decode(&b);
+                let got = Snapshot::decode(b.clone());
                 assert!(got.is_err(), "bit {bit} of byte {at} flipped: {got:?}");
             }
         }
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(matches!(
-            Snapshot::decode(&longer),
+            Snapshot::decode(longer.clone()),
             Err(StateRefused::Corrupt { .. })
         ));
     }
 
     #[test]
     fn other_formats_are_refused_by_name() {
-        let (header, mut dirs) = sample();
-        let bytes = encode(&header, &mut dirs);
+        let (header, dirs) = sample();
+        let bytes = encode(&header, &mut blocks(&dirs));
         let mut newer = bytes.clone();
         newer[16..20].copy_from_slice(&(FORMAT + 1).to_le_bytes());
         assert_eq!(
-            Snapshot::decode(&newer).unwrap_err(),
+            Snapshot::decode(newer.clone()).unwrap_err(),
             StateRefused::Newer {
                 writer: env!("CARGO_PKG_VERSION").to_owned()
             }
@@ -562,7 +656,7 @@ mod tests {
         let mut older = bytes;
         older[16..20].copy_from_slice(&0u32.to_le_bytes());
         assert_eq!(
-            Snapshot::decode(&older).unwrap_err(),
+            Snapshot::decode(older.clone()).unwrap_err(),
             StateRefused::Format { found: 0 }
         );
     }
@@ -581,14 +675,14 @@ mod tests {
                 let mut b = vec![0; 24];
                 varint(&mut b, 0);
                 varint(&mut b, 1);
-                bytes(&mut b, b"/d");
+                put_bytes(&mut b, b"/d");
                 varint(&mut b, 2);
                 let mut block = Vec::new();
-                bytes(&mut block, b"b");
+                put_bytes(&mut block, b"b");
                 block.push(UNCERTAIN);
-                bytes(&mut block, b"a");
+                put_bytes(&mut block, b"a");
                 block.push(UNCERTAIN);
-                bytes(&mut b, &block);
+                put_bytes(&mut b, &block);
                 b
             },
         ];
@@ -601,7 +695,7 @@ mod tests {
             let sum = fnv1a(&f);
             f.extend_from_slice(&sum.to_le_bytes());
             assert_eq!(
-                Snapshot::decode(&f).unwrap_err(),
+                Snapshot::decode(f.clone()).unwrap_err(),
                 StateRefused::Corrupt {
                     what: "malformed body".into()
                 }
@@ -625,6 +719,34 @@ mod tests {
         assert_ne!(f, fingerprint(&WatchSpec::new(["/r", "/s"])));
         assert_ne!(f, fingerprint(&base.clone().ignore_patterns(["*.o"])));
         assert_ne!(f, fingerprint(&base.clone().follow_symlinks(true)));
+    }
+
+    #[test]
+    fn a_block_decodes_to_its_entries() {
+        let (_, dirs) = sample();
+        let mut e = dirs[0].1.clone();
+        e.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(Block::of(&e).entries(), e);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn names_are_wtf8_so_bytes_sort_as_names_do() {
+        use std::os::windows::ffi::OsStringExt;
+        let mut names = vec![
+            OsString::from("a"),
+            OsString::from("\u{105}"),
+            OsString::from_wide(&[u16::from(b'n'), 0xD800]),
+            OsString::from("\u{1F600}"),
+            OsString::from("z"),
+        ];
+        names.sort();
+        let mut by_bytes = names.clone();
+        by_bytes.sort_by(|a, b| os_bytes(a).cmp(&os_bytes(b)));
+        assert_eq!(by_bytes, names);
+        for n in names {
+            assert_eq!(os_from(&os_bytes(&n)), Some(n));
+        }
     }
 
     #[test]

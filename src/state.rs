@@ -30,7 +30,7 @@ use crate::fs::{self, Sig};
 use crate::ids::Seq;
 use crate::journal::ChangesSince;
 use crate::restore::StateRefused;
-use crate::snapshot::{self, Header, Saved, SavedDir, Snapshot, Stamp};
+use crate::snapshot::{self, Block, Header, Saved, Snapshot, Stamp};
 use crate::spec::WatchSpec;
 
 /// How long a save waits for its sync barrier, and for the engine.
@@ -55,7 +55,7 @@ fn read(spec: &WatchSpec, path: &Path) -> std::result::Result<Snapshot, StateRef
             });
         }
     };
-    let snap = Snapshot::decode(&bytes)?;
+    let snap = Snapshot::decode(bytes)?;
     if snap.header.fingerprint != snapshot::fingerprint(spec) {
         return Err(StateRefused::OtherSpec);
     }
@@ -106,12 +106,15 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
         // What the spec sees, and the `stat`s, on a thread per core (each
         // with its own copy of the rules).
         let matchers = fs::workers(export.dirs.len(), || export.matcher.clone());
-        let mut dirs: HashMap<PathBuf, Vec<(OsString, Saved)>> =
+        // Encoded as they come: the file's bytes, not a tree of entries.
+        let mut dirs: HashMap<PathBuf, Block> =
             fs::in_parallel(&export.dirs, matchers, |matcher, dir| {
-                (dir.path.clone(), stamp_dir(&dir.path, dir.visible(matcher)))
+                let entries = stamp_dir(&dir.path, dir.visible(matcher));
+                (dir.path.clone(), Block::of(&entries))
             })
             .into_iter()
             .collect();
+        drop(export);
         sync(engine, name)?;
         let (changes, t2) = match engine.shared.changes_since(name, t) {
             Some(ChangesSince::Changes { changes, through }) => (changes, through),
@@ -122,22 +125,32 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
                 });
             }
         };
-        for c in changes {
-            let (Some(dir), Some(entry)) = (c.path.parent(), c.path.file_name()) else {
-                continue;
-            };
-            let block = dirs.entry(dir.to_path_buf()).or_default();
-            let at = block.binary_search_by(|(n, _)| n.as_os_str().cmp(entry));
-            match (c.kind.exists_after(), at) {
-                (true, Ok(i)) => block[i].1 = Saved::Uncertain(c.file_type),
-                (true, Err(i)) => {
-                    block.insert(i, (entry.to_os_string(), Saved::Uncertain(c.file_type)));
-                }
-                (false, Ok(i)) => {
-                    block.remove(i);
-                }
-                (false, Err(_)) => {}
+        // What changed meanwhile, by directory: those blocks decoded,
+        // changed, encoded again.
+        let mut by_dir: HashMap<&Path, Vec<&crate::change::Change>> = HashMap::new();
+        for c in &changes {
+            if let (Some(dir), Some(_)) = (c.path.parent(), c.path.file_name()) {
+                by_dir.entry(dir).or_default().push(c);
             }
+        }
+        for (dir, changed) in by_dir {
+            let block = dirs.entry(dir.to_path_buf()).or_default();
+            let mut entries = block.entries();
+            for c in changed {
+                let entry = c.path.file_name().expect("grouped by name");
+                let at = entries.binary_search_by(|(n, _)| n.as_os_str().cmp(entry));
+                match (c.kind.exists_after(), at) {
+                    (true, Ok(i)) => entries[i].1 = Saved::Uncertain(c.file_type),
+                    (true, Err(i)) => {
+                        entries.insert(i, (entry.to_os_string(), Saved::Uncertain(c.file_type)));
+                    }
+                    (false, Ok(i)) => {
+                        entries.remove(i);
+                    }
+                    (false, Err(_)) => {}
+                }
+            }
+            *block = Block::of(&entries);
         }
         let header = Header {
             fingerprint: snapshot::fingerprint(spec),
@@ -148,9 +161,15 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
                 .map(|r| (r.clone(), fs::device_of(r).unwrap_or(0)))
                 .collect(),
         };
-        let mut dirs: Vec<SavedDir> = dirs.into_iter().collect();
+        let mut dirs: Vec<(PathBuf, Block)> = dirs.into_iter().collect();
         let bytes = snapshot::encode(&header, &mut dirs);
-        fs::write_atomic(path, &bytes).map_err(|e| fail("cannot write it".into(), Some(e)))?;
+        drop(dirs);
+        let written = fs::write_atomic(path, &bytes);
+        drop(bytes);
+        // What the save allocated, given back (glibc keeps it otherwise,
+        // in the workers' arenas too).
+        fs::trim_heap();
+        written.map_err(|e| fail("cannot write it".into(), Some(e)))?;
         return Ok(t2);
     }
     Err(fail(

@@ -191,6 +191,9 @@ impl Engine {
         for (path, kind, t) in diffs {
             self.specs.record_unfiltered(sid, now, path, kind, t);
         }
+        drop(dirs);
+        // What the comparison allocated, given back.
+        fs::trim_heap();
     }
 
     /// The first batch of a new spec `sid` that keeps its state: restored
