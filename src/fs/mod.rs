@@ -12,6 +12,7 @@ use std::time::SystemTime;
 
 use crate::change::FileType;
 
+mod packed;
 mod picture;
 mod sig;
 #[cfg(windows)]
