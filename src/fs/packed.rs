@@ -162,6 +162,31 @@ fn put_sig(out: &mut Vec<u8>, s: &Sig, b: Bases) {
     put_varint(out, zigzag(s.ino.wrapping_sub(b.ino) as i64));
 }
 
+/// Bytes of the varint of `v`.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn ns_len(ns: i64) -> usize {
+    match ns_mode(ns) {
+        NS_ZERO => 0,
+        NS_FIXED => 4,
+        _ => varint_len(zigzag(ns)),
+    }
+}
+
+/// Bytes of the record of `name` and `s` (as written by `Packed::of`).
+fn record_len(name: &OsStr, s: &Sig, b: Bases) -> usize {
+    let n = name.len();
+    let mut len = varint_len(n as u64) + n + 1;
+    len += varint_len(s.size);
+    len += varint_len(zigzag(s.mtime.0.wrapping_sub(b.secs))) + ns_len(s.mtime.1);
+    if s.ctime != s.mtime {
+        len += varint_len(zigzag(s.ctime.0.wrapping_sub(s.mtime.0))) + ns_len(s.ctime.1);
+    }
+    len + varint_len(zigzag(s.ino.wrapping_sub(b.ino) as i64))
+}
+
 fn get_sig(d: &[u8], at: &mut usize, b: Bases) -> Sig {
     let tag = d[*at];
     *at += 1;
@@ -204,48 +229,50 @@ struct Header {
 
 impl Packed {
     /// Packs `entries`, which must be sorted by name (bytes), each name
-    /// once.
+    /// once: in one allocation of the exact size (the entries are gone
+    /// through three times: to size, to write, and to write the offsets).
     pub(super) fn of<'a>(entries: impl Iterator<Item = (&'a OsStr, Sig)> + Clone) -> Packed {
-        let mut it = entries.clone();
-        let Some((_, first)) = it.next() else {
+        let Some((_, first)) = entries.clone().next() else {
             return Packed::default();
         };
         let bases = Bases {
             secs: first.mtime.0,
             ino: first.ino,
         };
-        let mut out = Vec::new();
-        let mut offsets = Vec::new();
-        let mut n = 0u64;
-        for (name, sig) in entries {
+        let (mut n, mut recs) = (0usize, 0usize);
+        for (name, sig) in entries.clone() {
             n += 1;
-            offsets.push(out.len());
-            let name = name.as_encoded_bytes();
-            put_varint(&mut out, name.len() as u64);
-            out.extend_from_slice(name);
-            put_sig(&mut out, &sig, bases);
+            recs += record_len(name, &sig, bases);
         }
-        let mut head = Vec::with_capacity(20);
-        put_varint(&mut head, n);
+        let mut head = Vec::with_capacity(30);
+        put_varint(&mut head, n as u64);
         put_varint(&mut head, zigzag(bases.secs));
         put_varint(&mut head, bases.ino);
-        let hr = head.len() + out.len();
-        let width = if hr <= 0xffff { 2 } else { 4 };
+        let hr = head.len() + recs;
         assert!(
             u32::try_from(hr).is_ok(),
             "a picture holds at most 4 GiB of records"
         );
-        let mut data = Vec::with_capacity(hr + offsets.len() * width);
+        let width = if hr <= 0xffff { 2 } else { 4 };
+        let mut data = Vec::with_capacity(hr + n * width);
         data.extend_from_slice(&head);
-        data.extend_from_slice(&out);
-        for o in offsets {
-            let o = o + head.len();
-            if width == 2 {
-                data.extend_from_slice(&(o as u16).to_le_bytes());
-            } else {
-                data.extend_from_slice(&(o as u32).to_le_bytes());
-            }
+        for (name, sig) in entries.clone() {
+            let name = name.as_encoded_bytes();
+            put_varint(&mut data, name.len() as u64);
+            data.extend_from_slice(name);
+            put_sig(&mut data, &sig, bases);
         }
+        debug_assert_eq!(data.len(), hr, "records sized as written");
+        let mut at = head.len();
+        for (name, sig) in entries {
+            if width == 2 {
+                data.extend_from_slice(&(at as u16).to_le_bytes());
+            } else {
+                data.extend_from_slice(&(at as u32).to_le_bytes());
+            }
+            at += record_len(name, &sig, bases);
+        }
+        debug_assert_eq!(data.len(), data.capacity());
         Packed {
             data: data.into_boxed_slice(),
         }

@@ -287,7 +287,11 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
-    let mut picture = Picture::sorted(&scan.entries);
+    let mut picture = Picture {
+        packed: Packed::of(scan.iter()),
+        extra: None,
+    };
+    drop(scan);
     let empty = Picture::default();
     let mut modified = compare(dir, before.unwrap_or(&empty), &mut picture, hash, wall);
     if before.is_none() {
