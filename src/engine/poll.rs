@@ -319,9 +319,15 @@ impl PollSet {
         self.dirs.get(&id).map(|p| p.picture.clone())
     }
 
-    /// Replaces the picture of `id`, if it is polled.
+    /// Replaces the picture of `id`, if it is polled. One equal to the
+    /// picture it has (a directory where nothing changed) is dropped, and
+    /// the one it has kept: the memory a picture holds stays where it was,
+    /// not freed and taken again at every poll (by the scanner's thread,
+    /// whose allocations go elsewhere).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
-        if let Some(p) = self.dirs.get_mut(&id) {
+        if let Some(p) = self.dirs.get_mut(&id)
+            && *p.picture != picture
+        {
             p.picture = Arc::new(picture);
         }
     }
@@ -545,7 +551,7 @@ mod tests {
         p.set_picture(1, Picture::of(vec![(OsString::from("f"), sig)]));
         p.add(1, Why::Limit, t0);
         p.choose(1, I, t0);
-        assert_eq!(p.picture(1).unwrap().get(OsStr::new("f")), Some(&sig));
+        assert_eq!(p.picture(1).unwrap().get(OsStr::new("f")), Some(sig));
         p.remove(1);
         assert!(p.picture(1).is_none());
         p.set_picture(1, Picture::default()); // not polled: ignored

@@ -111,7 +111,7 @@ impl Engine {
         let mut modified = look.modified;
         let mut missed = 0;
         let mut later = Vec::new();
-        for (name, sig) in picture.entries() {
+        for (name, sig) in picture.iter() {
             if touched.contains(name) {
                 continue; // the engine's view stands (below)
             }
@@ -122,7 +122,7 @@ impl Engine {
                 if known.is_none() && recent {
                     // Made since the barrier: its event may be on the way.
                     // Left for the next rescan, which counts it if not.
-                    later.push((name.clone(), None));
+                    later.push((name.to_os_string(), None));
                     continue;
                 }
                 // Created or retyped without an event.
@@ -130,7 +130,7 @@ impl Engine {
             } else if written {
                 if recent {
                     // As above: compared again at the next rescan.
-                    later.push((name.clone(), old.and_then(|o| o.get(name)).copied()));
+                    later.push((name.to_os_string(), old.and_then(|o| o.get(name))));
                     continue;
                 }
                 missed += 1;
@@ -151,7 +151,7 @@ impl Engine {
         // index's entry and the signature its event kept, not the look's.
         for name in touched {
             modified.retain(|(n, _)| n != name);
-            picture.set(name, old.and_then(|o| o.get(name)).copied());
+            picture.set(name, old.and_then(|o| o.get(name)));
             match (at(&listing, name), node.entries().get(name)) {
                 (Ok(i), Some(t)) => listing[i].1 = t,
                 (Ok(i), None) => {

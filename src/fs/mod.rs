@@ -12,6 +12,7 @@ use std::time::SystemTime;
 
 use crate::change::FileType;
 
+mod packed;
 mod picture;
 mod sig;
 #[cfg(windows)]
@@ -579,21 +580,22 @@ mod tests {
         std::fs::write(root.join(OsStr::from_bytes(b"odd\xff")), "x").unwrap();
         std::fs::write(root.join(format!("{COOKIE_PREFIX}9")), "c").unwrap();
         let scan = scan_dir(root, false).unwrap();
-        assert_eq!(scan.entries.len(), 500 + 4);
+        assert_eq!(scan.len(), 500 + 4);
+        let names: Vec<&OsStr> = scan.iter().map(|(n, _)| n).collect();
         assert!(
-            scan.entries
+            names
                 .windows(2)
-                .all(|w| w[0].0.as_encoded_bytes() < w[1].0.as_encoded_bytes()),
+                .all(|w| w[0].as_encoded_bytes() < w[1].as_encoded_bytes()),
             "sorted by name"
         );
-        for (name, sig) in &scan.entries {
-            assert_eq!(Some(*sig), sig_of(&root.join(name)), "{name:?}");
+        for (name, sig) in scan.iter() {
+            assert_eq!(Some(sig), sig_of(&root.join(name)), "{name:?}");
         }
-        let link = scan.entries.iter().find(|(n, _)| n == "link").unwrap();
+        let link = scan.iter().find(|(n, _)| *n == "link").unwrap();
         assert_eq!(link.1.kind, FileType::Symlink, "entries are not followed");
         let e = scan_dir(&root.join("link"), false).unwrap_err();
         assert!(gone(&e), "{e:?}");
-        assert_eq!(scan_dir(&root.join("link"), true).unwrap().entries.len(), 0);
+        assert_eq!(scan_dir(&root.join("link"), true).unwrap().len(), 0);
         assert!(gone(&scan_dir(&root.join("nope"), true).unwrap_err()));
     }
 

@@ -22,14 +22,30 @@ use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::packed::{self, Packed};
 use super::{Sig, content_hash, racy, scan_dir};
 use crate::change::FileType;
 
 /// Every entry of a directory with its signature, sorted by name (bytes),
 /// and the content hashes of the files that were racy when it was taken.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The entries are packed in one allocation ([`Packed`]): some 10 bytes
+/// beside each name. Entries set one at a time since (an event's look at
+/// one name, a rescan's names kept as the engine saw them) wait beside it,
+/// sorted, and are packed in with the rest once there are more than a few
+/// (a sixteenth of the picture).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Picture {
-    entries: Vec<(OsString, Sig)>,
+    packed: Packed,
+    /// Set entries and content hashes, when there are any.
+    extra: Option<Box<Extra>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Extra {
+    /// Entries set since the picture was packed (`None`: removed), sorted
+    /// by name: they stand over the packed ones.
+    set: Vec<(OsString, Option<Sig>)>,
     hashes: BTreeMap<OsString, u64>,
 }
 
@@ -47,60 +63,160 @@ fn by_name(a: &OsStr, b: &OsStr) -> std::cmp::Ordering {
     a.as_encoded_bytes().cmp(b.as_encoded_bytes())
 }
 
+/// Entries set beside a packed picture of `n` entries before they are
+/// packed in with it.
+fn set_max(n: usize) -> usize {
+    16 + n / 16
+}
+
+impl PartialEq for Picture {
+    fn eq(&self, other: &Picture) -> bool {
+        let (a, b) = (self.extra.as_deref(), other.extra.as_deref());
+        if a.is_none_or(|e| e.set.is_empty()) && b.is_none_or(|e| e.set.is_empty()) {
+            if self.packed != other.packed {
+                return false;
+            }
+        } else if !self.iter().eq(other.iter()) {
+            return false;
+        }
+        a.map(|e| &e.hashes).filter(|h| !h.is_empty())
+            == b.map(|e| &e.hashes).filter(|h| !h.is_empty())
+    }
+}
+
+impl Eq for Picture {}
+
 impl Picture {
     /// A picture of these entries (any order), without hashes.
     pub(crate) fn of(mut entries: Vec<(OsString, Sig)>) -> Picture {
         entries.sort_unstable_by(|a, b| by_name(&a.0, &b.0));
+        Picture::sorted(&entries)
+    }
+
+    /// A picture of these entries, sorted by name, without hashes.
+    fn sorted(entries: &[(OsString, Sig)]) -> Picture {
         Picture {
-            entries,
-            hashes: BTreeMap::new(),
+            packed: Packed::of(entries.iter().map(|(n, s)| (n.as_os_str(), *s))),
+            extra: None,
         }
     }
 
     /// Every entry with its signature, sorted by name.
-    pub(crate) fn entries(&self) -> &[(OsString, Sig)] {
-        &self.entries
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        Iter {
+            packed: self.packed.iter().peekable(),
+            set: self.extra.as_ref().map_or(&[][..], |e| &e.set[..]),
+        }
     }
 
     /// Every entry with its type, sorted by name (a listing).
     pub(crate) fn listing(&self) -> Vec<(OsString, FileType)> {
-        self.entries
-            .iter()
-            .map(|(n, s)| (n.clone(), s.kind))
+        self.iter()
+            .map(|(n, s)| (n.to_os_string(), s.kind))
             .collect()
     }
 
-    fn find(&self, name: &OsStr) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(n, _)| by_name(n, name))
+    /// The signature of entry `name`.
+    pub(crate) fn get(&self, name: &OsStr) -> Option<Sig> {
+        if let Some(e) = &self.extra
+            && let Ok(i) = e.set.binary_search_by(|(n, _)| by_name(n, name))
+        {
+            return e.set[i].1;
+        }
+        self.packed.get(name)
     }
 
-    /// The signature of entry `name`.
-    pub(crate) fn get(&self, name: &OsStr) -> Option<&Sig> {
-        self.find(name).ok().map(|i| &self.entries[i].1)
+    fn hashes(&self) -> Option<&BTreeMap<OsString, u64>> {
+        self.extra.as_ref().map(|e| &e.hashes)
+    }
+
+    fn hash(&self, name: &OsStr) -> Option<u64> {
+        self.hashes()?.get(name).copied()
     }
 
     /// Entry `name` is `sig` now (`None`: gone), as a look at that one
     /// name found; its content hash, if any, is dropped (an event told of
     /// a write, or the name is new).
     pub(crate) fn set(&mut self, name: &OsStr, sig: Option<Sig>) {
-        self.hashes.remove(name);
-        match (self.find(name), sig) {
-            (Ok(i), Some(s)) => self.entries[i].1 = s,
-            (Ok(i), None) => {
-                self.entries.remove(i);
+        if let Some(e) = &mut self.extra {
+            e.hashes.remove(name);
+        }
+        if self.get(name) == sig {
+            return;
+        }
+        let e = self.extra.get_or_insert_default();
+        match e.set.binary_search_by(|(n, _)| by_name(n, name)) {
+            Ok(i) => e.set[i].1 = sig,
+            Err(i) => e.set.insert(i, (name.to_os_string(), sig)),
+        }
+        if e.set.len() > set_max(self.packed.len()) {
+            self.pack();
+        }
+    }
+
+    /// Packs the entries set one at a time in with the rest.
+    fn pack(&mut self) {
+        self.packed = Packed::of(self.iter());
+        if let Some(e) = &mut self.extra {
+            e.set = Vec::new();
+            if e.hashes.is_empty() {
+                self.extra = None;
             }
-            (Err(i), Some(s)) => self.entries.insert(i, (name.to_os_string(), s)),
-            (Err(_), None) => {}
         }
     }
 
     /// Leaves out entries by name (the picture then holds what it had
     /// before for them: `keep` gives that, or nothing).
     pub(crate) fn revert(&mut self, name: &OsStr, keep: Option<Sig>) {
-        let hash = self.hashes.get(name).copied();
+        let hash = self.hash(name);
         self.set(name, keep);
         if let (Some(h), Some(_)) = (hash, keep) {
-            self.hashes.insert(name.to_os_string(), h);
+            self.extra
+                .get_or_insert_default()
+                .hashes
+                .insert(name.to_os_string(), h);
+        }
+    }
+
+    /// Leaves out the entries whose names `out` says.
+    fn retain_names(&mut self, out: impl Fn(&OsStr) -> bool) {
+        self.packed = Packed::of(self.iter().filter(|(n, _)| !out(n)));
+        if let Some(e) = &mut self.extra {
+            e.set = Vec::new();
+            e.hashes.retain(|n, _| !out(n));
+            if e.hashes.is_empty() {
+                self.extra = None;
+            }
+        }
+    }
+}
+
+/// The entries of a [`Picture`], sorted by name.
+#[derive(Clone)]
+pub(crate) struct Iter<'a> {
+    packed: std::iter::Peekable<packed::Iter<'a>>,
+    set: &'a [(OsString, Option<Sig>)],
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a OsStr, Sig);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some((name, one)) = self.set.first() else {
+                return self.packed.next();
+            };
+            match self.packed.peek() {
+                Some((p, _)) if by_name(p, name).is_lt() => return self.packed.next(),
+                Some((p, _)) if by_name(p, name).is_eq() => {
+                    self.packed.next();
+                }
+                _ => {}
+            }
+            self.set = &self.set[1..];
+            if let Some(s) = one {
+                return Some((name.as_os_str(), *s));
+            }
         }
     }
 }
@@ -118,26 +234,24 @@ fn compare(
 ) -> Vec<(OsString, bool)> {
     let mut modified = Vec::new();
     let mut hashes = BTreeMap::new();
-    let mut i = 0;
-    for (name, now) in &new.entries {
-        while i < old.entries.len() && by_name(&old.entries[i].0, name).is_lt() {
-            i += 1;
-        }
-        let before = old.entries.get(i).filter(|(n, _)| n == name).map(|e| &e.1);
+    let mut olds = old.iter().peekable();
+    for (name, now) in new.iter() {
+        while olds.next_if(|(n, _)| by_name(n, name).is_lt()).is_some() {}
+        let before = olds.next_if(|(n, _)| *n == name).map(|e| e.1);
         let mut now_hash = None;
         if let Some(before) = before
-            && before.changed(now)
+            && before.changed(&now)
         {
-            modified.push((name.clone(), before.replaced(now)));
+            modified.push((name.to_os_string(), before.replaced(&now)));
         } else if hash
             && now.kind == FileType::File
-            && let Some(h0) = old.hashes.get(name)
+            && let Some(h0) = old.hash(name)
         {
             // Racy at the last look, and its signature did not move: only
             // its content can tell.
             now_hash = content_hash(&dir.join(name));
-            if now_hash != Some(*h0) {
-                modified.push((name.clone(), false));
+            if now_hash != Some(h0) {
+                modified.push((name.to_os_string(), false));
             }
         }
         if hash
@@ -145,10 +259,14 @@ fn compare(
             && racy(now.mtime, wall)
             && let Some(h) = now_hash.or_else(|| content_hash(&dir.join(name)))
         {
-            hashes.insert(name.clone(), h);
+            hashes.insert(name.to_os_string(), h);
         }
     }
-    new.hashes = hashes;
+    let e = new.extra.get_or_insert_default();
+    e.hashes = hashes;
+    if e.set.is_empty() && e.hashes.is_empty() {
+        new.extra = None;
+    }
     modified
 }
 
@@ -169,7 +287,11 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
-    let mut picture = Picture::of(scan.entries);
+    let mut picture = Picture {
+        packed: Packed::of(scan.iter()),
+        extra: None,
+    };
+    drop(scan);
     let empty = Picture::default();
     let mut modified = compare(dir, before.unwrap_or(&empty), &mut picture, hash, wall);
     if before.is_none() {
@@ -184,14 +306,12 @@ impl Look {
     pub(crate) fn take_cookies(&mut self, dir: &Path) -> Vec<std::path::PathBuf> {
         let cookies: Vec<std::path::PathBuf> = self
             .picture
-            .entries
             .iter()
             .filter(|(n, _)| super::is_cookie(n))
             .map(|(n, _)| dir.join(n))
             .collect();
         if !cookies.is_empty() {
-            self.picture.entries.retain(|(n, _)| !super::is_cookie(n));
-            self.picture.hashes.retain(|n, _| !super::is_cookie(n));
+            self.picture.retain_names(super::is_cookie);
             self.modified.retain(|(n, _)| !super::is_cookie(n));
         }
         cookies
@@ -247,14 +367,50 @@ mod tests {
         let mut p = Picture::of(vec![(n("b"), sig(2, 1))]);
         p.set(OsStr::new("c"), Some(sig(3, 1)));
         p.set(OsStr::new("a"), Some(sig(1, 1)));
-        let names: Vec<_> = p.entries().iter().map(|(n, _)| n.clone()).collect();
+        let names: Vec<_> = p.iter().map(|(n, _)| n.to_os_string()).collect();
         assert_eq!(names, vec![n("a"), n("b"), n("c")]);
         p.set(OsStr::new("b"), None);
         assert_eq!(p.get(OsStr::new("b")), None);
         p.revert(OsStr::new("c"), Some(sig(9, 9)));
-        assert_eq!(p.get(OsStr::new("c")), Some(&sig(9, 9)));
+        assert_eq!(p.get(OsStr::new("c")), Some(sig(9, 9)));
         p.revert(OsStr::new("c"), None);
-        assert_eq!(p.entries().len(), 1);
+        assert_eq!(p.iter().count(), 1);
+    }
+
+    /// Entries set one at a time (set, reverted, removed) read back as a
+    /// map of them would, before and after they are packed in.
+    #[test]
+    fn set_entries_read_as_a_map_would() {
+        let mut model: BTreeMap<OsString, Sig> = (0..40u64)
+            .map(|i| (n(&format!("e{i:02}")), sig(i, i)))
+            .collect();
+        let mut p = Picture::of(model.iter().map(|(k, v)| (k.clone(), *v)).collect());
+        let mut x = 7u64;
+        for round in 0..2000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let name = n(&format!("e{:02}", (x >> 33) % 60));
+            let value = (!(x >> 20).is_multiple_of(4)).then(|| sig(round, x % 9));
+            if round % 3 == 0 {
+                p.revert(&name, value);
+            } else {
+                p.set(&name, value);
+            }
+            match value {
+                Some(s) => model.insert(name.clone(), s),
+                None => model.remove(&name),
+            };
+            assert_eq!(p.get(&name), value);
+            if round.is_multiple_of(97) {
+                let seen: Vec<(OsString, Sig)> =
+                    p.iter().map(|(k, v)| (k.to_os_string(), v)).collect();
+                let want: Vec<(OsString, Sig)> =
+                    model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                assert_eq!(seen, want, "round {round}");
+                assert_eq!(p, Picture::of(want), "equal to the same entries packed");
+            }
+        }
     }
 
     /// A rewrite that keeps size and times is seen only by its content,
@@ -268,16 +424,14 @@ mod tests {
         let first = look(d.path(), false, None, true, now).unwrap();
         assert!(first.modified.is_empty(), "a first look modifies nothing");
         assert!(
-            first.picture.hashes.contains_key(OsStr::new("f")),
+            first.picture.hash(OsStr::new("f")).is_some(),
             "racy: hashed"
         );
         std::fs::write(&f, "bbbb").unwrap();
         // The signature made to match, as on a file system whose
         // timestamps did not move.
         let mut before = first.picture.clone();
-        let hashes = before.hashes.clone();
-        before.set(OsStr::new("f"), super::super::sig_of(&f));
-        before.hashes = hashes;
+        before.revert(OsStr::new("f"), super::super::sig_of(&f));
         let again = look(d.path(), false, Some(&before), true, now).unwrap();
         assert_eq!(again.modified, vec![(n("f"), false)], "the content tells");
         let blind = look(d.path(), false, Some(&before), false, now).unwrap();
@@ -291,7 +445,7 @@ mod tests {
         let later = now + Duration::from_secs(3600);
         let old = look(d.path(), false, None, true, later).unwrap();
         assert!(
-            old.picture.hashes.is_empty(),
+            old.picture.hashes().is_none(),
             "settled files are not hashed"
         );
     }

@@ -2,9 +2,7 @@
 //! without an OS event, a directory scanned with every entry's signature,
 //! and the content hashes of files whose timestamps could hide a rewrite.
 
-#[cfg(not(windows))]
-use std::ffi::OsStr;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::time::SystemTime;
@@ -61,12 +59,52 @@ impl Sig {
     }
 }
 
-/// What one poll of a directory sees.
-#[derive(Debug)]
+/// What one poll of a directory sees: every entry with its signature,
+/// sorted by name once [`sorted`](Scan::sorted); sync cookies included (a
+/// poll must see them come). The names are kept back to back in one
+/// buffer: a scan allocates a few times, not once per entry.
+#[derive(Debug, Default)]
 pub(crate) struct Scan {
-    /// Every entry with its signature, sorted by name; sync cookies
-    /// included (a poll must see them come).
-    pub entries: Vec<(OsString, Sig)>,
+    names: Vec<u8>,
+    /// Each entry's name (where it begins in `names`, its length) and
+    /// signature.
+    entries: Vec<(u32, u32, Sig)>,
+}
+
+impl Scan {
+    fn push(&mut self, name: &[u8], sig: Sig) {
+        let at = u32::try_from(self.names.len()).expect("at most 4 GiB of names");
+        self.names.extend_from_slice(name);
+        self.entries.push((at, name.len() as u32, sig));
+    }
+
+    fn name(&self, e: &(u32, u32, Sig)) -> &[u8] {
+        &self.names[e.0 as usize..(e.0 + e.1) as usize]
+    }
+
+    /// Sorted by name (bytes).
+    fn sorted(mut self) -> Scan {
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_unstable_by(|a, b| self.name(a).cmp(self.name(b)));
+        self.entries = entries;
+        self
+    }
+
+    /// How many entries.
+    #[cfg(all(test, unix))]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Every entry with its signature, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&OsStr, Sig)> + Clone {
+        self.entries.iter().map(|e| {
+            // SAFETY: each name was taken whole from an `OsStr` (or a
+            // `CStr` on Unix, where any bytes are an `OsStr`).
+            let name = unsafe { OsStr::from_encoded_bytes_unchecked(self.name(e)) };
+            (name, e.2)
+        })
+    }
 }
 
 /// Reads directory `dir` and stats every entry (`follow`: `dir` may be a
@@ -85,11 +123,10 @@ pub(crate) struct Scan {
 #[cfg(target_os = "linux")]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
     let fd = open_dir(dir, follow)?;
     // SAFETY: a plain C struct, filled by each `fstatat` before it is read.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let mut entries = Vec::new();
+    let mut scan = Scan::default();
     each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
         // fill.
@@ -111,23 +148,19 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             // that it is neither lost nor the whole directory unread, and
             // is compared afresh once it can be `stat`ed.
             let kind = d_type_kind(d_type).unwrap_or(FileType::Other);
-            entries.push((
-                OsStr::from_bytes(name.to_bytes()).to_os_string(),
+            scan.push(
+                name.to_bytes(),
                 Sig {
                     kind,
                     ..Sig::UNKNOWN
                 },
-            ));
+            );
             return Ok(());
         }
-        entries.push((
-            OsStr::from_bytes(name.to_bytes()).to_os_string(),
-            sig_of_stat(&st),
-        ));
+        scan.push(name.to_bytes(), sig_of_stat(&st));
         Ok(())
     })?;
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { entries })
+    Ok(scan.sorted())
 }
 
 /// The signature in a `stat` buffer.
@@ -188,7 +221,10 @@ pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<
 /// signatures come from their own handles.
 #[cfg(windows)]
 pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<Sig>> {
-    let scan = scan_dir(dir, true).map(|s| s.entries).unwrap_or_default();
+    let Ok(scan) = scan_dir(dir, true) else {
+        return vec![None; names.len()];
+    };
+    let scan: Vec<(&OsStr, Sig)> = scan.iter().collect();
     names
         .iter()
         .map(|(name, _)| {
@@ -223,7 +259,7 @@ pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<
 #[cfg(windows)]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
-    let mut entries: Vec<(OsString, Sig)> = Vec::with_capacity(listing.entries.len());
+    let mut scan = Scan::default();
     for (name, listed) in listing.entries {
         let s = if listed.kind == FileType::File && !super::is_cookie(&name) {
             match windows::stat(&dir.join(&name), false) {
@@ -241,10 +277,9 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             ctime: s.ctime,
             ino: s.ident.1,
         };
-        entries.push((name, sig));
+        scan.push(name.as_encoded_bytes(), sig);
     }
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { entries })
+    Ok(scan.sorted())
 }
 
 /// Reads directory `dir` and stats every entry (see the Linux version).
@@ -259,7 +294,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             .iter()
             .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
     );
-    let mut entries = Vec::new();
+    let mut scan = Scan::default();
     for name in names {
         // One that vanished since the read is left out; one that cannot be
         // `stat`ed now is kept with a signature no entry has (see the
@@ -267,15 +302,14 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
         match std::fs::symlink_metadata(dir.join(&name)) {
             Ok(_) => {
                 if let Some(sig) = sig_of(&dir.join(&name)) {
-                    entries.push((name, sig));
+                    scan.push(name.as_encoded_bytes(), sig);
                 }
             }
             Err(e) if gone(&e) => {}
-            Err(_) => entries.push((name, Sig::UNKNOWN)),
+            Err(_) => scan.push(name.as_encoded_bytes(), Sig::UNKNOWN),
         }
     }
-    entries.sort_unstable_by(|a, b| a.0.as_encoded_bytes().cmp(b.0.as_encoded_bytes()));
-    Ok(Scan { entries })
+    Ok(scan.sorted())
 }
 
 /// A hash of the content of file `path` (`None`: unreadable, or larger

@@ -392,7 +392,7 @@ fn a_cookie_a_rescan_look_sees_does_not_pass_a_barrier() {
     let answer = h.sync("s");
     // The look is made now: it sees the caller's cookie.
     let found = crate::scanner::run(look);
-    let seen = found[0].look.as_ref().unwrap().picture.entries().iter();
+    let seen = found[0].look.as_ref().unwrap().picture.iter();
     assert!(seen.filter(|(n, _)| crate::fs::is_cookie(n)).count() >= 1);
     h.looked(found);
     assert!(
