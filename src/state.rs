@@ -33,8 +33,11 @@ use crate::restore::StateRefused;
 use crate::snapshot::{self, Block, Header, Saved, Snapshot, Stamp};
 use crate::spec::WatchSpec;
 
-/// How long a save waits for its sync barrier, and for the engine.
+/// How long a save waits for the engine, and again for its sync barrier.
 const SAVE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The same for the last saves, as the manager is dropped: a drop does
+/// not hang for long on an engine that is stuck (a hung mount).
+const LAST_SAVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the saving thread looks for specs due.
 const TICK: Duration = Duration::from_millis(250);
 
@@ -69,7 +72,12 @@ fn read(spec: &WatchSpec, path: &Path) -> std::result::Result<Snapshot, StateRef
 }
 
 /// Saves spec `name`'s state to its file now; the seq it reflects.
-pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq> {
+pub(crate) fn save(
+    engine: &Handle,
+    name: &str,
+    spec: &WatchSpec,
+    timeout: Duration,
+) -> Result<Seq> {
     let path = spec
         .options
         .state
@@ -94,10 +102,10 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
             reply,
         })?;
         let export = answer
-            .recv_timeout(SAVE_TIMEOUT)
+            .recv_timeout(timeout)
             .map_err(|_| Error::EngineBusy {
                 waited_for: "the entries to save",
-                timeout: SAVE_TIMEOUT,
+                timeout,
             })?
             .ok_or_else(|| Error::NotFound {
                 spec: name.to_owned(),
@@ -115,7 +123,7 @@ pub(crate) fn save(engine: &Handle, name: &str, spec: &WatchSpec) -> Result<Seq>
             .into_iter()
             .collect();
         drop(export);
-        sync(engine, name)?;
+        sync(engine, name, timeout)?;
         let (changes, t2) = match engine.shared.changes_since(name, t) {
             Some(ChangesSince::Changes { changes, through }) => (changes, through),
             Some(_) => continue,
@@ -207,8 +215,8 @@ fn stamp_of(s: &Sig) -> Stamp {
 }
 
 /// A sync barrier of spec `name`: every change made before is published.
-fn sync(engine: &Handle, name: &str) -> Result<()> {
-    match engine.barrier(name, Instant::now() + SAVE_TIMEOUT)? {
+fn sync(engine: &Handle, name: &str, timeout: Duration) -> Result<()> {
+    match engine.barrier(name, Instant::now() + timeout)? {
         Ok(true) => Ok(()),
         Ok(false) => Err(Error::NotFound {
             spec: name.to_owned(),
@@ -216,7 +224,7 @@ fn sync(engine: &Handle, name: &str) -> Result<()> {
         Err(_) => Err(Error::Timeout {
             spec: name.to_owned(),
             waited_for: "the sync barrier of a save",
-            timeout: SAVE_TIMEOUT,
+            timeout,
         }),
     }
 }
@@ -291,7 +299,14 @@ impl Saver {
 
     /// Saves spec `name` now (see [`Manager::save`](crate::Manager::save)).
     pub(crate) fn save_now(&self, name: &str, spec: &WatchSpec) -> Result<Seq> {
-        save_tracked(&self.engine, &self.tracked, &self.saving, name, spec)
+        save_tracked(
+            &self.engine,
+            &self.tracked,
+            &self.saving,
+            name,
+            spec,
+            SAVE_TIMEOUT,
+        )
     }
 
     fn start(&self) {
@@ -323,7 +338,14 @@ impl Saver {
             let _ = h.join();
         }
         for (name, spec) in due(&self.engine, &self.tracked, None) {
-            let _ = save_tracked(&self.engine, &self.tracked, &self.saving, &name, &spec);
+            let _ = save_tracked(
+                &self.engine,
+                &self.tracked,
+                &self.saving,
+                &name,
+                &spec,
+                LAST_SAVE_TIMEOUT,
+            );
         }
     }
 }
@@ -335,9 +357,10 @@ fn save_tracked(
     saving: &Mutex<()>,
     name: &str,
     spec: &WatchSpec,
+    timeout: Duration,
 ) -> Result<Seq> {
     let _one = saving.lock();
-    let result = save(engine, name, spec);
+    let result = save(engine, name, spec, timeout);
     // For the spec's status (`last_error`).
     let _ = engine.send(Msg::StateSaved {
         name: name.to_owned(),
@@ -395,7 +418,7 @@ fn run(
             return;
         }
         for (name, spec) in due(engine, tracked, Some(Instant::now())) {
-            let _ = save_tracked(engine, tracked, saving, &name, &spec);
+            let _ = save_tracked(engine, tracked, saving, &name, &spec, SAVE_TIMEOUT);
         }
     }
 }
