@@ -91,7 +91,7 @@ impl Scan {
     }
 
     /// How many entries.
-    #[cfg(all(test, unix))]
+    #[cfg(all(test, target_os = "linux"))]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
