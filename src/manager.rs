@@ -9,8 +9,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
 use crate::choice::Backend;
-use crate::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
-use crate::engine::{self, Handle, Msg, trace};
+use crate::engine::{Handle, Msg, trace};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::fanout::Subscriber;
@@ -23,6 +22,10 @@ use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
 #[cfg(feature = "stream")]
 use crate::stream::EventStream;
+
+mod builder;
+
+pub use builder::ManagerBuilder;
 
 /// What [`Manager::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,114 +58,6 @@ impl Applied {
         match self {
             Applied::Created(g) | Applied::Updated(g) | Applied::Unchanged(g) => g,
         }
-    }
-}
-
-/// Builds a [`Manager`].
-#[derive(Clone, Debug, Default)]
-pub struct ManagerBuilder {
-    backend: Backend,
-    overflow_margin: Option<Duration>,
-    subscriber_capacity: Option<usize>,
-    poll_interval: Option<Duration>,
-    max_os_watches: Option<usize>,
-    journal_paths: Option<usize>,
-}
-
-impl ManagerBuilder {
-    /// Chooses the backend (default [`Backend::Auto`]): the event backend
-    /// the manager runs, or [`Backend::Poll`] to poll every root at its
-    /// interval; each spec may choose for itself (see [`Backend`]).
-    #[must_use]
-    pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
-        self
-    }
-
-    /// After the OS lost events (a queue overflow), every indexed file whose
-    /// ctime is at most this long before the last read of events that was
-    /// complete is reported modified. Default 2 s ([`DEFAULT_OVERFLOW_MARGIN`](crate::DEFAULT_OVERFLOW_MARGIN)), for file systems with
-    /// coarse timestamps; on ext4, xfs, btrfs and tmpfs (nanoseconds, with a
-    /// clock a few milliseconds coarse) 50 ms is plenty.
-    #[must_use]
-    pub fn overflow_margin(mut self, margin: Duration) -> Self {
-        self.overflow_margin = Some(margin);
-        self
-    }
-
-    /// How many events a subscriber's channel holds before the engine starts
-    /// merging that subscriber's pending batches (default
-    /// [`DEFAULT_SUBSCRIBER_CAPACITY`], at least 1).
-    #[must_use]
-    pub fn subscriber_capacity(mut self, events: usize) -> Self {
-        self.subscriber_capacity = Some(events.max(1));
-        self
-    }
-
-    /// How often directories are polled in place of an OS watch they could
-    /// not get (the watch limit, a followed link on the portable backend),
-    /// and the roots [`Backend::Auto`] finds on a shared file system
-    /// (default 1 s, [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)). A `Backend::Poll { interval }`, the manager's or a
-    /// spec's, polls at its own interval.
-    #[must_use]
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = Some(interval);
-        self
-    }
-
-    /// Caps the OS watches this manager may hold (native backend). Beyond
-    /// the cap, directories are polled exactly as when the OS itself refuses
-    /// (inotify `ENOSPC` from `max_user_watches`, or `EMFILE`), and the
-    /// status of every spec concerned says so. Useful to leave watches to
-    /// other programs, and to test the fallback.
-    #[must_use]
-    pub fn max_os_watches(mut self, max: usize) -> Self {
-        self.max_os_watches = Some(max);
-        self
-    }
-
-    /// How many distinct paths the journal of each spec keeps for
-    /// [`Manager::changes_since`] (default [`DEFAULT_JOURNAL_PATHS`], at
-    /// least 1). Memory is bounded by paths, not changes: a few hundred
-    /// bytes each. A caller further behind than the journal reaches is told
-    /// to resync, never given a partial list.
-    ///
-    /// [`DEFAULT_JOURNAL_PATHS`]: crate::DEFAULT_JOURNAL_PATHS
-    #[must_use]
-    pub fn journal_paths(mut self, paths: usize) -> Self {
-        self.journal_paths = Some(paths.max(1));
-        self
-    }
-
-    /// Starts the engine thread (and, for the native backend, the inotify
-    /// instance and its reader thread; the scanner thread that polls starts
-    /// at the first poll).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Engine`] (with the OS error as its `source()`) when the
-    /// backend cannot start: no inotify instance to be had (the per-user
-    /// `max_user_instances` reached), `Native` asked for off Linux, or a
-    /// thread that cannot be spawned.
-    pub fn build(self) -> Result<Manager> {
-        let engine = engine::start(engine::Config {
-            backend: self.backend,
-            overflow_margin: self.overflow_margin,
-            poll_interval: self.poll_interval,
-            max_watches: self.max_os_watches,
-            journal_paths: self.journal_paths,
-        })?;
-        let engine = Arc::new(engine);
-        Ok(Manager {
-            saver: Saver::new(engine.clone()),
-            engine,
-            capacity: self
-                .subscriber_capacity
-                .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
-            specs: Mutex::new(HashMap::new()),
-            #[cfg(all(feature = "stream", feature = "test-hooks"))]
-            streams: Mutex::new(Vec::new()),
-        })
     }
 }
 
@@ -201,6 +96,20 @@ impl std::fmt::Debug for Manager {
 }
 
 impl Manager {
+    /// A manager in front of the engine `engine` (see
+    /// [`ManagerBuilder::build`]).
+    fn with_engine(engine: Handle, capacity: usize) -> Manager {
+        let engine = Arc::new(engine);
+        Manager {
+            saver: Saver::new(engine.clone()),
+            engine,
+            capacity,
+            specs: Mutex::new(HashMap::new()),
+            #[cfg(all(feature = "stream", feature = "test-hooks"))]
+            streams: Mutex::new(Vec::new()),
+        }
+    }
+
     /// A manager with the default options ([`Backend::Auto`]).
     ///
     /// # Errors

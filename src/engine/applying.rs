@@ -65,9 +65,9 @@ impl Engine {
             self.specs.guard(sid, old, cookies, self.clock.now());
         }
         if let Some(state) = state {
-            self.first_batch(sid, &roots, state, initial_scan);
+            self.first_batch(sid, state, initial_scan);
         } else if initial_scan {
-            self.scan_initial(sid, &roots);
+            self.scan_initial(sid);
         } else if let Some(old) = old {
             self.report_update(old, sid);
         }
@@ -115,48 +115,26 @@ impl Engine {
         }
     }
 
-    /// Reports every indexed entry below `roots` (and the roots themselves
-    /// when they are not directories) as created, for `sid` alone.
-    pub(super) fn scan_initial(&mut self, sid: SpecId, roots: &[PathBuf]) {
+    /// Reports every entry spec `sid` sees (below its roots, and its
+    /// roots themselves when they are not directories) as created, for it
+    /// alone.
+    pub(super) fn scan_initial(&mut self, sid: SpecId) {
+        let Some(matcher) = self.specs.get(sid).map(|st| st.matcher()) else {
+            return;
+        };
+        let found: Vec<(PathBuf, FileType)> = self
+            .spec_dirs(sid)
+            .iter()
+            .flat_map(|d| {
+                d.visible(matcher)
+                    .into_iter()
+                    .map(|(name, t)| (d.path.join(name), t))
+            })
+            .collect();
         let now = self.now;
-        for root in roots {
-            let Some(id) = self
-                .index
-                .lookup(root)
-                .filter(|id| self.index.get(*id).is_some_and(|n| n.covers(sid)))
-            else {
-                // A file, a link, or nothing: its parent's entry says.
-                let t = root.parent().zip(root.file_name()).and_then(|(p, n)| {
-                    let node = self.index.get(self.index.lookup(p)?)?;
-                    node.entries().get(n)
-                });
-                if let Some(t) = t {
-                    self.specs
-                        .record_root(sid, now, root, ChangeKind::Created, t);
-                }
-                continue;
-            };
-            let mut stack = vec![id];
-            let mut found = Vec::new();
-            while let Some(id) = stack.pop() {
-                let Some(node) = self.index.get(id) else {
-                    continue;
-                };
-                for (name, t) in node.entries().iter() {
-                    let child = node.path().join(name);
-                    if matches!(t, FileType::Dir | FileType::Symlink)
-                        && let Some(c) = self.index.lookup(&child)
-                        && self.index.get(c).is_some_and(|n| n.covers(sid))
-                    {
-                        stack.push(c);
-                    }
-                    found.push((child, t));
-                }
-            }
-            for (path, t) in found {
-                self.specs
-                    .record_for(sid, now, path, ChangeKind::Created, t);
-            }
+        for (path, t) in found {
+            self.specs
+                .record_unfiltered(sid, now, path, ChangeKind::Created, t);
         }
     }
 

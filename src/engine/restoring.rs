@@ -79,10 +79,11 @@ impl SpecDir {
 }
 
 impl Engine {
-    /// The directories of spec `sid`, as indexed now: every directory it
+    /// The directories of spec `sid`, as indexed now (what its initial
+    /// scan, a restore and a save go through): every directory it
     /// covers below its roots (followed links included), and the parents
     /// of its roots that are not directories. Sorted by path, each once.
-    fn spec_dirs(&self, sid: SpecId) -> Vec<SpecDir> {
+    pub(super) fn spec_dirs(&self, sid: SpecId) -> Vec<SpecDir> {
         let mut dirs: BTreeMap<PathBuf, SpecDir> = BTreeMap::new();
         let Some(st) = self.specs.get(sid) else {
             return Vec::new();
@@ -202,7 +203,6 @@ impl Engine {
     pub(super) fn first_batch(
         &mut self,
         sid: SpecId,
-        roots: &[PathBuf],
         state: Result<Snapshot, StateRefused>,
         initial_scan: bool,
     ) {
@@ -216,7 +216,7 @@ impl Engine {
             }
             Err(reason) => {
                 if initial_scan {
-                    self.scan_initial(sid, roots);
+                    self.scan_initial(sid);
                 }
                 self.emit(sid, None, Some(Restore::Refused { reason }));
             }

@@ -1,0 +1,111 @@
+//! [`ManagerBuilder`]: a manager's options, and the start of its engine.
+
+use std::time::Duration;
+
+use super::Manager;
+use crate::choice::Backend;
+use crate::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
+use crate::engine;
+use crate::error::Result;
+
+/// Builds a [`Manager`].
+#[derive(Clone, Debug, Default)]
+pub struct ManagerBuilder {
+    backend: Backend,
+    overflow_margin: Option<Duration>,
+    subscriber_capacity: Option<usize>,
+    poll_interval: Option<Duration>,
+    max_os_watches: Option<usize>,
+    journal_paths: Option<usize>,
+}
+
+impl ManagerBuilder {
+    /// Chooses the backend (default [`Backend::Auto`]): the event backend
+    /// the manager runs, or [`Backend::Poll`] to poll every root at its
+    /// interval; each spec may choose for itself (see [`Backend`]).
+    #[must_use]
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// After the OS lost events (a queue overflow), every indexed file whose
+    /// ctime is at most this long before the last read of events that was
+    /// complete is reported modified. Default 2 s ([`DEFAULT_OVERFLOW_MARGIN`](crate::DEFAULT_OVERFLOW_MARGIN)), for file systems with
+    /// coarse timestamps; on ext4, xfs, btrfs and tmpfs (nanoseconds, with a
+    /// clock a few milliseconds coarse) 50 ms is plenty.
+    #[must_use]
+    pub fn overflow_margin(mut self, margin: Duration) -> Self {
+        self.overflow_margin = Some(margin);
+        self
+    }
+
+    /// How many events a subscriber's channel holds before the engine starts
+    /// merging that subscriber's pending batches (default
+    /// [`DEFAULT_SUBSCRIBER_CAPACITY`], at least 1).
+    #[must_use]
+    pub fn subscriber_capacity(mut self, events: usize) -> Self {
+        self.subscriber_capacity = Some(events.max(1));
+        self
+    }
+
+    /// How often directories are polled in place of an OS watch they could
+    /// not get (the watch limit, a followed link on the portable backend),
+    /// and the roots [`Backend::Auto`] finds on a shared file system
+    /// (default 1 s, [`DEFAULT_POLL_INTERVAL`](crate::DEFAULT_POLL_INTERVAL)). A `Backend::Poll { interval }`, the manager's or a
+    /// spec's, polls at its own interval.
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = Some(interval);
+        self
+    }
+
+    /// Caps the OS watches this manager may hold (native backend). Beyond
+    /// the cap, directories are polled exactly as when the OS itself refuses
+    /// (inotify `ENOSPC` from `max_user_watches`, or `EMFILE`), and the
+    /// status of every spec concerned says so. Useful to leave watches to
+    /// other programs, and to test the fallback.
+    #[must_use]
+    pub fn max_os_watches(mut self, max: usize) -> Self {
+        self.max_os_watches = Some(max);
+        self
+    }
+
+    /// How many distinct paths the journal of each spec keeps for
+    /// [`Manager::changes_since`] (default [`DEFAULT_JOURNAL_PATHS`], at
+    /// least 1). Memory is bounded by paths, not changes: a few hundred
+    /// bytes each. A caller further behind than the journal reaches is told
+    /// to resync, never given a partial list.
+    ///
+    /// [`DEFAULT_JOURNAL_PATHS`]: crate::DEFAULT_JOURNAL_PATHS
+    #[must_use]
+    pub fn journal_paths(mut self, paths: usize) -> Self {
+        self.journal_paths = Some(paths.max(1));
+        self
+    }
+
+    /// Starts the engine thread (and, for the native backend, the inotify
+    /// instance and its reader thread; the scanner thread that polls starts
+    /// at the first poll).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Engine`] (with the OS error as its `source()`) when the
+    /// backend cannot start: no inotify instance to be had (the per-user
+    /// `max_user_instances` reached), `Native` asked for off Linux, or a
+    /// thread that cannot be spawned.
+    pub fn build(self) -> Result<Manager> {
+        let engine = engine::start(engine::Config {
+            backend: self.backend,
+            overflow_margin: self.overflow_margin,
+            poll_interval: self.poll_interval,
+            max_watches: self.max_os_watches,
+            journal_paths: self.journal_paths,
+        })?;
+        Ok(Manager::with_engine(
+            engine,
+            self.subscriber_capacity
+                .unwrap_or(DEFAULT_SUBSCRIBER_CAPACITY),
+        ))
+    }
+}
