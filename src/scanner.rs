@@ -46,7 +46,7 @@ pub(crate) struct Job {
     pub token: u64,
     pub path: PathBuf,
     /// The picture to compare with (the engine's, shared).
-    pub before: Arc<Picture>,
+    pub before: Picture,
     /// Compare racy files' contents too.
     pub hash: bool,
     /// The wall clock when the job was made (what "racy" is judged
@@ -137,8 +137,19 @@ pub(crate) enum Scanner {
         jobs: Option<Sender<Vec<Job>>>,
         /// Set when the engine lets go: the jobs still queued are dropped.
         stop: Arc<AtomicBool>,
+        /// Jobs handed to the thread whose findings have not come back.
+        out: usize,
+        /// Findings come back since the thread last had nothing to do.
+        round: usize,
     },
 }
+
+/// How many jobs the thread holds at most (queued or under way): enough
+/// to keep it busy while the engine applies what it handed back (at most
+/// [`HOLD_MAX`] findings a message), few enough that a poll of a million
+/// directories costs no more memory under way than one of a thousand.
+/// The engine keeps the rest as tokens ([`Scanner::room`]).
+pub(crate) const WINDOW: usize = 4 * HOLD_MAX;
 
 impl Drop for Scanner {
     fn drop(&mut self) {
@@ -176,6 +187,36 @@ impl Scanner {
             deliver: Some(Box::new(deliver)),
             jobs: None,
             stop: Arc::new(AtomicBool::new(false)),
+            out: 0,
+            round: 0,
+        }
+    }
+
+    /// How many more jobs to hand over now ([`WINDOW`] at most under way
+    /// on the thread; without limit inline or held).
+    pub(crate) fn room(&self) -> usize {
+        match self {
+            Scanner::Thread { out, .. } => WINDOW.saturating_sub(*out),
+            _ => usize::MAX,
+        }
+    }
+
+    /// `n` findings of the thread's came back.
+    pub(crate) fn returned(&mut self, n: usize) {
+        if let Scanner::Thread { out, round, .. } = self {
+            *out = out.saturating_sub(n);
+            *round += n;
+        }
+    }
+
+    /// Whether the thread has nothing to do after a round of more than
+    /// [`WINDOW`] looks (the memory the round's bookkeeping freed is then
+    /// worth giving back); the count of the round starts again whenever
+    /// it has nothing to do.
+    pub(crate) fn big_round_over(&mut self) -> bool {
+        match self {
+            Scanner::Thread { out: 0, round, .. } => std::mem::take(round) > WINDOW,
+            _ => false,
         }
     }
 
@@ -195,6 +236,8 @@ impl Scanner {
             deliver,
             jobs: tx,
             stop,
+            out,
+            ..
         } = self
         else {
             return Some(run(jobs));
@@ -229,9 +272,13 @@ impl Scanner {
                 *tx = Some(send);
             }
         }
+        let n = jobs.len();
         match tx {
             Some(t) => match t.send(jobs) {
-                Ok(()) => None,
+                Ok(()) => {
+                    *out += n;
+                    None
+                }
                 Err(e) => Some(run(e.into_inner())),
             },
             None => Some(run(jobs)),
@@ -249,7 +296,7 @@ mod tests {
             dir: 7,
             token,
             path: dir.to_path_buf(),
-            before: Arc::default(),
+            before: Picture::default(),
             hash: false,
             wall: SystemTime::now(),
         }
@@ -281,5 +328,49 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10)).is_err(),
             "the thread ends with its handle"
         );
+    }
+
+    /// The thread holds at most [`WINDOW`] jobs; a round's end is told
+    /// once, and only after a round bigger than the window.
+    #[test]
+    fn the_window_counts_jobs_out_and_tells_a_big_round_over() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(Scanner::inline().room(), usize::MAX, "inline: no window");
+        let (tx, rx) = unbounded();
+        let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
+        assert_eq!(s.room(), WINDOW);
+        let jobs: Vec<Job> = (0..WINDOW as u64).map(|t| job(d.path(), t)).collect();
+        assert!(s.submit(jobs).is_none());
+        assert_eq!(s.room(), 0, "the window is full");
+        let mut back = 0;
+        while back < WINDOW {
+            let batch = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the scanner's findings within 10 s");
+            back += batch.len();
+            s.returned(batch.len());
+            if back < WINDOW {
+                assert!(!s.big_round_over(), "jobs still out after {back}");
+            }
+        }
+        assert_eq!(s.room(), WINDOW, "all came back");
+        assert!(
+            !s.big_round_over(),
+            "a round of the window's size is not big"
+        );
+        assert!(
+            s.submit((0..=WINDOW as u64).map(|t| job(d.path(), t)).collect())
+                .is_none()
+        );
+        let mut back = 0;
+        while back <= WINDOW {
+            let batch = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the scanner's findings within 10 s");
+            back += batch.len();
+            s.returned(batch.len());
+        }
+        assert!(s.big_round_over(), "a round bigger than the window is over");
+        assert!(!s.big_round_over(), "told once");
     }
 }

@@ -3,9 +3,9 @@
 //! and of when the next poll is due. The steps that poll are
 //! `polling.rs`'s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
-use std::sync::Arc;
+use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use crate::defaults::DEFAULT_POLL_INTERVAL;
@@ -36,19 +36,30 @@ pub(super) enum Why {
     Link,
 }
 
+/// A polled directory: 32 bytes beside its picture's allocation (the
+/// poll set's whole cost per directory, with the map's slot; a look under
+/// way has its bookkeeping in [`Looking`], apart).
 #[derive(Debug)]
 pub(super) struct Polled {
+    /// What the last look saw: entries' signatures, racy files' content
+    /// hashes (see `WatchOptions::content_hash`). Its entries are shared
+    /// with the look the scanner is making (which compares with them),
+    /// never copied for it.
+    picture: Picture,
+    /// Polled because a covering spec's root is polled (by choice, or
+    /// `Auto` found a shared file system), every this many milliseconds
+    /// (polls are scheduled in whole milliseconds).
+    chosen: Option<NonZeroU32>,
     /// Polled in place of an OS watch, and why (`Link` wins over `Limit`).
     instead: Option<Why>,
-    /// Polled because a covering spec's root is polled (by choice, or
-    /// `Auto` found a shared file system), at this interval.
-    chosen: Option<Duration>,
-    /// What the last look saw: entries' signatures, racy files' content
-    /// hashes (see `WatchOptions::content_hash`). Shared with the look the
-    /// scanner is making (which compares with it), never copied for it.
-    picture: Arc<Picture>,
-    /// The look the scanner is making of it, if one is under way (at most
-    /// one at a time: a slow or hung directory gets no queue of looks).
+}
+
+/// The scanner's look at a directory, while one is under way or asked for.
+/// A directory without one is done with every look it was handed.
+#[derive(Debug)]
+struct Looking {
+    /// The look the scanner is making of it (at most one at a time: a
+    /// slow or hung directory gets no queue of looks).
     in_flight: Option<u64>,
     /// A look asked for while one was under way (a barrier's): issued
     /// once that one is done with.
@@ -66,6 +77,11 @@ pub(super) struct Polled {
 #[derive(Debug)]
 pub(super) struct PollSet {
     dirs: BTreeMap<DirId, Polled>,
+    /// The looks under way or asked for (of polled directories only).
+    looks: BTreeMap<DirId, Looking>,
+    /// Looks under way that wait for room at the scanner, in the order
+    /// they were issued (see [`Scanner::room`](crate::scanner::Scanner::room)).
+    waiting: VecDeque<(DirId, u64)>,
     /// The interval of polling in place of OS watches.
     interval: Duration,
     /// The next poll of each interval in use.
@@ -78,25 +94,27 @@ pub(super) struct PollSet {
     tokens: u64,
 }
 
+/// An interval in whole milliseconds (at least one).
+fn millis(every: Duration) -> NonZeroU32 {
+    let ms = u32::try_from(every.as_millis()).unwrap_or(u32::MAX);
+    NonZeroU32::new(ms).unwrap_or(NonZeroU32::MIN)
+}
+
 impl Polled {
-    /// A directory polled from now on; `tokens`: the last token handed out
-    /// (a barrier waiting for an older look at a directory that had the
-    /// same id is not held up by this one).
-    fn new(tokens: u64) -> Polled {
+    /// A directory polled from now on.
+    fn new() -> Polled {
         Polled {
-            instead: None,
+            picture: Picture::default(),
             chosen: None,
-            picture: Arc::default(),
-            in_flight: None,
-            again: None,
-            stale: false,
-            issued: tokens,
-            applied: tokens,
+            instead: None,
         }
     }
 
     fn every(&self, instead: Duration) -> Duration {
-        match (self.instead, self.chosen) {
+        let chosen = self
+            .chosen
+            .map(|ms| Duration::from_millis(u64::from(ms.get())));
+        match (self.instead, chosen) {
             (Some(_), Some(c)) => c.min(instead),
             (Some(_), None) => instead,
             (None, Some(c)) => c,
@@ -109,6 +127,8 @@ impl PollSet {
     pub(super) fn new(interval: Option<Duration>) -> PollSet {
         PollSet {
             dirs: BTreeMap::new(),
+            looks: BTreeMap::new(),
+            waiting: VecDeque::new(),
             interval: interval
                 .unwrap_or(DEFAULT_POLL_INTERVAL)
                 .max(Duration::from_millis(1)),
@@ -139,8 +159,7 @@ impl PollSet {
     /// Polls `id` in place of an OS watch from now on (keeping its
     /// picture if it already is polled); `Link` wins over `Limit`.
     pub(super) fn add(&mut self, id: DirId, why: Why, now: Instant) {
-        let tokens = self.tokens;
-        let p = self.dirs.entry(id).or_insert_with(|| Polled::new(tokens));
+        let p = self.dirs.entry(id).or_insert_with(Polled::new);
         if p.instead != Some(Why::Link) {
             p.instead = Some(why);
         }
@@ -153,15 +172,14 @@ impl PollSet {
     /// whether it was not polled at all before.
     pub(super) fn choose(&mut self, id: DirId, every: Duration, now: Instant) -> bool {
         let mut new = false;
-        let tokens = self.tokens;
         let p = self.dirs.entry(id).or_insert_with(|| {
             new = true;
-            Polled::new(tokens)
+            Polled::new()
         });
-        if p.chosen == Some(every) {
+        if p.chosen == Some(millis(every)) {
             return false;
         }
-        p.chosen = Some(every);
+        p.chosen = Some(millis(every));
         let every = p.every(self.interval);
         self.arm(every, now);
         self.changed = true;
@@ -177,7 +195,7 @@ impl PollSet {
         if p.chosen.take().is_some() {
             self.changed = true;
             if p.instead.is_none() {
-                self.dirs.remove(&id);
+                self.remove(id);
             }
         }
     }
@@ -190,13 +208,14 @@ impl PollSet {
         {
             self.changed = true;
             if p.chosen.is_none() {
-                self.dirs.remove(&id);
+                self.remove(id);
             }
         }
     }
 
     /// Stops polling `id` (it left the index).
     pub(super) fn remove(&mut self, id: DirId) {
+        self.looks.remove(&id);
         self.changed |= self.dirs.remove(&id).is_some();
     }
 
@@ -205,46 +224,74 @@ impl PollSet {
     /// one then follows it (see [`take_finding`](Self::take_finding)): a
     /// barrier waits for `token` either way. `None`: not polled.
     pub(super) fn issue(&mut self, id: DirId) -> Option<(u64, bool)> {
-        let p = self.dirs.get_mut(&id)?;
-        if p.in_flight.is_some() {
-            if let Some(t) = p.again {
-                return Some((t, false));
-            }
-            self.tokens += 1;
-            p.again = Some(self.tokens);
-            p.issued = self.tokens;
-            return Some((self.tokens, false));
+        if !self.dirs.contains_key(&id) {
+            return None;
+        }
+        if let Some(l) = self.looks.get(&id)
+            && l.in_flight.is_some()
+            && let Some(t) = l.again
+        {
+            return Some((t, false));
         }
         self.tokens += 1;
-        p.in_flight = Some(self.tokens);
-        p.issued = self.tokens;
-        Some((self.tokens, true))
+        let token = self.tokens;
+        let l = self.looks.entry(id).or_insert(Looking {
+            in_flight: None,
+            again: None,
+            stale: false,
+            issued: token,
+            // Done with every look handed out before this one.
+            applied: token - 1,
+        });
+        l.issued = token;
+        if l.in_flight.is_some() {
+            l.again = Some(token);
+            return Some((token, false));
+        }
+        l.in_flight = Some(token);
+        Some((token, true))
+    }
+
+    /// Look `token` at `id`, under way, waits for room at the scanner.
+    pub(super) fn wait(&mut self, id: DirId, token: u64) {
+        self.waiting.push_back((id, token));
+    }
+
+    /// The next look waiting for room at the scanner that is still under
+    /// way (those overtaken meanwhile are left out).
+    pub(super) fn next_waiting(&mut self) -> Option<(DirId, u64)> {
+        while let Some((id, token)) = self.waiting.pop_front() {
+            if self
+                .looks
+                .get(&id)
+                .is_some_and(|l| l.in_flight == Some(token))
+            {
+                return Some((id, token));
+            }
+        }
+        self.waiting = VecDeque::new(); // (the memory of a big round goes)
+        None
     }
 
     /// Whether the scanner is looking at `id`.
     pub(super) fn in_flight(&self, id: DirId) -> bool {
-        self.dirs.get(&id).is_some_and(|p| p.in_flight.is_some())
+        self.looks.get(&id).is_some_and(|l| l.in_flight.is_some())
     }
 
     /// The engine looked at the whole of `id` itself (read it, or polled it
     /// on the engine's thread): a look of the scanner's under way, or asked for,
     /// is older, and is not applied when it comes.
     pub(super) fn outdate(&mut self, id: DirId) {
-        if let Some(p) = self.dirs.get_mut(&id) {
-            p.in_flight = None;
-            p.again = None;
-            p.stale = false;
-            p.applied = p.issued;
-        }
+        self.looks.remove(&id);
     }
 
     /// The engine looked at one name of `id`: a look under way may be
     /// older than that, and is made again when it comes.
     pub(super) fn touched(&mut self, id: DirId) {
-        if let Some(p) = self.dirs.get_mut(&id)
-            && p.in_flight.is_some()
+        if let Some(l) = self.looks.get_mut(&id)
+            && l.in_flight.is_some()
         {
-            p.stale = true;
+            l.stale = true;
         }
     }
 
@@ -253,45 +300,50 @@ impl PollSet {
     /// for the caller to hand over); after a look applied, the one asked
     /// for meanwhile is the caller's to [`follow_up`](Self::follow_up).
     pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> Finding {
-        let Some(p) = self.dirs.get_mut(&id) else {
+        let Some(l) = self.looks.get_mut(&id) else {
             return Finding::Drop;
         };
-        if p.in_flight != Some(token) {
+        if l.in_flight != Some(token) {
             return Finding::Drop;
         }
-        p.in_flight = None;
-        if std::mem::take(&mut p.stale) {
-            let next = match p.again.take() {
+        l.in_flight = None;
+        if std::mem::take(&mut l.stale) {
+            let next = match l.again.take() {
                 Some(t) => t,
                 None => {
                     self.tokens += 1;
-                    p.issued = self.tokens;
+                    l.issued = self.tokens;
                     self.tokens
                 }
             };
-            p.in_flight = Some(next);
+            l.in_flight = Some(next);
             return Finding::Again(next);
         }
-        p.applied = token;
+        l.applied = token;
+        if l.again.is_none() {
+            // Done with every look it was handed.
+            self.looks.remove(&id);
+        }
         Finding::Apply
     }
 
     /// After a look of `id` was applied: the look asked for meanwhile, now
     /// in flight, if there is one (its token).
     pub(super) fn follow_up(&mut self, id: DirId) -> Option<u64> {
-        let p = self.dirs.get_mut(&id)?;
-        if p.in_flight.is_some() {
+        let l = self.looks.get_mut(&id)?;
+        if l.in_flight.is_some() {
             return None;
         }
-        let next = p.again.take()?;
-        p.in_flight = Some(next);
+        let next = l.again.take()?;
+        l.in_flight = Some(next);
         Some(next)
     }
 
     /// Whether look `token` at `id` is done with (or `id` is polled no
-    /// more): what a sync barrier waits for.
+    /// more): what a sync barrier waits for. A directory with no look
+    /// under way or asked for is done with every look it was handed.
     pub(super) fn done(&self, id: DirId, token: u64) -> bool {
-        self.dirs.get(&id).is_none_or(|p| p.applied >= token)
+        self.looks.get(&id).is_none_or(|l| l.applied >= token)
     }
 
     /// Entry `name` of `id` gets signature `sig` if it has none yet.
@@ -305,17 +357,18 @@ impl PollSet {
             && p.picture.get(name).is_none()
             && let Some(sig) = sig()
         {
-            Arc::make_mut(&mut p.picture).set(name, Some(sig));
+            p.picture.set(name, Some(sig));
         }
     }
 
     /// What the last look at `id` saw, if it is polled.
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
-        self.dirs.get(&id).map(|p| &*p.picture)
+        self.dirs.get(&id).map(|p| &p.picture)
     }
 
-    /// [`picture`](Self::picture), shared (for the scanner's look).
-    pub(super) fn shared_picture(&self, id: DirId) -> Option<Arc<Picture>> {
+    /// [`picture`](Self::picture), sharing its entries (for the scanner's
+    /// look).
+    pub(super) fn shared_picture(&self, id: DirId) -> Option<Picture> {
         self.dirs.get(&id).map(|p| p.picture.clone())
     }
 
@@ -326,9 +379,9 @@ impl PollSet {
     /// whose allocations go elsewhere).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id)
-            && *p.picture != picture
+            && p.picture != picture
         {
-            p.picture = Arc::new(picture);
+            p.picture = picture;
         }
     }
 
@@ -627,5 +680,36 @@ mod tests {
             p.done(1, f),
             "a new directory under the id holds up no older barrier"
         );
+    }
+
+    /// Looks waiting for room at the scanner go in the order issued; one
+    /// overtaken meanwhile (the engine read the directory, or it is polled
+    /// no more) is left out; a directory with no look out keeps nothing.
+    #[test]
+    fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
+        assert!(
+            size_of::<Polled>() <= 32,
+            "a polled directory costs the set 32 bytes beside its picture's allocation"
+        );
+        let t0 = Instant::now();
+        let mut p = PollSet::new(Some(I));
+        for id in 1..=4 {
+            p.add(id, Why::Limit, t0);
+            let (t, now) = p.issue(id).unwrap();
+            assert!(now);
+            p.wait(id, t);
+        }
+        p.outdate(2);
+        p.remove(3);
+        let (a, _) = p.next_waiting().unwrap();
+        let (b, _) = p.next_waiting().unwrap();
+        assert_eq!((a, b), (1, 4), "2 was read by the engine, 3 went");
+        assert_eq!(p.next_waiting(), None);
+        assert!(p.looks.len() == 2 && p.in_flight(1) && p.in_flight(4));
+        let (t1, t4) = (p.looks[&1].issued, p.looks[&4].issued);
+        assert_eq!(p.take_finding(1, t1), Finding::Apply);
+        assert_eq!(p.take_finding(4, t4), Finding::Apply);
+        assert!(p.looks.is_empty(), "nothing kept once every look is done");
+        assert!(p.done(1, t1) && p.done(4, t4));
     }
 }

@@ -132,17 +132,14 @@ impl Engine {
             return;
         }
         self.now = self.clock.now();
-        let mut jobs = Vec::new();
         for id in ids {
             if !self.polled_only(id) {
                 self.poll_node(id);
-            } else if !self.polls.in_flight(id)
-                && let Some((_, Some(job))) = self.poll_job(id)
-            {
-                jobs.push(job);
+            } else if !self.polls.in_flight(id) {
+                self.poll_look(id);
             }
         }
-        self.scan(jobs);
+        self.feed();
         self.polls.rearm(&due, self.clock.now());
     }
 
@@ -156,13 +153,41 @@ impl Engine {
                 .is_some_and(|n| self.watches.has_watch(id, n.path(), !n.full().is_empty()))
     }
 
-    /// A look at polled directory `id` for the scanner: its token, and the
-    /// job to hand over now (none when a look is under way: this one
-    /// follows it).
-    fn poll_job(&mut self, id: DirId) -> Option<(u64, Option<Job>)> {
+    /// A look at polled directory `id` for the scanner: its token. One
+    /// handed over now waits for room at the scanner; one issued while a
+    /// look is under way follows that one.
+    fn poll_look(&mut self, id: DirId) -> Option<u64> {
         self.index.get(id)?;
         let (token, now) = self.polls.issue(id)?;
-        Some((token, now.then(|| self.job(id, token)).flatten()))
+        if now {
+            self.polls.wait(id, token);
+        }
+        Some(token)
+    }
+
+    /// Hands the scanner the looks that wait for room at it, as many as
+    /// it takes (a round of a million directories is not a million jobs
+    /// at once: the rest wait as tokens).
+    fn feed(&mut self) {
+        loop {
+            let room = self.scanner.room();
+            let mut jobs = Vec::new();
+            while jobs.len() < room
+                && let Some((id, token)) = self.polls.next_waiting()
+            {
+                match self.job(id, token) {
+                    Some(job) => jobs.push(job),
+                    // Gone from the index: no look to wait for.
+                    None => self.polls.outdate(id),
+                }
+            }
+            if jobs.is_empty() {
+                return;
+            }
+            if let Some(found) = self.scanner.submit(jobs) {
+                self.looked(found);
+            }
+        }
     }
 
     /// The job of look `token` at directory `id`.
@@ -178,12 +203,16 @@ impl Engine {
         })
     }
 
-    /// Hands `jobs` to the scanner; what it finds at once (inline) is
-    /// applied now, the rest when it comes ([`looked`](Self::looked)).
+    /// Hands `jobs` to the scanner, then the polls' looks waiting for
+    /// room; what it finds at once (inline) is applied now, the rest when
+    /// it comes ([`looked`](Self::looked)).
     pub(super) fn scan(&mut self, jobs: Vec<Job>) {
-        if let Some(found) = self.scanner.submit(jobs) {
+        if !jobs.is_empty()
+            && let Some(found) = self.scanner.submit(jobs)
+        {
             self.looked(found);
         }
+        self.feed();
     }
 
     /// The scanner's findings: each applied as a poll of the directory if
@@ -194,6 +223,7 @@ impl Engine {
     /// than the look) is replaced by a poll here. A rescan's look goes to
     /// [`rescan_found`](Self::rescan_found).
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
+        self.scanner.returned(findings.len());
         let mut next = Vec::new();
         for f in findings {
             if f.purpose == Purpose::Rescan {
@@ -203,7 +233,7 @@ impl Engine {
             let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
             match self.polls.take_finding(f.dir, f.token) {
                 poll::Finding::Drop => {}
-                poll::Finding::Again(t) => next.extend(self.job(f.dir, t)),
+                poll::Finding::Again(t) => self.polls.wait(f.dir, t),
                 poll::Finding::Apply => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
@@ -218,13 +248,16 @@ impl Engine {
                         }
                     }
                     if let Some(t) = self.polls.follow_up(f.dir) {
-                        next.extend(self.job(f.dir, t));
+                        self.polls.wait(f.dir, t);
                     }
                 }
             }
         }
-        if !next.is_empty() {
-            self.scan(next);
+        self.scan(next);
+        if self.scanner.big_round_over() {
+            // (As after a big walk: the pictures stay, the looks' and the
+            // barriers' bookkeeping of a round of thousands went.)
+            fs::trim_heap();
         }
     }
 
@@ -300,19 +333,17 @@ impl Engine {
                     .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
             })
             .collect();
-        let mut jobs = Vec::new();
         let mut asked = Vec::new();
         for id in ids {
             if !self.polled_only(id) {
                 self.poll_node(id);
-            } else if let Some((token, job)) = self.poll_job(id) {
+            } else if let Some(token) = self.poll_look(id) {
                 // (A look under way may have begun before the barrier: the
                 // barrier waits for the one that follows it.)
                 asked.push((id, token));
-                jobs.extend(job);
             }
         }
-        self.hand_over(Purpose::Poll, jobs, asked)
+        self.hand_over(Purpose::Poll, Vec::new(), asked)
     }
 
     /// Hands `jobs` to the scanner, and returns the looks of `asked` (each
