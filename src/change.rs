@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use crate::content::ContentHash;
 use crate::ids::{Generation, Seq};
 
 /// What happened to a path, net over one batch.
@@ -120,6 +121,18 @@ pub struct Change {
     pub kind: ChangeKind,
     /// The entry's type (after the change; for `Removed`, before it).
     pub file_type: FileType,
+    /// The hash of the file's content after the change, for a spec that
+    /// compares contents ([`WatchOptions::skip_same_content`]): on a
+    /// `Created` or `Modified` regular file that could be read whole (at
+    /// most 64 MiB). `None` otherwise: other specs, `Removed`, directories
+    /// and links, larger or unreadable files.
+    ///
+    /// [`WatchOptions::skip_same_content`]: crate::WatchOptions::skip_same_content
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub hash: Option<ContentHash>,
 }
 
 impl Change {
@@ -130,6 +143,7 @@ impl Change {
             path: path.into(),
             kind,
             file_type,
+            hash: None,
         }
     }
 }
@@ -141,7 +155,8 @@ impl Change {
 /// engine's index before and after the batch (a file created and removed
 /// within one batch does not appear). Batches of one spec are delivered in
 /// `seq` order. Not promised: that a `Modified` file's content differs (a
-/// write of the same bytes is a modification).
+/// write of the same bytes is a modification), unless the spec compares
+/// contents ([`WatchOptions::skip_same_content`](crate::WatchOptions::skip_same_content)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]

@@ -100,6 +100,7 @@ impl Coalescer {
                     path,
                     kind,
                     file_type,
+                    hash: None,
                 })
             })
             .collect();
@@ -297,13 +298,6 @@ mod tests {
         c.push(t0, "/d/.f.tmp".into(), Removed, File);
         c.push(t0, "/d/f".into(), Modified, File);
         let b = c.take();
-        assert_eq!(
-            b,
-            vec![Change {
-                path: "/d/f".into(),
-                kind: Modified,
-                file_type: File
-            }]
-        );
+        assert_eq!(b, vec![Change::new("/d/f", Modified, File)]);
     }
 }

@@ -37,6 +37,8 @@ pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
         path: then.path.clone(),
         kind,
         file_type,
+        // (The content after both: the later one's.)
+        hash: then.hash.filter(|_| kind.exists_after()),
     })
 }
 
@@ -356,11 +358,7 @@ mod tests {
     use std::time::SystemTime;
 
     fn ch(p: &str, kind: ChangeKind, t: FileType) -> Change {
-        Change {
-            path: p.into(),
-            kind,
-            file_type: t,
-        }
+        Change::new(p, kind, t)
     }
 
     fn batch(name: &str, generation: u64, seq: u64, changes: Vec<Change>) -> Event {

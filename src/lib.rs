@@ -135,6 +135,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # What a build tool needs to hear
+//!
+//! A spec with [`WatchOptions::skip_same_content`] compares contents: a
+//! save that wrote the same bytes, a `touch` or a `chmod` is no change,
+//! and every `Created` or `Modified` file comes with its
+//! [`Change::hash`] (a [`ContentHash`], to key a cache on).
+//!
 //! # Known problems
 //!
 //! - **State files** ([`WatchOptions::state`]): a restore `stat`s every
@@ -310,6 +317,7 @@ mod change;
 mod choice;
 mod clock;
 mod coalesce;
+mod content;
 mod defaults;
 mod duration;
 mod engine;
@@ -344,6 +352,7 @@ mod test_paths;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType};
 pub use choice::{Backend, ParseBackendError};
+pub use content::{ContentHash, ParseContentHashError};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
 /// [`Manager::subscribe`] returns, re-exported so that its type can be
 /// named without depending on a matching version.

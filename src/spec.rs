@@ -197,6 +197,24 @@ pub struct WatchOptions {
     /// watch-limit fallback, a manager built with `Backend::Poll`) and to
     /// [`rescan_every`](Self::rescan_every)'s rescans.
     pub content_hash: bool,
+    /// Leave out a `Modified` regular file whose content is the same as
+    /// when it was last reported (or when watching started): a save that
+    /// wrote the same bytes, a `touch`, a `chmod`, a checkout that rewrote
+    /// a file unchanged. Every `Created` or `Modified` file the spec
+    /// reports then carries its [`hash`](crate::Change::hash). Directories,
+    /// links and removals are reported as always.
+    ///
+    /// Costs: the engine reads every file the spec sees when the spec
+    /// starts (on up to four threads; `Watching` comes after), and every
+    /// `Created` or `Modified` file when its batch closes; it keeps a hash
+    /// (with the path) per file. Files over 64 MiB are compared by their
+    /// type alone (always reported). Off by default. The content counted as
+    /// "before" is the one read at start: a write made while the spec
+    /// started and before its file was read is not seen (as a write before
+    /// a directory's watch landed is not). Watchman offers the same through
+    /// its `content.sha1hex` field; a consumer keying a cache on contents
+    /// can use [`ContentHash`](crate::ContentHash) the same way.
+    pub skip_same_content: bool,
     /// Honour the ignore files under the roots: `.gitignore` and `.ignore`
     /// in any directory, `.git/info/exclude` at a repository's top, and
     /// the `.gitignore`/`.ignore` files of the directories above a root up
@@ -272,6 +290,7 @@ impl Default for WatchOptions {
             initial_scan: false,
             rescan_every: None,
             content_hash: false,
+            skip_same_content: false,
             ignore_files: false,
             state: None,
             save_every: DEFAULT_SAVE_EVERY,
@@ -481,6 +500,21 @@ impl WatchSpec {
     #[must_use]
     pub fn content_hash(mut self, on: bool) -> Self {
         self.options.content_hash = on;
+        self
+    }
+
+    /// Sets [`WatchOptions::skip_same_content`].
+    ///
+    /// ```
+    /// use specwatch::WatchSpec;
+    ///
+    /// // A build tool: no rebuild for a save that changed nothing.
+    /// let spec = WatchSpec::new(["src"]).skip_same_content(true);
+    /// assert!(spec.options.skip_same_content);
+    /// ```
+    #[must_use]
+    pub fn skip_same_content(mut self, on: bool) -> Self {
+        self.options.skip_same_content = on;
         self
     }
 

@@ -21,6 +21,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod hash;
 mod many;
 mod restart;
 mod scale;
@@ -569,6 +570,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("many") {
         return many::many(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("hash") {
+        return hash::hash();
     }
     if args.first().map(String::as_str) == Some("restart") {
         return restart::restart(&args[1..]);

@@ -58,6 +58,7 @@ impl Engine {
             self.attach_root(sid, root, false);
         }
         self.walk_ends();
+        self.start_contents(sid);
         // An update's guard (a new spec has none: with no `Created` of its
         // own to stand for them, writes during its walk must be reported).
         if let Some(old) = old {

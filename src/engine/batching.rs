@@ -1,12 +1,15 @@
 //! The specs' batches, in and out: a raw change of an indexed
 //! directory's entry routed to the open batch of every spec it concerns
 //! (the one way in), and batches closed, when due or at a sync, and
-//! handed to `publish.rs`. The batches themselves are `specs.rs`'s.
+//! handed to `publish.rs`, a spec that compares contents leaving out
+//! files whose content did not change (`contents.rs`'s rule). The batches
+//! themselves are `specs.rs`'s.
 
 use std::ffi::OsStr;
 
-use super::Engine;
+use super::{Engine, contents};
 use crate::change::{Change, ChangeKind, FileType};
+use crate::fs;
 use crate::index::{DirId, SpecId};
 use crate::restore::Restore;
 
@@ -19,7 +22,12 @@ impl Engine {
         changes: Option<Vec<Change>>,
         mark: Option<Restore>,
     ) {
-        let changes = changes.unwrap_or_else(|| self.specs.take(sid));
+        let mut changes = changes.unwrap_or_else(|| self.specs.take(sid));
+        if self.contents.compares(sid) {
+            changes = self
+                .contents
+                .filter(sid, changes, mark.is_some(), &fs::content_hash);
+        }
         if changes.is_empty() && mark.is_none() {
             return;
         }
@@ -33,6 +41,36 @@ impl Engine {
                 mark,
             );
         }
+    }
+
+    /// Spec `sid` compares contents (`skip_same_content`): what the
+    /// files it sees hold now is read (on several threads) and kept, but
+    /// for a spec whose `initial_scan` reports them all (their hashes are
+    /// read as that batch closes).
+    pub(super) fn start_contents(&mut self, sid: SpecId) {
+        let Some(st) = self.specs.get(sid) else {
+            return;
+        };
+        if !st.skips_same_content() {
+            return;
+        }
+        let mut paths = Vec::new();
+        if !st.initial_scan() {
+            let matcher = st.matcher();
+            for d in self.spec_dirs(sid) {
+                paths.extend(
+                    d.visible(matcher)
+                        .into_iter()
+                        .filter(|(_, t)| *t == FileType::File)
+                        .map(|(name, _)| d.path.join(name)),
+                );
+            }
+        }
+        let read = contents::read_all(&paths, &fs::content_hash);
+        let files = read
+            .into_iter()
+            .filter_map(|(i, h)| Some((std::mem::take(&mut paths[i]), h?)));
+        self.contents.start(sid, files.collect::<Vec<_>>());
     }
 
     /// Closes the batches that are due, and those of `synced` specs

@@ -22,6 +22,9 @@ impl Engine {
             specs: _,    // the rules of its ignore files live in matchers (above)
             problems: _, // per spec and path: cleared by `remove_tree`
             roots: _,    // by path: `remove_tree` queues the roots that lived there
+            // By path: the files that went were reported `Removed`, which
+            // drops their hashes.
+            contents: _,
             // Nothing per directory:
             index: _,
             inbox: _,
@@ -61,6 +64,7 @@ impl Engine {
             recovery,
             reloads,
             rescans,
+            contents,
             out,
             // Keep nothing per spec, or let go of it by themselves:
             links: _,    // per directory (its directories are freed)
@@ -86,6 +90,7 @@ impl Engine {
         recovery.forget(sid);
         reloads.unfollow(sid, None);
         rescans.forget(sid);
+        contents.forget(sid);
         out.forget(sid);
     }
 }

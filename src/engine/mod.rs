@@ -73,6 +73,7 @@ mod attaching;
 mod batching;
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
+mod contents;
 mod events;
 mod following;
 mod forget;
@@ -308,6 +309,8 @@ pub(crate) struct Engine {
     backends: Backends,
     recovery: Recovery,
     rescans: Rescans,
+    /// What the files of specs that compare contents held when reported.
+    contents: contents::Contents,
     reloads: ignore_files::Reloads,
     /// How far the first walk under way has got; a heap trim due after a
     /// big one.
@@ -358,6 +361,7 @@ impl Engine {
             },
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
+            contents: contents::Contents::default(),
             reloads: ignore_files::Reloads::default(),
             progress: progress::WalkProgress::default(),
             batches: walk::Batches::default(),

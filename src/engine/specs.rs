@@ -135,6 +135,11 @@ impl SpecState {
         self.spec.options.content_hash
     }
 
+    /// Whether it leaves out files whose content did not change.
+    pub(super) fn skips_same_content(&self) -> bool {
+        self.spec.options.skip_same_content
+    }
+
     pub(super) fn follows_links(&self) -> bool {
         self.spec.options.follow_symlinks
     }

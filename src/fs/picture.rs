@@ -25,6 +25,7 @@ use std::time::SystemTime;
 use super::packed::{self, Packed};
 use super::{Sig, content_hash, racy, scan_dir};
 use crate::change::FileType;
+use crate::content::ContentHash;
 
 /// Every entry of a directory with its signature, sorted by name (bytes),
 /// and the content hashes of the files that were racy when it was taken.
@@ -46,7 +47,7 @@ struct Extra {
     /// Entries set since the picture was packed (`None`: removed), sorted
     /// by name: they stand over the packed ones.
     set: Vec<(OsString, Option<Sig>)>,
-    hashes: BTreeMap<OsString, u64>,
+    hashes: BTreeMap<OsString, ContentHash>,
 }
 
 /// What one look saw.
@@ -141,11 +142,11 @@ impl Picture {
         self.packed.get(name)
     }
 
-    fn hashes(&self) -> Option<&BTreeMap<OsString, u64>> {
+    fn hashes(&self) -> Option<&BTreeMap<OsString, ContentHash>> {
         self.extra.as_ref().map(|e| &e.hashes)
     }
 
-    fn hash(&self, name: &OsStr) -> Option<u64> {
+    fn hash(&self, name: &OsStr) -> Option<ContentHash> {
         self.hashes()?.get(name).copied()
     }
 

@@ -16,6 +16,7 @@ use super::{gone, identity, read_listing};
 #[cfg(windows)]
 use super::{gone, windows};
 use crate::change::FileType;
+use crate::content::ContentHash;
 
 /// What a poll compares to tell that an entry changed without an OS event:
 /// type, size, modification and change times to the nanosecond, inode.
@@ -312,25 +313,28 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     Ok(scan.sorted())
 }
 
-/// A hash of the content of file `path` (`None`: unreadable, or larger
+/// The hash of the content of file `path` (`None`: unreadable, or larger
 /// than [`MAX_HASHED`]).
-pub(crate) fn content_hash(path: &Path) -> Option<u64> {
-    use std::hash::Hasher;
+pub(crate) fn content_hash(path: &Path) -> Option<ContentHash> {
     use std::io::Read;
     let mut f = std::fs::File::open(path).ok()?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
-        let n = f.read(&mut buf).ok()?;
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
         if n == 0 {
-            return Some(h.finish());
+            return Some(ContentHash(h.digest128()));
         }
         total += n as u64;
         if total > MAX_HASHED {
             return None;
         }
-        h.write(&buf[..n]);
+        h.update(&buf[..n]);
     }
 }
 

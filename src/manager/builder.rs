@@ -90,7 +90,7 @@ impl ManagerBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::Engine`] (with the OS error as its `source()`) when the
+    /// [`Error::Engine`](crate::Error::Engine) (with the OS error as its `source()`) when the
     /// backend cannot start: no inotify instance to be had (the per-user
     /// `max_user_instances` reached), `Native` asked for off Linux, or a
     /// thread that cannot be spawned.
