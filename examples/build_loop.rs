@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--state FILE] [--watch PATH]... -- COMMAND [ARGS...]
+//!     [--state FILE] [--no-skip-same-content] [--watch PATH]... -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -45,8 +45,15 @@
 //! itself (128 + N for signal N; 0 if none did); a second one kills the
 //! command's group at once.
 //!
+//!
+//! What a build tool wants is the default: a save that wrote the same
+//! bytes, a `touch` or a `chmod` runs nothing
+//! ([`WatchOptions::skip_same_content`]; every file watched is read once at
+//! start for it). `--no-skip-same-content` runs for those too.
+//!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
+//! [`WatchOptions::skip_same_content`]: specwatch::WatchOptions::skip_same_content
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -181,7 +188,7 @@ mod run {
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--state FILE] [--watch PATH]... -- COMMAND [ARGS...]";
+         [--state FILE] [--no-skip-same-content] [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -192,6 +199,8 @@ mod run {
         debounce: Duration,
         paths: Vec<PathBuf>,
         state: Option<PathBuf>,
+        /// Run for a write that changed no byte too.
+        same_content: bool,
         command: Vec<String>,
     }
 
@@ -201,6 +210,7 @@ mod run {
             debounce: Duration::from_millis(50),
             paths: Vec::new(),
             state: None,
+            same_content: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -219,6 +229,7 @@ mod run {
                     args.debounce = Duration::from_millis(ms);
                 }
                 "--state" => args.state = Some(it.next().ok_or("--state needs a file")?.into()),
+                "--no-skip-same-content" => args.same_content = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -367,7 +378,8 @@ mod run {
         let spec = WatchSpec::new(roots.clone())
             .quiet_window(args.debounce)
             .max_delay(args.debounce.max(specwatch::DEFAULT_MAX_DELAY))
-            .ignore_files(true);
+            .ignore_files(true)
+            .skip_same_content(!args.same_content);
         let spec = match &args.state {
             Some(state) => spec.state(cwd.join(state)),
             None => spec,

@@ -270,6 +270,58 @@ fn build_loop_restart_kills_the_whole_group_and_starts_again() {
     assert_group_gone(second);
 }
 
+/// A command that logs each run to `log` and ends.
+fn log_run(log: &Path) -> Vec<String> {
+    if cfg!(windows) {
+        vec![
+            "cmd".into(),
+            "/C".into(),
+            format!("echo run>>{}", log.display()),
+        ]
+    } else {
+        let script = format!("echo run >> '{}'", log.display());
+        vec!["sh".into(), "-c".into(), script]
+    }
+}
+
+/// A build tool's default: a write of the same bytes (or a `touch`) runs
+/// nothing; `--no-skip-same-content` runs for it.
+#[test]
+fn build_loop_runs_nothing_for_a_write_of_the_same_bytes() {
+    for same_content in [false, true] {
+        let (_w, watched) = tmp();
+        let (_a, aux) = tmp();
+        std::fs::write(watched.join("a.txt"), "a.txt").unwrap();
+        let log = aux.join("log");
+        let command = log_run(&log);
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let mut flags = vec!["--debounce", "20"];
+        if same_content {
+            flags.push("--no-skip-same-content");
+        }
+        let mut b = build_loop(&watched, &flags, &command);
+        b.expect("build_loop: run 1: start");
+        b.expect("build_loop: run 1 exited with status 0");
+        // The same bytes again (an atomic save), then a real change: the
+        // next run names what the default counts as a change.
+        put(&aux, &watched, "a.txt");
+        if same_content {
+            b.expect("build_loop: run 2: modified a.txt");
+            b.expect("build_loop: run 2 exited with status 0");
+        } else {
+            put(&aux, &watched, "b.txt");
+            let next = b.expect_prefix("build_loop: run 2:");
+            assert_eq!(
+                next, "build_loop: run 2: created b.txt",
+                "a.txt's same bytes ran nothing"
+            );
+            b.expect("build_loop: run 2 exited with status 0");
+        }
+        assert_eq!(runs_logged(&log), 2);
+        b.terminate();
+    }
+}
+
 /// Windows: a command (`cmd`) runs at start and again after a change.
 #[cfg(windows)]
 #[test]
