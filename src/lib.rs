@@ -332,6 +332,7 @@ mod restore;
 mod scanner;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod settle;
 mod snapshot;
 mod spec;
 mod state;
@@ -350,7 +351,7 @@ pub use choice::{Backend, ParseBackendError};
 pub use crossbeam_channel;
 pub use defaults::{
     DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
-    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
 };
 pub use error::{Error, Result};
 pub use event::Event;
@@ -364,6 +365,8 @@ pub use restore::{Restore, StateRefused};
 pub use serde_impl::WatchSpecs;
 pub use spec::{WatchOptions, WatchSpec};
 pub use stats::Stats;
-pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
+pub use status::{
+    BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock, WatchStatus,
+};
 #[cfg(feature = "stream")]
 pub use stream::{ChangeStream, EventStream, StatusStream};
