@@ -102,6 +102,26 @@
 //!   batches are merged per path, so its backlog is bounded by the number of
 //!   distinct changed paths.
 //!
+//! # One batch per `git checkout`
+//!
+//! A checkout that rewrites thousands of files can take longer than a
+//! batch's [`max_delay`](WatchOptions::max_delay) and arrive in several
+//! batches (several rebuilds, the first of a half-written tree). With
+//! [`WatchOptions::vcs_settle`] a spec's batch is held while the lock of
+//! the repository holding its roots exists (`.git/index.lock`,
+//! `.hg/wlock`: git holds its lock for the whole checkout), and delivered
+//! as one once it is gone, as Watchman defers its subscriptions. Bounded:
+//! past the bound batches flow, and [`WatchStatus::vcs_lock`] says the lock
+//! is overdue (a lock left behind by a crashed `git`). Off by default.
+//!
+//! ```no_run
+//! use specwatch::{DEFAULT_VCS_SETTLE, Manager, WatchSpec};
+//! # fn main() -> Result<(), specwatch::Error> {
+//! let m = Manager::new()?;
+//! m.apply("app", WatchSpec::new(["/src/app"]).vcs_settle(DEFAULT_VCS_SETTLE))?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Changes since the last run
 //!
 //! A spec with [`WatchOptions::state`] keeps what it saw in a file: saved
