@@ -80,6 +80,7 @@ impl Coalescer {
 
     /// Closes the batch if it is due at `now`; returns its net changes
     /// sorted by path (possibly empty when everything netted out).
+    #[cfg(test)]
     pub(crate) fn take_due(&mut self, now: Instant) -> Option<Vec<Change>> {
         match self.deadline() {
             Some(d) if d <= now => Some(self.take()),

@@ -35,3 +35,9 @@ pub const DEFAULT_OVERFLOW_MARGIN: Duration = Duration::from_secs(2);
 /// freshness (a restore then reports again what changed since the last
 /// save: more changes, never fewer).
 pub const DEFAULT_SAVE_EVERY: Duration = Duration::from_secs(10);
+
+/// A bound for [`WatchOptions::vcs_settle`](crate::WatchOptions::vcs_settle),
+/// which is off by default: 10 s. A `git checkout` of tens of thousands of
+/// files on a local disk takes a few seconds; a lock left behind by a
+/// crashed `git` then delays one batch by 10 s, not forever.
+pub const DEFAULT_VCS_SETTLE: Duration = Duration::from_secs(10);

@@ -170,6 +170,12 @@ mod with_serde {
         ) -> Result<Option<Duration>, D::Error> {
             named("rescan_every", opt_duration::deserialize(d))
         }
+
+        pub(crate) fn vcs_settle<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            named("vcs_settle", opt_duration::deserialize(d))
+        }
     }
 
     struct DurationVisitor;

@@ -102,6 +102,26 @@
 //!   batches are merged per path, so its backlog is bounded by the number of
 //!   distinct changed paths.
 //!
+//! # One batch per `git checkout`
+//!
+//! A checkout that rewrites thousands of files can take longer than a
+//! batch's [`max_delay`](WatchOptions::max_delay) and arrive in several
+//! batches (several rebuilds, the first of a half-written tree). With
+//! [`WatchOptions::vcs_settle`] a spec's batch is held while the lock of
+//! the repository holding its roots exists (`.git/index.lock`,
+//! `.hg/wlock`: git holds its lock for the whole checkout), and delivered
+//! as one once it is gone, as Watchman defers its subscriptions. Bounded:
+//! past the bound batches flow, and [`WatchStatus::vcs_lock`] says the lock
+//! is overdue (a lock left behind by a crashed `git`). Off by default.
+//!
+//! ```no_run
+//! use specwatch::{DEFAULT_VCS_SETTLE, Manager, WatchSpec};
+//! # fn main() -> Result<(), specwatch::Error> {
+//! let m = Manager::new()?;
+//! m.apply("app", WatchSpec::new(["/src/app"]).vcs_settle(DEFAULT_VCS_SETTLE))?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Changes since the last run
 //!
 //! A spec with [`WatchOptions::state`] keeps what it saw in a file: saved
@@ -340,6 +360,7 @@ mod restore;
 mod scanner;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod settle;
 mod snapshot;
 mod spec;
 mod state;
@@ -359,7 +380,7 @@ pub use content::{ContentHash, ParseContentHashError};
 pub use crossbeam_channel;
 pub use defaults::{
     DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
-    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
 };
 pub use error::{Error, Result};
 pub use event::Event;
@@ -373,6 +394,8 @@ pub use restore::{Restore, StateRefused};
 pub use serde_impl::WatchSpecs;
 pub use spec::{WatchOptions, WatchSpec};
 pub use stats::Stats;
-pub use status::{BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, WatchStatus};
+pub use status::{
+    BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock, WatchStatus,
+};
 #[cfg(feature = "stream")]
 pub use stream::{ChangeStream, EventStream, StatusStream};

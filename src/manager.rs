@@ -178,7 +178,7 @@ impl Manager {
         self.send(Msg::Upsert {
             name: name.clone(),
             generation,
-            spec: spec.clone(),
+            spec: Box::new(spec.clone()),
             matcher: Box::new(matcher),
             state: state.map(Box::new),
         })?;

@@ -324,6 +324,7 @@ pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     o.skip_same_content = false;
     o.state = None;
     o.save_every = d.save_every;
+    o.vcs_settle = None;
     fnv1a(format!("{s:?}").as_bytes())
 }
 

@@ -276,6 +276,50 @@ pub struct WatchOptions {
         )
     )]
     pub save_every: Duration,
+    /// Hold the spec's batches while the version-control system of the
+    /// repository holding a root is at work, at most this long: a `git
+    /// checkout`, `merge` or `rebase` step that rewrites thousands of
+    /// files then arrives as one batch (one rebuild), not as one per
+    /// [`max_delay`](Self::max_delay). `None` (the default): no holding.
+    ///
+    /// When a batch is due, the lock of the repository holding each root
+    /// is looked at (a `stat`): `.git/index.lock` (in the directory a
+    /// `.git` file names, for a worktree or a submodule) for the nearest
+    /// `.git` at or above the root, `.hg/wlock` and `.hg/store/lock` for
+    /// Mercurial. While one exists the batch stays open and keeps
+    /// gathering (one net change per path, nothing dropped), and the lock
+    /// is looked at again every quiet window (10 to 100 ms). Once it is
+    /// gone the engine passes a sync barrier (as
+    /// [`Manager::sync`](crate::Manager::sync) does: the writes made
+    /// before the lock went are all in), and the batch closes. Its
+    /// [`WatchStatus::vcs_lock`](crate::WatchStatus::vcs_lock) says what
+    /// it is held for.
+    ///
+    /// The bound: a batch is held at most this long after it was first
+    /// held. A lock that outlives it (a crashed `git` leaves
+    /// `index.lock` behind) is marked `overdue` in the status and batches
+    /// flow as if there were none, until it is seen gone. A `sync` closes
+    /// a held batch (everything before it is delivered). Nested
+    /// repositories below a root are not looked at, nor locks that are
+    /// not held through the whole operation (a rebase takes
+    /// `index.lock` per commit: each step is a batch).
+    ///
+    /// Watchman does the same for its subscriptions and triggers
+    /// (`defer_vcs`, on by default there): it defers them while
+    /// `.hg/wlock` or `.git/index.lock` exists under the watched root, with
+    /// no bound. Here it is off by default: a server watching a storage
+    /// directory has no use for it, and a lock left behind would delay its
+    /// next batch by the bound. Build tools turn it on;
+    /// [`DEFAULT_VCS_SETTLE`](crate::DEFAULT_VCS_SETTLE) (10 s) is a
+    /// sensible bound.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::opt_duration::serialize",
+            deserialize_with = "crate::duration::field::vcs_settle"
+        )
+    )]
+    pub vcs_settle: Option<Duration>,
 }
 
 impl Default for WatchOptions {
@@ -294,6 +338,7 @@ impl Default for WatchOptions {
             ignore_files: false,
             state: None,
             save_every: DEFAULT_SAVE_EVERY,
+            vcs_settle: None,
         }
     }
 }
@@ -572,6 +617,22 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::vcs_settle`]: batches held while a `git` or
+    /// `hg` operation is under way, at most `bound`.
+    ///
+    /// ```
+    /// use specwatch::{DEFAULT_VCS_SETTLE, WatchSpec};
+    ///
+    /// // A build tool: one rebuild per `git checkout`.
+    /// let spec = WatchSpec::new(["/src/app"]).vcs_settle(DEFAULT_VCS_SETTLE);
+    /// # let _ = spec;
+    /// ```
+    #[must_use]
+    pub fn vcs_settle(mut self, bound: Duration) -> Self {
+        self.options.vcs_settle = Some(bound);
+        self
+    }
+
     /// Replaces all options.
     #[must_use]
     pub fn options(mut self, options: WatchOptions) -> Self {
@@ -690,6 +751,13 @@ impl WatchSpec {
         }
         let mut options = self.options.clone();
         options.state = options.state.as_deref().map(resolve).transpose()?;
+        if options.vcs_settle.is_some_and(|b| b.is_zero()) {
+            return Err(Error::InvalidOption {
+                spec: spec_err(),
+                option: "vcs_settle",
+                reason: "must be more than zero (leave it unset for no holding)".into(),
+            });
+        }
         if options.save_every.is_zero() {
             return Err(Error::InvalidOption {
                 spec: spec_err(),

@@ -138,6 +138,23 @@ impl fmt::Display for RootStatus {
     }
 }
 
+/// A version-control lock that holds a spec's batches: what
+/// [`WatchStatus::vcs_lock`] says (see
+/// [`WatchOptions::vcs_settle`](crate::WatchOptions::vcs_settle)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct VcsLock {
+    /// The lock file (`/src/app/.git/index.lock`, `/src/app/.hg/wlock`).
+    pub path: PathBuf,
+    /// When a batch was first held for it (wall clock).
+    pub since: SystemTime,
+    /// It outlived the bound (`vcs_settle`), as a lock left behind by a
+    /// crashed `git` does: batches are delivered without waiting for it
+    /// until it is seen gone. `false`: the spec's batch is held.
+    pub overdue: bool,
+}
+
 /// A file system's name, with its magic number where the platform has one:
 /// `ext4 (0xef53)`, `apfs`.
 pub(crate) struct FsName<'a>(pub &'a str, pub Option<u64>);
@@ -226,6 +243,12 @@ pub struct WatchStatus {
     /// When `last_error` was seen (wall clock), so that a consumer can
     /// tell a fresh error from an old one.
     pub last_error_time: Option<SystemTime>,
+    /// For a spec with
+    /// [`vcs_settle`](crate::WatchOptions::vcs_settle): the
+    /// version-control lock its batch is held for (a `git checkout`
+    /// under way), or that outlived the bound (`overdue`: batches flow).
+    /// `None` while no lock is seen. The phase is not changed by it.
+    pub vcs_lock: Option<VcsLock>,
 }
 
 impl WatchStatus {
@@ -248,6 +271,7 @@ impl WatchStatus {
             missed_by_os: 0,
             last_error: None,
             last_error_time: None,
+            vcs_lock: None,
         }
     }
 }

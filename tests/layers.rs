@@ -103,6 +103,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "index",
         "ignore",
         "coalesce",
+        "settle",
         "reconcile",
         "fanout",
         "spec",

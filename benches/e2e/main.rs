@@ -10,6 +10,7 @@
 //! cargo bench --bench e2e -- many    # 1,000 specs on those trees (many.rs)
 //! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
 //! cargo bench --bench e2e -- restart # snapshots beside @parcel/watcher's (restart.rs)
+//! cargo bench --bench e2e -- vcs SRC FROM TO  # a git checkout, vcs_settle off and on (vcs.rs)
 //! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed),
 //! # with the binary whose path `cargo bench --bench e2e --no-run` prints:
 //! perf record -g target/release/deps/e2e-HASH profile-startup [DIR [portable]]
@@ -26,6 +27,7 @@ mod many;
 mod restart;
 mod scale;
 mod scenarios;
+mod vcs;
 
 use scenarios::*;
 
@@ -573,6 +575,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("hash") {
         return hash::hash();
+    }
+    if args.first().map(String::as_str) == Some("vcs") {
+        return vcs::vcs(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("restart") {
         return restart::restart(&args[1..]);

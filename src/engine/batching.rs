@@ -79,9 +79,19 @@ impl Engine {
         for &sid in synced {
             self.emit(sid, None, None);
         }
-        let due = self.specs.take_due(self.clock.now());
-        let long = due.len() > 8;
-        for (i, (sid, changes)) in due.into_iter().enumerate() {
+        let due = self
+            .specs
+            .take_due(self.clock.now(), self.clock.wall(), crate::fs::vcs_lock);
+        for sid in due.released {
+            // Its lock went: the writes made before are all in once a
+            // barrier passes, which closes the batch.
+            if let Some(name) = self.specs.get(sid).map(|st| st.name().to_owned()) {
+                let deadline = self.clock.now() + super::sync::INTERNAL_DEADLINE;
+                self.start_barrier(name, deadline, None, None);
+            }
+        }
+        let long = due.closed.len() > 8;
+        for (i, (sid, changes)) in due.closed.into_iter().enumerate() {
             self.emit(sid, Some(changes), None);
             if i == 0 && long {
                 // A consumer woken by the first batch may have been put on

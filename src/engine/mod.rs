@@ -126,7 +126,7 @@ pub(crate) enum Msg {
     Upsert {
         name: String,
         generation: Generation,
-        spec: WatchSpec,
+        spec: Box<WatchSpec>,
         matcher: Box<Matcher>,
         /// For a spec that keeps its state: the snapshot read, or why it
         /// is not used.
@@ -465,7 +465,7 @@ impl Engine {
                 spec,
                 matcher,
                 state,
-            } => self.upsert(name, generation, spec, *matcher, state.map(|s| *s)),
+            } => self.upsert(name, generation, *spec, *matcher, state.map(|s| *s)),
             Msg::Export { name, reply } => {
                 let _ = reply.send(self.export(&name));
             }

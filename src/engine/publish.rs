@@ -138,6 +138,8 @@ pub(super) struct Facts {
     pub last_error: Option<(String, SystemTime)>,
     /// `None`: watching in full; else why not.
     pub degraded: Option<String>,
+    /// The version-control lock holding its batches, if one does.
+    pub vcs_lock: Option<crate::status::VcsLock>,
 }
 
 impl Publisher {
@@ -389,6 +391,7 @@ impl Publisher {
             missed_by_os: f.missed_by_os,
             last_error,
             last_error_time,
+            vcs_lock: f.vcs_lock,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
             return false;
@@ -461,6 +464,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
         && a.missed_by_os == b.missed_by_os
         && a.last_error == b.last_error
         && a.last_error_time == b.last_error_time
+        && a.vcs_lock == b.vcs_lock
 }
 
 #[cfg(test)]
@@ -490,6 +494,7 @@ mod tests {
             missed_by_os: 0,
             last_error: None,
             degraded: None,
+            vcs_lock: None,
         }
     }
 

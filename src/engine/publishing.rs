@@ -15,6 +15,7 @@ impl Engine {
         touched.extend(self.problems.take_touched());
         touched.extend(self.recovery.take_touched());
         touched.extend(self.rescans.take_touched());
+        touched.extend(self.specs.take_touched());
         if self.polls.take_changed() {
             // Which specs cover a polled directory can only be told by
             // looking: rare enough (the watch limit, links on a path
@@ -114,6 +115,7 @@ impl Engine {
             missed_by_os: self.rescans.missed(sid),
             last_error: self.problems.last(sid).cloned(),
             degraded,
+            vcs_lock: st.vcs_lock(),
         })
     }
 }

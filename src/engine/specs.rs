@@ -3,11 +3,14 @@
 //! compiled ignore rules and its open batch. The only writer of all that.
 //! The steps that create, update and delete specs are `applying.rs`'s;
 //! those that route changes into batches and close them, `batching.rs`'s.
+//! A spec with `vcs_settle` holds its due batch while a version-control
+//! lock exists: the decision is `settle.rs`'s, kept here beside the
+//! batch it holds.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::trace;
 use crate::change::{Change, ChangeKind, FileType};
@@ -15,8 +18,9 @@ use crate::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::{DirNode, SpecId};
+use crate::settle::{VcsHold, Verdict};
 use crate::spec::{Backend, WatchSpec};
-use crate::status::RootStatus;
+use crate::status::{RootStatus, VcsLock};
 
 /// One applied spec generation.
 pub(super) struct SpecState {
@@ -29,6 +33,8 @@ pub(super) struct SpecState {
     modes: Vec<RootMode>,
     /// Set by an apply until its cookies come back (see [`Guard`]).
     guard: Option<Guard>,
+    /// With `vcs_settle`: whether its batch is held for a VCS lock.
+    hold: Option<VcsHold>,
 }
 
 /// How one root is watched (decided in `modes.rs`).
@@ -148,6 +154,30 @@ impl SpecState {
     pub(super) fn prunes(&self, dir: &Path) -> bool {
         self.matcher.prunes(dir)
     }
+
+    /// The version-control lock its batch is held for, if one is.
+    pub(super) fn vcs_lock(&self) -> Option<VcsLock> {
+        self.hold.as_ref().and_then(VcsHold::status)
+    }
+
+    /// When its batch is due, or its hold wants a look at the lock.
+    fn deadline(&self) -> Option<Instant> {
+        let batch = self.coalescer.deadline();
+        match &self.hold {
+            Some(h) => h.next_deadline(batch),
+            None => batch,
+        }
+    }
+}
+
+/// What [`SpecTable::take_due`] closed, and what it holds.
+#[derive(Default)]
+pub(super) struct Due {
+    /// The batches closed.
+    pub closed: Vec<(SpecId, Vec<Change>)>,
+    /// Specs whose held batch is to close once a barrier passes (their
+    /// lock went).
+    pub released: Vec<SpecId>,
 }
 
 /// Every applied spec generation.
@@ -167,6 +197,8 @@ pub(super) struct SpecTable {
     /// Specs whose batch was opened since they were last looked at by
     /// [`take_due`](Self::take_due) (a superset of the open ones).
     open: Vec<SpecId>,
+    /// Specs whose hold's status changed.
+    touched: Vec<SpecId>,
     /// Raw changes handed to open batches so far (for the events that
     /// say what a recovery found).
     #[cfg(feature = "tracing")]
@@ -187,6 +219,10 @@ impl SpecTable {
         let sid = self.next;
         let state = SpecState {
             coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay),
+            hold: spec
+                .options
+                .vcs_settle
+                .map(|bound| VcsHold::new(bound, spec.options.quiet_window)),
             name: name.clone(),
             generation,
             spec,
@@ -504,31 +540,67 @@ impl SpecTable {
     pub(super) fn take(&mut self, sid: SpecId) -> Vec<Change> {
         self.states
             .get_mut(&sid)
-            .map(|st| st.coalescer.take())
+            .map(|st| {
+                if let Some(h) = &mut st.hold {
+                    h.closed();
+                }
+                st.coalescer.take()
+            })
             .unwrap_or_default()
     }
 
-    /// Closes every batch that is due at `now`.
-    pub(super) fn take_due(&mut self, now: Instant) -> Vec<(SpecId, Vec<Change>)> {
-        let mut out = Vec::new();
-        let states = &mut self.states;
-        self.open.retain(|sid| {
-            let Some(st) = states.get_mut(sid) else {
+    /// Closes every batch that is due at `now` (wall time `wall`), but
+    /// those a spec's hold keeps open: `lock` says which lock file of
+    /// the repositories holding the roots it is given exists, if one
+    /// does (asked only of specs with `vcs_settle`, when their batch is
+    /// due or their hold's next look is).
+    pub(super) fn take_due(
+        &mut self,
+        now: Instant,
+        wall: SystemTime,
+        mut lock: impl FnMut(&[PathBuf]) -> Option<PathBuf>,
+    ) -> Due {
+        let mut out = Due::default();
+        let (states, touched) = (&mut self.states, &mut self.touched);
+        self.open.retain(|&sid| {
+            let Some(st) = states.get_mut(&sid) else {
                 return false;
             };
-            if let Some(changes) = st.coalescer.take_due(now) {
-                out.push((*sid, changes));
+            let batch = st.coalescer.deadline();
+            let (open, due) = (batch.is_some(), batch.is_some_and(|d| d <= now));
+            let verdict = match &mut st.hold {
+                Some(h) if h.wants_look(now, open, due) => {
+                    let before = h.status();
+                    let v = h.look(now, wall, lock(&st.spec.paths), open, due);
+                    if h.status() != before {
+                        touched.push(sid);
+                    }
+                    v
+                }
+                Some(_) if open => Verdict::Hold,
+                _ => Verdict::Flow,
+            };
+            match verdict {
+                Verdict::Flow if due => out.closed.push((sid, st.coalescer.take())),
+                Verdict::Close if open => out.closed.push((sid, st.coalescer.take())),
+                Verdict::Release => out.released.push(sid),
+                _ => {}
             }
-            st.coalescer.deadline().is_some()
+            st.deadline().is_some()
         });
         out
     }
 
-    /// When the earliest open batch is due.
+    /// Specs whose hold's status changed since the last call.
+    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.touched)
+    }
+
+    /// When the earliest open batch is due (or a hold's next look).
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.open
             .iter()
-            .filter_map(|s| self.states.get(s)?.coalescer.deadline())
+            .filter_map(|s| self.states.get(s)?.deadline())
             .min()
     }
 }
@@ -578,12 +650,136 @@ mod tests {
         t.record_root(a, t0, Path::new("/a"), ChangeKind::Created, FileType::Dir);
         t.record_root(b, t0, Path::new("/b"), ChangeKind::Created, FileType::Dir);
         assert_eq!(t.next_deadline(), Some(t0 + Duration::from_millis(10)));
-        assert!(t.take_due(t0 + Duration::from_millis(9)).is_empty());
-        let due = t.take_due(t0 + Duration::from_millis(10));
-        assert_eq!(due.len(), 1);
-        assert_eq!(due[0].0, a);
+        let early = t.take_due(
+            t0 + Duration::from_millis(9),
+            SystemTime::UNIX_EPOCH,
+            no_lock,
+        );
+        assert!(early.closed.is_empty());
+        let due = t.take_due(
+            t0 + Duration::from_millis(10),
+            SystemTime::UNIX_EPOCH,
+            no_lock,
+        );
+        assert_eq!(due.closed.len(), 1);
+        assert_eq!(due.closed[0].0, a);
         assert_eq!(t.next_deadline(), Some(t0 + Duration::from_millis(100)));
         assert_eq!(t.take(b).len(), 1, "a sync closes it early");
         assert_eq!(t.next_deadline(), None);
+    }
+
+    fn no_lock(_: &[PathBuf]) -> Option<PathBuf> {
+        None
+    }
+
+    /// A spec with `vcs_settle` (quiet 10 ms, max delay 100 ms, `bound`)
+    /// and the time, for the tests of holds: the lock is what their probe
+    /// says, no file system involved.
+    fn settling(bound: Duration) -> (SpecTable, SpecId, Instant) {
+        let mut t = SpecTable::default();
+        let spec = WatchSpec::new([crate::test_paths::abs("/r")])
+            .quiet_window(Duration::from_millis(10))
+            .max_delay(Duration::from_millis(100))
+            .vcs_settle(bound)
+            .normalized("t")
+            .unwrap();
+        let m = spec.matcher("t").unwrap();
+        let (sid, _) = t.insert("t".into(), Generation(1), spec, m);
+        (t, sid, Instant::now())
+    }
+
+    fn at(t0: Instant, ms: u64) -> Instant {
+        t0 + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_batch_is_held_while_the_lock_exists_and_released_as_one() {
+        let (mut t, sid, t0) = settling(Duration::from_secs(10));
+        let root = crate::test_paths::abs("/r");
+        let lock = root.join(".git/index.lock");
+        let locked = std::cell::Cell::new(true);
+        let probe = |roots: &[PathBuf]| {
+            assert_eq!(roots, std::slice::from_ref(&root));
+            locked.get().then(|| lock.clone())
+        };
+        let w = SystemTime::UNIX_EPOCH;
+        let (a, b, c) = (root.join("a"), root.join("b"), root.join("c"));
+        // A checkout: a change every 5 ms for 2 s, far past max_delay.
+        let mut ms = 0;
+        while ms < 2000 {
+            let (path, kind) = match (ms / 5) % 4 {
+                0 => (&a, ChangeKind::Modified),
+                1 => (&b, ChangeKind::Created),
+                2 => (&b, ChangeKind::Removed),
+                _ => (&c, ChangeKind::Created),
+            };
+            t.record_for(sid, at(t0, ms), path.clone(), kind, FileType::File);
+            let due = t.take_due(at(t0, ms), w, probe);
+            assert!(
+                due.closed.is_empty() && due.released.is_empty(),
+                "at {ms} ms"
+            );
+            if ms == 100 {
+                assert_eq!(t.take_touched(), [sid], "the hold shows in status");
+                let st = t.get(sid).unwrap().vcs_lock().unwrap();
+                assert_eq!((st.path.clone(), st.overdue), (lock.clone(), false));
+            }
+            // Never a deadline in the past (the engine would spin).
+            assert!(t.next_deadline().unwrap() > at(t0, ms), "at {ms} ms");
+            ms += 5;
+        }
+        locked.set(false);
+        let due = t.take_due(at(t0, 2010), w, probe);
+        assert!(due.closed.is_empty());
+        assert_eq!(due.released, [sid], "a barrier closes it");
+        assert_eq!(t.take_touched(), [sid]);
+        assert!(t.get(sid).unwrap().vcs_lock().is_none());
+        // The barrier passed: one batch, net per path.
+        let batch = t.take(sid);
+        let net: Vec<(PathBuf, ChangeKind)> = batch.into_iter().map(|c| (c.path, c.kind)).collect();
+        assert_eq!(
+            net,
+            [
+                (a.clone(), ChangeKind::Modified),
+                (c.clone(), ChangeKind::Created)
+            ]
+        );
+        assert_eq!(t.next_deadline(), None);
+        // The next batch flows as usual.
+        t.record_for(
+            sid,
+            at(t0, 3000),
+            a.clone(),
+            ChangeKind::Modified,
+            FileType::File,
+        );
+        let due = t.take_due(at(t0, 3010), w, probe);
+        assert_eq!(due.closed.len(), 1);
+    }
+
+    #[test]
+    fn a_lock_that_stays_past_the_bound_lets_the_batch_go() {
+        let (mut t, sid, t0) = settling(Duration::from_secs(1));
+        let lock = crate::test_paths::abs("/r/.git/index.lock");
+        let probe = |_: &[PathBuf]| Some(lock.clone());
+        let w = SystemTime::UNIX_EPOCH;
+        let a = crate::test_paths::abs("/r/a");
+        t.record_for(sid, t0, a.clone(), ChangeKind::Modified, FileType::File);
+        let mut now = at(t0, 10);
+        let mut closed = Vec::new();
+        while now < at(t0, 1500) {
+            closed.extend(t.take_due(now, w, probe).closed);
+            if !closed.is_empty() {
+                break;
+            }
+            now = t.next_deadline().expect("a look to come");
+        }
+        assert_eq!(now, at(t0, 1010), "held 1 s from the first hold");
+        assert_eq!(closed.len(), 1);
+        assert!(t.get(sid).unwrap().vcs_lock().unwrap().overdue);
+        // Overdue: the next batch flows at its own time.
+        t.record_for(sid, at(t0, 1100), a, ChangeKind::Modified, FileType::File);
+        let due = t.take_due(at(t0, 1110), w, probe);
+        assert_eq!(due.closed.len(), 1);
     }
 }

@@ -71,7 +71,7 @@ impl Harness {
         self.engine.handle(Msg::Upsert {
             name: name.into(),
             generation,
-            spec,
+            spec: Box::new(spec),
             matcher: Box::new(matcher),
             state: None,
         });

@@ -15,10 +15,12 @@ use crate::change::FileType;
 mod packed;
 mod picture;
 mod sig;
+mod vcs;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
 pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of, sigs_of};
+pub(crate) use vcs::vcs_lock;
 
 /// What tells two directories apart: device and inode (on Windows, volume
 /// serial number and file index).

@@ -559,7 +559,7 @@ fn a_limit_polled_directory_switched_to_chosen_polling_does_not_block_unpoll() {
     h.engine.handle(Msg::Upsert {
         name: "p".into(),
         generation: Generation(2),
-        spec,
+        spec: Box::new(spec),
         matcher: Box::new(matcher),
         state: None,
     });
