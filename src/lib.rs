@@ -342,7 +342,7 @@ mod stream;
 #[cfg(test)]
 mod test_paths;
 
-pub use change::{Change, ChangeBatch, ChangeKind, FileType};
+pub use change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
 pub use choice::{Backend, ParseBackendError};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
 /// [`Manager::subscribe`] returns, re-exported so that its type can be

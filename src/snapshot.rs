@@ -321,6 +321,7 @@ pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     o.initial_scan = false;
     o.rescan_every = None;
     o.content_hash = false;
+    o.metadata = false;
     o.state = None;
     o.save_every = d.save_every;
     fnv1a(format!("{s:?}").as_bytes())

@@ -513,11 +513,7 @@ mod tests {
         assert_eq!(statuses(&rx).len(), 2);
         assert_eq!(p.shared.statuses.lock()["s"].watched_dirs, 4);
         // A batch changes what a reader sees: recent batches, event time.
-        let change = Change {
-            path: "/r/f".into(),
-            kind: ChangeKind::Created,
-            file_type: FileType::File,
-        };
+        let change = Change::new("/r/f", ChangeKind::Created, FileType::File);
         p.batch(
             1,
             "s",
@@ -547,11 +543,7 @@ mod tests {
         let (mut p, rx) = publisher();
         p.started(1, "s", Generation(1), SystemTime::UNIX_EPOCH, None);
         for i in 0..(RECENT_BATCHES + 5) {
-            let change = Change {
-                path: format!("/r/{i}").into(),
-                kind: ChangeKind::Modified,
-                file_type: FileType::File,
-            };
+            let change = Change::new(format!("/r/{i}"), ChangeKind::Modified, FileType::File);
             p.batch(
                 1,
                 "s",

@@ -18,7 +18,7 @@ mod sig;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
-pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of, sigs_of};
+pub(crate) use sig::{Sig, content_hash, lstat, racy, scan_dir, sig_of, sigs_of};
 
 /// What tells two directories apart: device and inode (on Windows, volume
 /// serial number and file index).
