@@ -71,7 +71,7 @@ pub fn coalesce(raw: &[(PathBuf, ChangeKind, FileType)]) -> usize {
     let t = Instant::now();
     let mut c = crate::coalesce::Coalescer::new(Duration::from_millis(50), Duration::from_secs(1));
     for (p, k, f) in raw {
-        c.push(t, p.clone(), *k, *f);
+        c.push(t, p.clone(), *k, *f, None);
     }
     c.take().len()
 }

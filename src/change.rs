@@ -109,6 +109,40 @@ impl std::fmt::Display for FileType {
     }
 }
 
+/// What a changed entry is after its change, as `lstat` told the engine:
+/// [`Change::meta`], for specs that ask for it
+/// ([`WatchOptions::metadata`](crate::WatchOptions::metadata)).
+///
+/// The entry itself, never what a symbolic link points to (a link's size
+/// is the length of its target's path); a directory's size is what its
+/// file system says (ext4: a multiple of 4,096).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Meta {
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification (`st_mtime`, to the nanosecond where the file
+    /// system keeps it); `None` where the platform does not tell.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mtime: Option<SystemTime>,
+    /// The inode number on Unix (with the file system's device, which
+    /// specwatch does not report, it names the file: a file written in
+    /// place keeps it, one replaced by a rename gets another). `None` on
+    /// Windows.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub inode: Option<u64>,
+}
+
+impl Meta {
+    /// Metadata of `size` bytes, modified at `mtime`, inode `inode` (to
+    /// feed a consumer's own tests).
+    #[must_use]
+    pub fn new(size: u64, mtime: Option<SystemTime>, inode: Option<u64>) -> Meta {
+        Meta { size, mtime, inode }
+    }
+}
+
 /// One changed path.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -121,6 +155,30 @@ pub struct Change {
     pub kind: ChangeKind,
     /// The entry's type (after the change; for `Removed`, before it).
     pub file_type: FileType,
+    /// What the entry is after the change (size, modification time,
+    /// inode), for a spec with
+    /// [`WatchOptions::metadata`](crate::WatchOptions::metadata); always
+    /// `None` for a spec without it, and for `Removed`.
+    ///
+    /// It comes from the engine's newest look at the entry within the
+    /// batch: the `lstat` an OS event made it do, a poll's or a rescan's
+    /// `stat`; for an entry no look `stat`ed (found by reading a directory:
+    /// a new directory's contents, an overflow's re-read, an initial
+    /// scan), from an `lstat` when the batch closes. `None` when that
+    /// `lstat` finds nothing, or an entry of another type than
+    /// [`file_type`](Change::file_type) (it changed again since: a later
+    /// batch reports it), or fails; and for an entry of a directory that
+    /// is polled without an OS watch that its polls have not `stat`ed
+    /// (the engine does not `stat` on its own thread what may be a hung
+    /// network mount).
+    ///
+    /// Boxed, so that a change without it costs 8 bytes more than before,
+    /// not 40.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub meta: Option<Box<Meta>>,
     /// The hash of the file's content after the change, for a spec that
     /// compares contents ([`WatchOptions::skip_same_content`]): on a
     /// `Created` or `Modified` regular file that could be read whole (at
@@ -136,15 +194,32 @@ pub struct Change {
 }
 
 impl Change {
-    /// A change of `path` (to feed a consumer's own tests, say).
+    /// A change of `path` (to feed a consumer's own tests, say), without
+    /// metadata.
     #[must_use]
     pub fn new(path: impl Into<PathBuf>, kind: ChangeKind, file_type: FileType) -> Change {
         Change {
             path: path.into(),
             kind,
             file_type,
+            meta: None,
             hash: None,
         }
+    }
+
+    /// The change, with `meta` as its [`meta`](Change::meta).
+    ///
+    /// ```
+    /// use specwatch::{Change, ChangeKind, FileType, Meta};
+    ///
+    /// let c = Change::new("/srv/a.tgz", ChangeKind::Created, FileType::File)
+    ///     .with_meta(Meta::new(1024, None, Some(42)));
+    /// assert_eq!(c.meta.map(|m| m.size), Some(1024));
+    /// ```
+    #[must_use]
+    pub fn with_meta(mut self, meta: Meta) -> Change {
+        self.meta = Some(Box::new(meta));
+        self
     }
 }
 
@@ -244,6 +319,17 @@ mod tests {
     use super::ChangeKind::{Created, Modified, Removed};
     use super::FileType::{Dir, File};
     use super::*;
+
+    /// A change without metadata costs one pointer more than before the
+    /// field (a path and two tags were 32 bytes); the metadata itself is
+    /// boxed. The content hash is 17 bytes inline (bytes, not a `u128`,
+    /// whose 16-byte alignment would make the change 80).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_change_stays_small() {
+        assert_eq!(std::mem::size_of::<Change>(), 56);
+        assert_eq!(std::mem::size_of::<Meta>(), 40);
+    }
 
     /// The netting rule's whole table, and its inverse.
     #[test]

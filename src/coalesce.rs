@@ -9,14 +9,17 @@ use crate::fasthash::FastMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::change::{Change, ChangeKind, FileType};
+use crate::change::{Change, ChangeKind, FileType, Meta};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Net {
     /// The type before the batch, if the path existed then.
     before: Option<FileType>,
     /// The type now, if the path exists now.
     now: Option<FileType>,
+    /// What the newest raw change's look saw of it, if it exists now and
+    /// that look `stat`ed it.
+    meta: Option<Box<Meta>>,
 }
 
 /// Collects raw changes of one spec and nets them per path.
@@ -43,7 +46,10 @@ impl Coalescer {
     /// Records one raw change seen at `now`.
     ///
     /// `Created` means "exists now, did not a moment ago", `Removed` the
-    /// reverse, `Modified` "exists, was written or replaced".
+    /// reverse, `Modified` "exists, was written or replaced". `meta`: what
+    /// the look that found it saw, if it `stat`ed the entry; the newest
+    /// raw change's stands (none for a `Removed`), even when it has none:
+    /// an older one may no longer be true.
     /// Returns whether it opened the batch.
     pub(crate) fn push(
         &mut self,
@@ -51,15 +57,25 @@ impl Coalescer {
         path: PathBuf,
         kind: ChangeKind,
         ft: FileType,
+        meta: Option<Box<Meta>>,
     ) -> bool {
         let opened = self.first.is_none();
         self.first.get_or_insert(now);
         self.last = Some(now);
+        let (before, after) = crate::change::ends(kind, ft);
+        let meta = meta.filter(|_| after.is_some());
         match self.pending.entry(path) {
-            Entry::Occupied(mut e) => e.get_mut().now = crate::change::ends(kind, ft).1,
+            Entry::Occupied(mut e) => {
+                let net = e.get_mut();
+                net.now = after;
+                net.meta = meta;
+            }
             Entry::Vacant(e) => {
-                let (before, now) = crate::change::ends(kind, ft);
-                e.insert(Net { before, now });
+                e.insert(Net {
+                    before,
+                    now: after,
+                    meta,
+                });
             }
         }
         opened
@@ -101,6 +117,7 @@ impl Coalescer {
                     path,
                     kind,
                     file_type,
+                    meta: net.meta,
                     hash: None,
                 })
             })
@@ -127,7 +144,7 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Coalescer::new(Q, M);
         for (i, (k, t)) in seq.iter().enumerate() {
-            c.push(ms(t0, i as u64), PathBuf::from("/p"), *k, *t);
+            c.push(ms(t0, i as u64), PathBuf::from("/p"), *k, *t, None);
         }
         c.take()
             .into_iter()
@@ -215,16 +232,103 @@ mod tests {
         }
     }
 
+    fn meta(size: u64) -> Option<Box<Meta>> {
+        Some(Box::new(Meta::new(size, None, Some(size + 1000))))
+    }
+
+    /// What one path's raw changes net to, with the metadata each look
+    /// brought.
+    fn net_meta(seq: &[(ChangeKind, FileType, Option<u64>)]) -> Vec<(ChangeKind, Option<u64>)> {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        for (i, (k, t, m)) in seq.iter().enumerate() {
+            c.push(ms(t0, i as u64), "/p".into(), *k, *t, m.and_then(meta));
+        }
+        c.take()
+            .into_iter()
+            .map(|c| (c.kind, c.meta.map(|m| m.size)))
+            .collect()
+    }
+
+    /// The net change carries what the newest look saw: the "after" state.
+    #[test]
+    fn metadata_is_the_newest_looks() {
+        // Created empty, then written: created, with the written size.
+        assert_eq!(
+            net_meta(&[(Created, File, Some(0)), (Modified, File, Some(100))]),
+            vec![(Created, Some(100))]
+        );
+        // Replaced (removed, created again): modified, the new file's.
+        assert_eq!(
+            net_meta(&[(Removed, File, None), (Created, File, Some(7))]),
+            vec![(Modified, Some(7))]
+        );
+        // Removed: none, whatever came before.
+        assert_eq!(
+            net_meta(&[(Modified, File, Some(5)), (Removed, File, None)]),
+            vec![(Removed, None)]
+        );
+        // A removal's metadata (there is none to have) is dropped.
+        assert_eq!(net_meta(&[(Removed, File, Some(5))]), vec![(Removed, None)]);
+        // The newest look did not `stat` (a re-read): an older look's
+        // metadata may no longer be true, so none (the engine fills it in
+        // when the batch closes).
+        assert_eq!(
+            net_meta(&[(Created, File, Some(3)), (Modified, File, None)]),
+            vec![(Created, None)]
+        );
+        // A file replaced by a directory: the directory's.
+        assert_eq!(
+            net_meta(&[
+                (Modified, File, Some(3)),
+                (Removed, File, None),
+                (Created, Dir, Some(4096))
+            ]),
+            vec![(Modified, Some(4096))]
+        );
+    }
+
+    /// Every sequence of up to 4 raw changes, each with or without a look's
+    /// metadata: the net change (when there is one and the path exists
+    /// after it) carries the last raw change's, else none. Kinds and types
+    /// are as without metadata.
+    #[test]
+    fn metadata_exhaustive_against_definition() {
+        let alphabet = [
+            (Created, File, Some(1)),
+            (Created, Dir, None),
+            (Modified, File, Some(2)),
+            (Modified, File, None),
+            (Removed, File, None),
+        ];
+        for len in 1..=4usize {
+            for mut code in 0..alphabet.len().pow(len as u32) {
+                let mut seq = Vec::new();
+                for _ in 0..len {
+                    seq.push(alphabet[code % alphabet.len()]);
+                    code /= alphabet.len();
+                }
+                let got = net_meta(&seq);
+                let plain: Vec<_> = seq.iter().map(|(k, t, _)| (*k, *t)).collect();
+                let kinds: Vec<ChangeKind> = net(&plain).into_iter().map(|(k, _)| k).collect();
+                let last = seq[len - 1];
+                let want_meta = if last.0 == Removed { None } else { last.2 };
+                let want: Vec<_> = kinds.into_iter().map(|k| (k, want_meta)).collect();
+                assert_eq!(got, want, "sequence {seq:?}");
+            }
+        }
+    }
+
     #[test]
     fn quiet_window_closes_batch() {
         let t0 = Instant::now();
         let mut c = Coalescer::new(Q, M);
         assert_eq!(c.deadline(), None);
         assert!(c.take_due(t0).is_none());
-        c.push(t0, "/a".into(), Created, File);
+        c.push(t0, "/a".into(), Created, File, None);
         assert_eq!(c.deadline(), Some(ms(t0, 50)));
         assert!(c.take_due(ms(t0, 49)).is_none());
-        c.push(ms(t0, 40), "/b".into(), Created, File);
+        c.push(ms(t0, 40), "/b".into(), Created, File, None);
         assert_eq!(c.deadline(), Some(ms(t0, 90)));
         assert!(c.take_due(ms(t0, 89)).is_none());
         let b = c.take_due(ms(t0, 90)).unwrap();
@@ -244,7 +348,7 @@ mod tests {
             if let Some(b) = c.take_due(now) {
                 closed.push((i * 10, b));
             }
-            c.push(now, format!("/f{}", i % 7).into(), Modified, File);
+            c.push(now, format!("/f{}", i % 7).into(), Modified, File, None);
         }
         // A change every 10 ms never leaves a 50 ms gap: batches close by the
         // 200 ms cap only.
@@ -259,7 +363,7 @@ mod tests {
     fn zero_quiet_window_is_due_immediately() {
         let t0 = Instant::now();
         let mut c = Coalescer::new(Duration::ZERO, Duration::ZERO);
-        c.push(t0, "/a".into(), Modified, File);
+        c.push(t0, "/a".into(), Modified, File, None);
         assert_eq!(c.take_due(t0).unwrap().len(), 1);
     }
 
@@ -267,8 +371,8 @@ mod tests {
     fn everything_netted_out_gives_empty_batch() {
         let t0 = Instant::now();
         let mut c = Coalescer::new(Q, M);
-        c.push(t0, "/tmp1".into(), Created, File);
-        c.push(t0, "/tmp1".into(), Removed, File);
+        c.push(t0, "/tmp1".into(), Created, File, None);
+        c.push(t0, "/tmp1".into(), Removed, File, None);
         assert!(c.is_open());
         assert_eq!(c.take_due(ms(t0, 50)), Some(vec![]));
     }
@@ -278,7 +382,7 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Coalescer::new(Q, M);
         for p in ["/d/b/c", "/d", "/d/b", "/c"] {
-            c.push(t0, p.into(), Created, Dir);
+            c.push(t0, p.into(), Created, Dir, None);
         }
         let paths: Vec<_> = c.take().into_iter().map(|c| c.path).collect();
         let want: Vec<PathBuf> = ["/c", "/d", "/d/b", "/d/b/c"]
@@ -294,10 +398,10 @@ mod tests {
         // created then removed and the target replaced.
         let t0 = Instant::now();
         let mut c = Coalescer::new(Q, M);
-        c.push(t0, "/d/.f.tmp".into(), Created, File);
-        c.push(t0, "/d/.f.tmp".into(), Modified, File);
-        c.push(t0, "/d/.f.tmp".into(), Removed, File);
-        c.push(t0, "/d/f".into(), Modified, File);
+        c.push(t0, "/d/.f.tmp".into(), Created, File, None);
+        c.push(t0, "/d/.f.tmp".into(), Modified, File, None);
+        c.push(t0, "/d/.f.tmp".into(), Removed, File, None);
+        c.push(t0, "/d/f".into(), Modified, File, None);
         let b = c.take();
         assert_eq!(b, vec![Change::new("/d/f", Modified, File)]);
     }

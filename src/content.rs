@@ -22,21 +22,37 @@ use std::str::FromStr;
 /// assert_eq!(ContentHash::of(b"same"), ContentHash::of(b"same"));
 /// assert_ne!(ContentHash::of(b"a"), ContentHash::of(b"b"));
 /// ```
+///
+/// Its 16 bytes are the 128-bit value, most significant first (bytes,
+/// not a `u128`, so that a [`Change`](crate::Change) holding one stays 8-byte
+/// aligned and small).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ContentHash(pub u128);
+pub struct ContentHash(pub [u8; 16]);
 
 impl ContentHash {
     /// The hash of `bytes` (what a file holding them hashes to).
     #[must_use]
     pub fn of(bytes: &[u8]) -> ContentHash {
-        ContentHash(xxhash_rust::xxh3::xxh3_128(bytes))
+        ContentHash::from_u128(xxhash_rust::xxh3::xxh3_128(bytes))
+    }
+
+    /// The hash whose 128-bit value is `v`.
+    #[must_use]
+    pub fn from_u128(v: u128) -> ContentHash {
+        ContentHash(v.to_be_bytes())
+    }
+
+    /// Its 128-bit value.
+    #[must_use]
+    pub fn to_u128(self) -> u128 {
+        u128::from_be_bytes(self.0)
     }
 }
 
 impl fmt::Display for ContentHash {
     /// 32 lowercase hex digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        write!(f, "{:032x}", self.to_u128())
     }
 }
 
@@ -53,7 +69,7 @@ impl FromStr for ContentHash {
             return Err(ParseContentHashError(s.to_owned()));
         }
         u128::from_str_radix(s, 16)
-            .map(ContentHash)
+            .map(ContentHash::from_u128)
             .map_err(|_| ParseContentHashError(s.to_owned()))
     }
 }
@@ -83,7 +99,8 @@ mod tests {
         let s = h.to_string();
         assert_eq!(s.len(), 32);
         assert_eq!(s.parse::<ContentHash>(), Ok(h));
-        assert_eq!(ContentHash(1).to_string(), format!("{:032x}", 1));
+        assert_eq!(ContentHash::from_u128(1).to_string(), format!("{:032x}", 1));
+        assert_eq!(ContentHash::from_u128(7).to_u128(), 7);
         for bad in [
             "",
             "0",

@@ -28,7 +28,8 @@ use crate::change::{Change, ChangeBatch};
 use crate::event::Event;
 
 /// Combines two net changes of one path (`first` older) into one; `None`
-/// when they cancel out (created, then removed).
+/// when they cancel out (created, then removed). The metadata is the
+/// newer's: what the path is after both.
 pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
     let (before, _) = crate::change::ends(first.kind, first.file_type);
     let (_, after) = crate::change::ends(then.kind, then.file_type);
@@ -37,6 +38,7 @@ pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
         path: then.path.clone(),
         kind,
         file_type,
+        meta: then.meta.clone(),
         // (The content after both: the later one's.)
         hash: then.hash.filter(|_| kind.exists_after()),
     })
@@ -361,6 +363,17 @@ mod tests {
         Change::new(p, kind, t)
     }
 
+    /// A change with metadata of `size` bytes (none for `Removed`, as the
+    /// engine makes them).
+    fn sized(p: &str, kind: ChangeKind, size: u64) -> Change {
+        let c = ch(p, kind, File);
+        if kind == Removed {
+            c
+        } else {
+            c.with_meta(crate::change::Meta::new(size, None, Some(1)))
+        }
+    }
+
     fn batch(name: &str, generation: u64, seq: u64, changes: Vec<Change>) -> Event {
         Event::Changes(Arc::new(ChangeBatch::new(
             name,
@@ -390,6 +403,66 @@ mod tests {
         assert_eq!((r.kind, r.file_type), (Modified, File));
         let r = merge(&ch("/p", Modified, Dir), &ch("/p", Removed, Dir)).unwrap();
         assert_eq!((r.kind, r.file_type), (Removed, Dir));
+    }
+
+    /// A slow subscriber's merged backlog says what each path is after
+    /// the newest batch, as the batches it merges would have.
+    #[test]
+    fn merged_metadata_is_the_newest() {
+        let size = |a: Change, b: Change| merge(&a, &b).map(|c| (c.kind, c.meta.map(|m| m.size)));
+        let rows = [
+            (
+                sized("/p", Created, 0),
+                sized("/p", Modified, 9),
+                Some((Created, Some(9))),
+            ),
+            (
+                sized("/p", Modified, 1),
+                sized("/p", Modified, 2),
+                Some((Modified, Some(2))),
+            ),
+            (
+                sized("/p", Modified, 1),
+                sized("/p", Removed, 0),
+                Some((Removed, None)),
+            ),
+            (
+                sized("/p", Removed, 0),
+                sized("/p", Created, 3),
+                Some((Modified, Some(3))),
+            ),
+            (sized("/p", Created, 1), sized("/p", Removed, 0), None),
+            // A batch whose change has none (it could not be told): none,
+            // not the older batch's, which may no longer be true.
+            (
+                sized("/p", Created, 1),
+                ch("/p", Modified, File),
+                Some((Created, None)),
+            ),
+        ];
+        for (a, b, want) in rows {
+            assert_eq!(size(a.clone(), b.clone()), want, "{a:?} then {b:?}");
+        }
+        let mut b = Backlog::default();
+        b.push(batch(
+            "s",
+            1,
+            1,
+            vec![sized("/a", Created, 1), sized("/b", Modified, 1)],
+        ));
+        b.push(batch(
+            "s",
+            1,
+            2,
+            vec![sized("/a", Modified, 5), sized("/b", Removed, 0)],
+        ));
+        match b.pop().unwrap() {
+            Event::Changes(batch) => assert_eq!(
+                batch.changes,
+                vec![sized("/a", Created, 5), sized("/b", Removed, 0)]
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::change::{Change, ChangeKind, FileType};
+use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::ids::{Generation, Seq};
 
 /// Appearances and disappearances kept per path. A path that comes and
@@ -81,6 +81,10 @@ pub enum ResyncReason {
 struct Entry {
     exists: bool,
     file_type: FileType,
+    /// The metadata of its last change (a spec's with
+    /// [`WatchOptions::metadata`](crate::WatchOptions::metadata)): what
+    /// it is now, if it exists.
+    meta: Option<Box<Meta>>,
     last: u64,
     /// Seqs at which the path appeared or vanished, oldest first.
     flips: Vec<u64>,
@@ -164,6 +168,7 @@ impl Journal {
                     Entry {
                         exists: exists_before,
                         file_type: c.file_type,
+                        meta: None,
                         last: 0,
                         flips: Vec::new(),
                     },
@@ -185,6 +190,7 @@ impl Journal {
         }
         e.exists = exists;
         e.file_type = c.file_type;
+        e.meta.clone_from(&c.meta);
         e.last = seq;
         self.by_last.insert((seq, key));
     }
@@ -226,7 +232,9 @@ impl Journal {
                 let flips_after = e.flips.iter().filter(|f| **f > seq).count();
                 let existed = e.exists ^ (flips_after % 2 == 1);
                 let kind = ChangeKind::between(existed, e.exists)?;
-                Some(Change::new(PathBuf::from(&**path), kind, e.file_type))
+                let mut c = Change::new(PathBuf::from(&**path), kind, e.file_type);
+                c.meta.clone_from(&e.meta);
+                Some(c)
             })
             .collect();
         changes.sort_unstable_by(|a, b| a.path.cmp(&b.path));
@@ -296,6 +304,34 @@ mod tests {
             ChangesSince::Changes { through, .. } => assert_eq!(through, s(14)),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Whatever seq is asked from, a path's change carries the metadata of
+    /// its newest change: what it is now (none once removed).
+    #[test]
+    fn metadata_is_what_the_path_is_now() {
+        let sized = |p: &str, kind, size| c(p, kind).with_meta(Meta::new(size, None, Some(9)));
+        let mut j = j(1, 10, 100);
+        j.record(11, &[sized("/a", Created, 1), sized("/b", Created, 1)]);
+        j.record(12, &[sized("/a", Modified, 2), c("/b", Removed)]);
+        j.record(13, &[sized("/a", Modified, 3)]);
+        let metas = |j: &Journal, seq| match j.since(s(seq), 100) {
+            ChangesSince::Changes { changes, .. } => changes
+                .into_iter()
+                .map(|c| (c.path.display().to_string(), c.kind, c.meta.map(|m| m.size)))
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let a = |kind, size| ("/a".to_string(), kind, size);
+        assert_eq!(metas(&j, 10), vec![a(Created, Some(3))], "b came and went");
+        assert_eq!(
+            metas(&j, 11),
+            vec![a(Modified, Some(3)), ("/b".into(), Removed, None)]
+        );
+        assert_eq!(metas(&j, 12), vec![a(Modified, Some(3))]);
+        // A change without metadata (none asked for) leaves none behind.
+        j.record(14, &[c("/a", Modified)]);
+        assert_eq!(metas(&j, 13), vec![a(Modified, None)]);
     }
 
     #[test]

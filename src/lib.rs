@@ -162,6 +162,37 @@
 //! and every `Created` or `Modified` file comes with its
 //! [`Change::hash`] (a [`ContentHash`], to key a cache on).
 //!
+//! # What a file is now
+//!
+//! A spec with [`WatchOptions::metadata`] (`WatchSpec::metadata(true)`)
+//! gets, on every change that leaves its entry in place, what the entry is
+//! after it: [`Change::meta`], a [`Meta`] with its size, modification time
+//! and inode (none on Windows), as `lstat` says. It costs nothing where the
+//! engine looked already (an OS event makes it `lstat` the name; a poll
+//! `stat`s every entry); an entry found by reading a directory (a new
+//! directory's contents, an initial scan, an overflow's re-read) costs one
+//! `lstat` when its batch closes. Still one net change per path per batch:
+//! the metadata is the newest look's, and `Removed` has none. Without the
+//! option every `meta` is `None`.
+//!
+//! ```no_run
+//! use specwatch::{ChangeKind, Event, Manager, WatchSpec};
+//! # fn main() -> Result<(), specwatch::Error> {
+//! let m = Manager::new()?;
+//! let events = m.subscribe();
+//! m.apply("charts", WatchSpec::new(["/srv/charts"]).metadata(true))?;
+//! for event in events {
+//!     if let Event::Changes(batch) = event {
+//!         for c in &batch.changes {
+//!             if let (ChangeKind::Created | ChangeKind::Modified, Some(meta)) = (c.kind, &c.meta) {
+//!                 println!("{} is {} bytes", c.path.display(), meta.size);
+//!             }
+//!         }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Known problems
 //!
 //! - **State files** ([`WatchOptions::state`]): a restore `stat`s every
@@ -371,7 +402,7 @@ mod stream;
 #[cfg(test)]
 mod test_paths;
 
-pub use change::{Change, ChangeBatch, ChangeKind, FileType};
+pub use change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
 pub use choice::{Backend, ParseBackendError};
 pub use content::{ContentHash, ParseContentHashError};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)

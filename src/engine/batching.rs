@@ -8,7 +8,7 @@
 use std::ffi::OsStr;
 
 use super::{Engine, contents};
-use crate::change::{Change, ChangeKind, FileType};
+use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, SpecId};
 use crate::restore::Restore;
@@ -30,6 +30,9 @@ impl Engine {
         }
         if changes.is_empty() && mark.is_none() {
             return;
+        }
+        if self.specs.get(sid).is_some_and(|st| st.wants_meta()) {
+            self.fill_meta(&mut changes);
         }
         if let Some(st) = self.specs.get(sid) {
             self.out.batch(
@@ -73,6 +76,35 @@ impl Engine {
         self.contents.start(sid, files.collect::<Vec<_>>());
     }
 
+    /// Gives each change of a closing batch that leaves its entry in place
+    /// and has no metadata (no look within the batch `stat`ed it: a read
+    /// found it) what the entry is now: from its directory's polls if only
+    /// they watch it (their last look is the newest; a hung mount is not
+    /// `stat`ed on the engine's thread), else from an `lstat`. None when
+    /// what is there now is of another type (it changed again: a later
+    /// batch says so) or is gone.
+    fn fill_meta(&self, changes: &mut [Change]) {
+        for c in changes {
+            if c.kind == ChangeKind::Removed || c.meta.is_some() {
+                continue;
+            }
+            let (Some(dir), Some(name)) = (c.path.parent(), c.path.file_name()) else {
+                continue;
+            };
+            let now = match self.index.lookup(dir) {
+                Some(id) if self.polled_only(id) => self
+                    .polls
+                    .picture(id)
+                    .and_then(|p| p.get(name))
+                    .and_then(|s| Some((s.kind, s.meta()?))),
+                _ => fs::lstat(&c.path),
+            };
+            c.meta = now
+                .filter(|(t, _)| *t == c.file_type)
+                .map(|(_, m)| Box::new(m));
+        }
+    }
+
     /// Closes the batches that are due, and those of `synced` specs
     /// whatever their windows say.
     pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
@@ -104,7 +136,8 @@ impl Engine {
     /// Hands a raw change at `id/name` to every spec it concerns, and
     /// notes it if it is an ignore file: the one way a change of an
     /// indexed directory's entry is routed. `hinted`: a `Modified` the OS
-    /// hinted at (an apply's guard may hold it back).
+    /// hinted at (an apply's guard may hold it back). `meta`: what the
+    /// look that found it `stat`ed, if it did.
     pub(super) fn route(
         &mut self,
         id: DirId,
@@ -112,11 +145,13 @@ impl Engine {
         kind: ChangeKind,
         ft: FileType,
         hinted: bool,
+        meta: Option<&Meta>,
     ) {
         let Some(node) = self.index.get(id) else {
             return;
         };
-        self.specs.route(self.now, node, name, kind, ft, hinted);
+        self.specs
+            .route(self.now, node, name, kind, ft, hinted, meta);
         // A rescan's look under way may be older than this change.
         self.rescans.touched(id, name);
         self.note_ignore_file(id, name);

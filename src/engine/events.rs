@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Engine;
 use crate::backend::{Hint, OsEvent, WatchId};
-use crate::change::FileType;
+use crate::change::{FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, diff};
 
@@ -115,23 +115,32 @@ impl Engine {
         if !node.tracks(name) {
             return;
         }
-        let new = if self.rescans.tracks(id) {
+        let path = node.path().join(name);
+        let (new, meta) = if self.rescans.tracks(id) {
             // A rescan compares against what events saw.
-            let sig = fs::sig_of(&node.path().join(name));
+            let sig = fs::sig_of(&path);
             self.rescans.saw(id, name, sig);
-            sig.map(|s| s.kind)
+            (sig.map(|s| s.kind), sig.and_then(|s| s.meta()))
         } else {
-            fs::lstat_type(&node.path().join(name)).unwrap_or_default()
+            fs::lstat(&path).map_or((None, None), |(t, m)| (Some(t), Some(m)))
         };
-        self.see(id, name, hint, new, true);
+        self.see(id, name, hint, new, meta.as_ref(), true);
     }
 
     /// Entry `name` of directory `id` is `new` (absent: `None`) as far as
     /// a look just told, with `hint` for what happened: diff against the
-    /// index, report.
+    /// index, report. `meta`: what the look saw of it, if it `stat`ed it.
     /// `from_os`: the hint is an OS event's (an apply's guard may hold its
     /// `Modified` back), not a poll's finding.
-    fn see(&mut self, id: DirId, name: &OsStr, hint: Hint, new: Option<FileType>, from_os: bool) {
+    fn see(
+        &mut self,
+        id: DirId,
+        name: &OsStr,
+        hint: Hint,
+        new: Option<FileType>,
+        meta: Option<&Meta>,
+        from_os: bool,
+    ) {
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -143,11 +152,11 @@ impl Engine {
         self.wake_partials(id, name, old, new);
         match (old, new) {
             (None, None) => {}
-            (None, Some(t)) => self.add_entry(id, name, t),
+            (None, Some(t)) => self.add_seen(id, name, t, meta),
             (Some(_), None) => self.remove_entry(id, name, true),
             (Some(o), Some(t)) if o != t => {
                 self.remove_entry(id, name, true);
-                self.add_entry(id, name, t);
+                self.add_seen(id, name, t, meta);
             }
             (Some(FileType::Dir), Some(FileType::Dir)) => {
                 let child = self.index.lookup(&path);
@@ -171,7 +180,7 @@ impl Engine {
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
                     let kind = crate::change::ChangeKind::Modified;
-                    self.route(id, name, kind, t, from_os);
+                    self.route(id, name, kind, t, from_os, meta);
                 }
                 if t == FileType::Symlink {
                     // Replaced by a link elsewhere, perhaps.
@@ -229,8 +238,8 @@ impl Engine {
                     found(&n),
                 );
                 match hint_of(&n) {
-                    Some(hint) => self.see(id, &n, hint, new, false),
-                    None if old != new => self.see(id, &n, Hint::Rescan, new, false),
+                    Some(hint) => self.see(id, &n, hint, new, None, false),
+                    None if old != new => self.see(id, &n, Hint::Rescan, new, None, false),
                     None => {}
                 }
             }
@@ -254,7 +263,7 @@ impl Engine {
                 Hint::Modified
             };
             let now = found(n);
-            self.see(id, n, hint, now, false);
+            self.see(id, n, hint, now, None, false);
         }
         self.repair_orphans(id);
         self.revalidate_links_in(id);

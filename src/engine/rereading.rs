@@ -115,7 +115,7 @@ impl Engine {
             && t != FileType::Dir
             && fs::changed_since(&node.path().join(name), since)
         {
-            self.route(id, name, ChangeKind::Modified, t, false);
+            self.route(id, name, ChangeKind::Modified, t, false, None);
         }
     }
 
@@ -190,7 +190,7 @@ impl Engine {
             for n in hits {
                 let t = self.index.get(id).and_then(|x| x.entries().get(&n));
                 if let Some(t) = t.filter(|t| *t != FileType::Dir) {
-                    self.route(id, &n, ChangeKind::Modified, t, false);
+                    self.route(id, &n, ChangeKind::Modified, t, false, None);
                 }
             }
         }

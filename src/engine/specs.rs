@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::trace;
-use crate::change::{Change, ChangeKind, FileType};
+use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
@@ -148,6 +148,11 @@ impl SpecState {
 
     pub(super) fn follows_links(&self) -> bool {
         self.spec.options.follow_symlinks
+    }
+
+    /// Whether its changes carry metadata (`WatchOptions::metadata`).
+    pub(super) fn wants_meta(&self) -> bool {
+        self.spec.options.metadata
     }
 
     /// Whether the directory `dir` needs no watch and no reading for it.
@@ -321,7 +326,7 @@ impl SpecTable {
         ft: FileType,
     ) {
         if let Some(st) = self.states.get_mut(&sid) {
-            let opened = st.coalescer.push(now, path, kind, ft);
+            let opened = st.coalescer.push(now, path, kind, ft, None);
             if opened {
                 self.open.push(sid);
             }
@@ -451,7 +456,9 @@ impl SpecTable {
     /// Hands a raw change at `node/name` to every spec it concerns that
     /// does not ignore it.
     /// `hinted`: a `Modified` the OS hinted at (not one a read found),
-    /// which an apply's [`Guard`] may hold back.
+    /// which an apply's [`Guard`] may hold back. `meta`: what the look
+    /// that found it `stat`ed, for the specs that want it.
+    #[expect(clippy::too_many_arguments, reason = "one raw change's facts")]
     pub(super) fn route(
         &mut self,
         now: Instant,
@@ -460,6 +467,7 @@ impl SpecTable {
         kind: ChangeKind,
         ft: FileType,
         hinted: bool,
+        meta: Option<&Meta>,
     ) {
         let mut targets = node.concerned(name).peekable();
         if targets.peek().is_none() {
@@ -473,7 +481,8 @@ impl SpecTable {
                 && !st.matcher.is_entry_ignored(&entry, dir)
                 && (!hinted || st.guard.as_ref().is_none_or(|g| g.passes(now, &path, dir)))
             {
-                let opened = st.coalescer.push(now, path.clone(), kind, ft);
+                let meta = meta.filter(|_| st.wants_meta()).map(|m| Box::new(*m));
+                let opened = st.coalescer.push(now, path.clone(), kind, ft, meta);
                 if opened {
                     self.open.push(s);
                 }

@@ -8,18 +8,24 @@ use std::path::Path;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType};
+use crate::change::{ChangeKind, FileType, Meta};
 use crate::index::{DirId, EntryDiff, SpecId};
 
 impl Engine {
     /// A new entry: index it, report it, and if it is a directory cover it
     /// (watch, read, report its contents).
     pub(super) fn add_entry(&mut self, id: DirId, name: &OsStr, t: FileType) {
+        self.add_seen(id, name, t, None);
+    }
+
+    /// [`add_entry`](Engine::add_entry), of an entry a look `stat`ed
+    /// (`meta`: what it saw).
+    pub(super) fn add_seen(&mut self, id: DirId, name: &OsStr, t: FileType, meta: Option<&Meta>) {
         if self.index.get(id).is_none() {
             return;
         }
         self.index.set_entry(id, name, t);
-        self.route(id, name, ChangeKind::Created, t, false);
+        self.route(id, name, ChangeKind::Created, t, false, meta);
         if t != FileType::Dir {
             self.root_appeared(id, name);
             if t == FileType::Symlink {
@@ -55,7 +61,7 @@ impl Engine {
             }
         }
         if report {
-            self.route(id, name, ChangeKind::Removed, t, false);
+            self.route(id, name, ChangeKind::Removed, t, false, None);
         } else {
             self.note_ignore_file(id, name);
         }
@@ -78,7 +84,7 @@ impl Engine {
             for (name, t) in node.entries().iter() {
                 if report {
                     self.specs
-                        .route(self.now, &node, name, ChangeKind::Removed, t, false);
+                        .route(self.now, &node, name, ChangeKind::Removed, t, false, None);
                 }
                 if matches!(t, FileType::Dir | FileType::Symlink)
                     && let Some(cid) = self.index.lookup(&node.path().join(name))

@@ -429,7 +429,7 @@ impl Engine {
                 }
                 if report {
                     for (name, ft) in added {
-                        self.route(id, &name, ChangeKind::Created, ft, false);
+                        self.route(id, &name, ChangeKind::Created, ft, false, None);
                     }
                 }
                 self.problems.clear(specs, path);

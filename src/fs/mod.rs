@@ -19,7 +19,7 @@ mod vcs;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
-pub(crate) use sig::{Sig, content_hash, racy, scan_dir, sig_of, sigs_of};
+pub(crate) use sig::{Sig, content_hash, lstat, racy, scan_dir, sig_of, sigs_of};
 pub(crate) use vcs::vcs_lock;
 
 /// What tells two directories apart: device and inode (on Windows, volume

@@ -7,7 +7,6 @@ use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
-#[cfg(unix)]
 use super::file_type_of;
 #[cfg(target_os = "linux")]
 use super::{d_type_kind, each_entry, open_dir};
@@ -15,7 +14,7 @@ use super::{d_type_kind, each_entry, open_dir};
 use super::{gone, identity, read_listing};
 #[cfg(windows)]
 use super::{gone, windows};
-use crate::change::FileType;
+use crate::change::{FileType, Meta};
 use crate::content::ContentHash;
 
 /// What a poll compares to tell that an entry changed without an OS event:
@@ -58,6 +57,36 @@ impl Sig {
     pub(crate) fn replaced(&self, now: &Sig) -> bool {
         self.ino != now.ino || self.kind != now.kind
     }
+
+    /// What a change reports of the entry (as [`lstat`] does); `None` for
+    /// one that could not be `stat`ed. No inode on Windows, whose file
+    /// index `std` does not tell (an event's [`lstat`] could not give it).
+    pub(crate) fn meta(&self) -> Option<Meta> {
+        if self.mtime == Sig::UNKNOWN.mtime {
+            return None;
+        }
+        let (secs, nanos) = self.mtime;
+        let since = std::time::Duration::from_nanos(nanos.clamp(0, 999_999_999) as u64);
+        let mtime = if secs >= 0 {
+            SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs as u64))
+        } else {
+            SystemTime::UNIX_EPOCH.checked_sub(std::time::Duration::from_secs(secs.unsigned_abs()))
+        }
+        .and_then(|t| t.checked_add(since));
+        Some(Meta::new(self.size, mtime, cfg!(unix).then_some(self.ino)))
+    }
+}
+
+/// The type of the entry at `path` (not followed) and what a change
+/// reports of it, from one `lstat`; `None` if it cannot be `stat`ed.
+pub(crate) fn lstat(path: &Path) -> Option<(FileType, Meta)> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = Some(std::os::unix::fs::MetadataExt::ino(&m));
+    #[cfg(not(unix))]
+    let inode = None;
+    let meta = Meta::new(m.len(), m.modified().ok(), inode);
+    Some((file_type_of(m.file_type()), meta))
 }
 
 /// What one poll of a directory sees: every entry with its signature,
@@ -328,7 +357,7 @@ pub(crate) fn content_hash(path: &Path) -> Option<ContentHash> {
             Err(_) => return None,
         };
         if n == 0 {
-            return Some(ContentHash(h.digest128()));
+            return Some(ContentHash::from_u128(h.digest128()));
         }
         total += n as u64;
         if total > MAX_HASHED {
