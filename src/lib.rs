@@ -292,10 +292,10 @@
 
 // Layers, imported downwards only: the front (this file, `manager`,
 // `stream`, `serde_impl`, `hooks`, `bench_api`) -> `engine` -> the pure
-// core (`index`, `ignore`, `ignore_files`, `coalesce`, `reconcile`,
+// core (`index`, `ignore`, `ignore_files`, `docker_ignore`, `coalesce`, `reconcile`,
 // `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
 // threads that only read through it: `reads`, `scanner`) -> plain data
-// (`spec`, `choice`, `duration`, `change`, `event`, `status`, `stats`,
+// (`spec`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
 // `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
 // checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
@@ -311,6 +311,7 @@ mod choice;
 mod clock;
 mod coalesce;
 mod defaults;
+mod docker_ignore;
 mod duration;
 mod engine;
 mod error;
@@ -323,6 +324,7 @@ mod hooks;
 mod ids;
 mod ignore;
 mod ignore_files;
+mod ignore_kinds;
 mod index;
 mod journal;
 mod manager;
@@ -356,6 +358,7 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
+pub use ignore_kinds::IgnoreFiles;
 pub use journal::{ChangesSince, ResyncReason};
 pub use manager::{Applied, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;
