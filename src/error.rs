@@ -73,6 +73,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// A pattern given to filter what a spec sees
+    /// ([`Manager::files`](crate::Manager::files)) is not a valid glob.
+    #[error("watch spec {spec:?}: invalid filter pattern {pattern:?}: {reason}")]
+    InvalidFilter {
+        /// The spec's name.
+        spec: String,
+        /// The pattern, exactly as given.
+        pattern: String,
+        /// What the glob parser said.
+        reason: String,
+    },
+
     /// An ignore rule's base lies neither above nor below any of the spec's
     /// roots: its patterns could never match anything.
     #[error(

@@ -16,7 +16,7 @@ use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
-use crate::ignore_files::{IgnoreFile, IgnoreFiles};
+use crate::ignore_files::{FileRules, IgnoreFile, Set};
 
 /// Gitignore-style patterns relative to a base directory.
 ///
@@ -132,7 +132,7 @@ pub(crate) struct Matcher {
     /// The built-in VCS ignores are on.
     vcs: bool,
     /// Rules from ignore files under the roots (`ignore_files` option).
-    files: IgnoreFiles,
+    files: FileRules,
 }
 
 impl Clone for Matcher {
@@ -387,7 +387,7 @@ impl Matcher {
             roots: roots.to_vec(),
             dirs: RefCell::new(FastMap::default()),
             vcs: vcs_ignores,
-            files: IgnoreFiles::default(),
+            files: FileRules::default(),
         })
     }
 
@@ -506,6 +506,9 @@ impl Matcher {
 
     /// Whether some `!` pattern could match a path strictly below `dir`.
     pub(crate) fn could_reinclude_below(&self, dir: &Path) -> bool {
+        if self.files.could_reinclude_below(dir) {
+            return true;
+        }
         for rule in &self.rules {
             if rule.whitelist.is_empty() {
                 continue;
@@ -524,18 +527,19 @@ impl Matcher {
     }
 
     /// Sets (or removes) ignore file `which` applying in `dir`, with its
-    /// `contents`; whether anything changed. Forgets remembered verdicts.
+    /// `contents`: whether anything changed, and the lines skipped.
+    /// Forgets remembered verdicts.
     pub(crate) fn set_file(
         &mut self,
         dir: &Path,
         which: IgnoreFile,
         contents: Option<&str>,
-    ) -> bool {
-        let changed = self.files.set(dir, which, contents);
-        if changed {
+    ) -> Set {
+        let set = self.files.set(dir, which, contents);
+        if set.changed {
             self.dirs.borrow_mut().clear();
         }
-        changed
+        set
     }
 
     /// Whether the directory `dir` needs no OS watch and no reading: it is

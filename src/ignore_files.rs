@@ -1,20 +1,27 @@
 //! Rules read from ignore files under a spec's roots: `.gitignore` and
-//! `.ignore` in any directory, and `.git/info/exclude` at a repository's
-//! top, with git's semantics through the `ignore` crate's gitignore
-//! matcher (never a parser of our own).
+//! `.ignore` in any directory, `.git/info/exclude` at a repository's
+//! top and git's global excludes file, with git's semantics through the
+//! `ignore` crate's gitignore matcher (never a parser of our own); and
+//! `.dockerignore` / `.tiltignore`, with Docker's (`docker_ignore.rs`).
 //!
 //! Pure: the engine reads the files and hands their contents in. For a
 //! path, the files of its nearest directory decide first (`.ignore`, then
-//! `.gitignore`, then `info/exclude`), then those of the directories
-//! above it. As in git, a directory that is ignored is not descended into:
-//! a `!` pattern cannot re-include anything below it, so such a
-//! directory is pruned (no OS watch).
+//! `.gitignore`, `info/exclude` and the global file, among git's; an
+//! ignore by any kind beats a re-include by another), then those of the
+//! directories above it. As in git, a directory that git's files ignore
+//! is not descended into: a `!` pattern cannot re-include anything below
+//! it, so such a directory is pruned (no OS watch). Docker's exceptions
+//! do re-include below an excluded directory, which is then kept.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ::ignore::Match;
 use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::docker_ignore::DockerIgnore;
+use crate::ignore_kinds::IgnoreFiles;
 
 /// Which ignore file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -25,22 +32,36 @@ pub(crate) enum IgnoreFile {
     Gitignore,
     /// `.git/info/exclude`, applying from the directory holding `.git`.
     Exclude,
+    /// Git's global excludes file (`core.excludesFile`), applying from a
+    /// repository's top (or a root outside one); it lives elsewhere.
+    Global,
+    /// `.dockerignore`, at a root.
+    Docker,
+    /// `.tiltignore`, at a root or above it.
+    Tilt,
 }
 
 impl IgnoreFile {
-    /// The files a directory may hold, in order of precedence.
-    pub(crate) const ALL: [IgnoreFile; 3] = [
+    /// The files a directory under a root may hold, in order of
+    /// precedence (the global file is not in a directory it applies in).
+    pub(crate) const IN_DIRS: [IgnoreFile; 5] = [
         IgnoreFile::Ignore,
         IgnoreFile::Gitignore,
         IgnoreFile::Exclude,
+        IgnoreFile::Docker,
+        IgnoreFile::Tilt,
     ];
 
-    /// Where the file is, relative to the directory it applies in.
+    /// Where the file is, relative to the directory it applies in (the
+    /// global file: its name, as a stand-in).
     pub(crate) fn rel_path(self) -> &'static str {
         match self {
             IgnoreFile::Ignore => ".ignore",
             IgnoreFile::Gitignore => ".gitignore",
             IgnoreFile::Exclude => ".git/info/exclude",
+            IgnoreFile::Global => "core.excludesFile",
+            IgnoreFile::Docker => ".dockerignore",
+            IgnoreFile::Tilt => ".tiltignore",
         }
     }
 
@@ -49,50 +70,100 @@ impl IgnoreFile {
         match name.to_str()? {
             ".ignore" => Some(IgnoreFile::Ignore),
             ".gitignore" => Some(IgnoreFile::Gitignore),
+            ".dockerignore" => Some(IgnoreFile::Docker),
+            ".tiltignore" => Some(IgnoreFile::Tilt),
             _ => None,
+        }
+    }
+
+    /// The kind a spec chooses to honour this file.
+    pub(crate) fn kind(self) -> IgnoreFiles {
+        match self {
+            IgnoreFile::Docker => IgnoreFiles::DOCKER,
+            IgnoreFile::Tilt => IgnoreFiles::TILT,
+            _ => IgnoreFiles::GIT,
         }
     }
 }
 
-/// The ignore files loaded, by the directory they apply in.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct IgnoreFiles {
-    dirs: BTreeMap<PathBuf, BTreeMap<IgnoreFile, Gitignore>>,
+/// One file's rules.
+#[derive(Clone, Debug)]
+enum Rules {
+    Git(Gitignore),
+    Docker(DockerIgnore),
 }
 
-impl IgnoreFiles {
+/// What setting a file did: whether anything changed, and its lines that
+/// are not valid patterns ("line N: "text": reason"), skipped.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Set {
+    pub(crate) changed: bool,
+    pub(crate) bad: Vec<String>,
+}
+
+/// The ignore files loaded, by the directory they apply in.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileRules {
+    dirs: BTreeMap<PathBuf, BTreeMap<IgnoreFile, Rules>>,
+}
+
+/// `p`'s components below `dir` (it is strictly below), as text.
+fn rel_components<'a>(p: &'a Path, dir: &Path) -> Vec<Cow<'a, str>> {
+    p.strip_prefix(dir)
+        .map(|r| r.iter().map(|c| c.to_string_lossy()).collect())
+        .unwrap_or_default()
+}
+
+fn parse(dir: &Path, which: IgnoreFile, text: &str) -> (Rules, Vec<String>) {
+    if matches!(which, IgnoreFile::Docker | IgnoreFile::Tilt) {
+        let (d, bad) = DockerIgnore::parse(text);
+        return (
+            Rules::Docker(d),
+            bad.iter().map(|b| b.to_string()).collect(),
+        );
+    }
+    let mut b = GitignoreBuilder::new(dir);
+    let mut bad = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Err(e) = b.add_line(None, line) {
+            bad.push(format!("line {}: {:?}: {e}", n + 1, line.trim()));
+        }
+    }
+    // Each line was checked on its own: the set builds.
+    let g = b.build().unwrap_or_else(|_| Gitignore::empty());
+    (Rules::Git(g), bad)
+}
+
+impl FileRules {
     pub(crate) fn is_empty(&self) -> bool {
         self.dirs.is_empty()
     }
 
-    /// Sets (or, with `None`, removes) file `which` applying in `dir`;
-    /// whether anything changed. Lines that are not valid patterns are
-    /// skipped, as git skips them.
-    pub(crate) fn set(&mut self, dir: &Path, which: IgnoreFile, contents: Option<&str>) -> bool {
+    /// Sets (or, with `None`, removes) file `which` applying in `dir`.
+    /// Lines that are not valid patterns are skipped (as git skips them)
+    /// and returned.
+    pub(crate) fn set(&mut self, dir: &Path, which: IgnoreFile, contents: Option<&str>) -> Set {
         match contents {
             None => {
                 let Some(files) = self.dirs.get_mut(dir) else {
-                    return false;
+                    return Set::default();
                 };
                 let had = files.remove(&which).is_some();
                 if files.is_empty() {
                     self.dirs.remove(dir);
                 }
-                had
+                Set {
+                    changed: had,
+                    bad: Vec::new(),
+                }
             }
             Some(text) => {
-                let mut b = GitignoreBuilder::new(dir);
-                for line in text.lines() {
-                    let _ = b.add_line(None, line);
-                }
-                let Ok(g) = b.build() else {
-                    return false;
-                };
+                let (rules, bad) = parse(dir, which, text);
                 self.dirs
                     .entry(dir.to_path_buf())
                     .or_default()
-                    .insert(which, g);
-                true
+                    .insert(which, rules);
+                Set { changed: true, bad }
             }
         }
     }
@@ -113,15 +184,50 @@ impl IgnoreFiles {
             let Some(files) = self.dirs.get(a) else {
                 continue;
             };
-            for g in files.values() {
-                match g.matched(p, is_dir) {
-                    Match::None => {}
-                    Match::Ignore(_) => return Some(true),
-                    Match::Whitelist(_) => return Some(false),
+            // Git's files: the first that matches decides.
+            let mut git = None;
+            let mut docker = None;
+            for rules in files.values() {
+                match rules {
+                    Rules::Git(g) if git.is_none() => match g.matched(p, is_dir) {
+                        Match::None => {}
+                        Match::Ignore(_) => git = Some(true),
+                        Match::Whitelist(_) => git = Some(false),
+                    },
+                    Rules::Git(_) => {}
+                    Rules::Docker(d) => {
+                        let rel = rel_components(p, a);
+                        let rel: Vec<&str> = rel.iter().map(|c| c.as_ref()).collect();
+                        if let Some(v) = d.verdict(&rel) {
+                            docker = Some(docker.unwrap_or(false) || v);
+                        }
+                    }
                 }
+            }
+            match (git, docker) {
+                (Some(true), _) | (_, Some(true)) => return Some(true),
+                (Some(false), _) | (_, Some(false)) => return Some(false),
+                (None, None) => {}
             }
         }
         None
+    }
+
+    /// Whether a Docker exception of some file could re-include a path
+    /// strictly below directory `dir`.
+    pub(crate) fn could_reinclude_below(&self, dir: &Path) -> bool {
+        dir.ancestors().any(|a| {
+            self.dirs.get(a).is_some_and(|files| {
+                files.values().any(|r| match r {
+                    Rules::Docker(d) => {
+                        let rel = rel_components(dir, a);
+                        let rel: Vec<&str> = rel.iter().map(|c| c.as_ref()).collect();
+                        d.could_reinclude_below(&rel)
+                    }
+                    Rules::Git(_) => false,
+                })
+            })
+        })
     }
 }
 
@@ -129,15 +235,15 @@ impl IgnoreFiles {
 mod tests {
     use super::*;
 
-    fn files(list: &[(&str, IgnoreFile, &str)]) -> IgnoreFiles {
-        let mut f = IgnoreFiles::default();
+    fn files(list: &[(&str, IgnoreFile, &str)]) -> FileRules {
+        let mut f = FileRules::default();
         for (dir, which, text) in list {
-            assert!(f.set(Path::new(dir), *which, Some(text)));
+            assert!(f.set(Path::new(dir), *which, Some(text)).changed);
         }
         f
     }
 
-    fn v(f: &IgnoreFiles, p: &str, dir: bool) -> Option<bool> {
+    fn v(f: &FileRules, p: &str, dir: bool) -> Option<bool> {
         f.verdict(Path::new(p), dir)
     }
 
@@ -175,12 +281,19 @@ mod tests {
 
     #[test]
     fn files_come_and_go_and_bad_lines_are_skipped() {
-        let mut f = files(&[("/r", IgnoreFile::Gitignore, "[z-a\n*.tmp\n")]);
+        let mut f = FileRules::default();
+        let set = f.set(
+            Path::new("/r"),
+            IgnoreFile::Gitignore,
+            Some("[z-a\n*.tmp\n"),
+        );
+        assert_eq!(set.bad.len(), 1, "{set:?}");
+        assert!(set.bad[0].starts_with("line 1: \"[z-a\": "), "{set:?}");
         assert_eq!(v(&f, "/r/a.tmp", false), Some(true), "the good line counts");
         assert!(f.reaches(Path::new("/r/x/y")) && !f.reaches(Path::new("/r")));
-        assert!(f.set(Path::new("/r"), IgnoreFile::Gitignore, None));
+        assert!(f.set(Path::new("/r"), IgnoreFile::Gitignore, None).changed);
         assert!(
-            !f.set(Path::new("/r"), IgnoreFile::Gitignore, None),
+            !f.set(Path::new("/r"), IgnoreFile::Gitignore, None).changed,
             "gone already"
         );
         assert!(f.is_empty());

@@ -445,11 +445,14 @@ fn remembered_verdicts_equal_fresh_ones() {
 #[test]
 fn ignore_files_join_inline_rules_and_inline_rules_win() {
     let mut m = rules(&[IgnoreRule::new("/r", ["!keep.log"])]);
-    assert!(m.set_file(
-        Path::new("/r"),
-        IgnoreFile::Gitignore,
-        Some("*.log\ntarget/\n")
-    ));
+    assert!(
+        m.set_file(
+            Path::new("/r"),
+            IgnoreFile::Gitignore,
+            Some("*.log\ntarget/\n")
+        )
+        .changed
+    );
     assert!(ig(&m, "/r/a.log", false));
     assert!(ig(&m, "/r/sub/b.log", false));
     assert!(!ig(&m, "/r/keep.log", false), "the spec's own rule wins");
@@ -473,10 +476,36 @@ fn ignore_files_join_inline_rules_and_inline_rules_win() {
     );
     assert!(!ig(&m, "/r/src/a.rs", false));
     // The file goes: so does its verdict (the memo is forgotten).
-    assert!(m.set_file(Path::new("/r"), IgnoreFile::Gitignore, None));
+    assert!(
+        m.set_file(Path::new("/r"), IgnoreFile::Gitignore, None)
+            .changed
+    );
     assert!(!ig(&m, "/r/target/debug/x", false));
     let copy = m.clone();
     assert!(!ig(&copy, "/r/a.log", false));
+}
+
+#[test]
+fn a_dockerignore_is_anchored_and_its_exceptions_keep_directories() {
+    let mut m = rules(&[]);
+    let set = m.set_file(
+        Path::new("/r"),
+        IgnoreFile::Docker,
+        Some("build\n!build/keep\n*.log\n[oops\n"),
+    );
+    assert_eq!(set.bad, ["line 4: \"[oops\": malformed character class"]);
+    assert!(ig(&m, "/r/build", true) && ig(&m, "/r/build/x/y", false));
+    assert!(!ig(&m, "/r/build/keep", true) && !ig(&m, "/r/build/keep/f", false));
+    assert!(ig(&m, "/r/a.log", false));
+    assert!(!ig(&m, "/r/sub/a.log", false), "anchored: not a deeper one");
+    assert!(!ig(&m, "/r/sub/build", true));
+    assert!(!m.prunes(Path::new("/r/build")), "build/keep is below");
+    assert!(m.prunes(Path::new("/r/build/other")));
+    // With git's rules beside it: at one directory an ignore beats a
+    // re-include, whichever file says it.
+    m.set_file(Path::new("/r"), IgnoreFile::Gitignore, Some("keep\n"));
+    assert!(ig(&m, "/r/build/keep", true));
+    assert!(ig(&m, "/r/sub/keep", false), "git's pattern, at any depth");
 }
 
 #[test]

@@ -350,10 +350,10 @@
 
 // Layers, imported downwards only: the front (this file, `manager`,
 // `stream`, `serde_impl`, `hooks`, `bench_api`) -> `engine` -> the pure
-// core (`index`, `ignore`, `ignore_files`, `coalesce`, `reconcile`,
+// core (`index`, `ignore`, `ignore_files`, `docker_ignore`, `coalesce`, `reconcile`,
 // `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
 // threads that only read through it: `reads`, `scanner`) -> plain data
-// (`spec`, `choice`, `duration`, `change`, `event`, `status`, `stats`,
+// (`spec`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
 // `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
 // checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
@@ -370,6 +370,7 @@ mod clock;
 mod coalesce;
 mod content;
 mod defaults;
+mod docker_ignore;
 mod duration;
 mod engine;
 mod error;
@@ -382,6 +383,7 @@ mod hooks;
 mod ids;
 mod ignore;
 mod ignore_files;
+mod ignore_kinds;
 mod index;
 mod journal;
 mod manager;
@@ -417,6 +419,7 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
+pub use ignore_kinds::IgnoreFiles;
 pub use journal::{ChangesSince, ResyncReason};
 pub use manager::{Applied, Manager, ManagerBuilder};
 pub use reconcile::ReconcileSummary;

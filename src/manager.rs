@@ -24,6 +24,7 @@ use crate::status::{Phase, WatchStatus};
 use crate::stream::EventStream;
 
 mod builder;
+mod files;
 
 pub use builder::ManagerBuilder;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
 use crate::ignore::{IgnoreRule, Matcher};
+use crate::ignore_kinds::IgnoreFiles;
 
 use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY};
 
@@ -233,25 +234,53 @@ pub struct WatchOptions {
     /// change that carries it, in batches, backlogs and the
     /// changes-since journal; nothing in the index.
     pub metadata: bool,
-    /// Honour the ignore files under the roots: `.gitignore` and `.ignore`
-    /// in any directory, `.git/info/exclude` at a repository's top, and
-    /// the `.gitignore`/`.ignore` files of the directories above a root up
-    /// to its repository's top. Git's semantics, through the `ignore`
-    /// crate's gitignore matcher: the nearest file decides first, `.ignore`
-    /// before `.gitignore`, and nothing below an ignored directory comes
-    /// back (so it is pruned: no OS watch, no reading). The spec's own
-    /// [`ignores`](WatchSpec::ignores) are applied after, and win.
+    /// Which ignore files to honour ([`IgnoreFiles`]: combine kinds with
+    /// `|`; `true` is [`IgnoreFiles::GIT`]). None by default.
+    ///
+    /// - [`GIT`](IgnoreFiles::GIT): `.gitignore` and `.ignore` in any
+    ///   directory, `.git/info/exclude` at a repository's top, the
+    ///   `.gitignore`/`.ignore` files of the directories above a root up
+    ///   to its repository's top, and git's global excludes file
+    ///   (`core.excludesFile` of git's global configuration, else
+    ///   `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`, as the
+    ///   `ignore` crate finds it; applied from the repository's top, or
+    ///   the root outside a repository; see
+    ///   [`ManagerBuilder::git_excludes_file`](crate::ManagerBuilder::git_excludes_file)).
+    ///   Git's semantics, through the `ignore` crate's gitignore matcher:
+    ///   the nearest file decides first, `.ignore` before `.gitignore`,
+    ///   the global file last, and nothing below an ignored directory
+    ///   comes back (so it is pruned: no OS watch, no reading).
+    /// - [`DOCKER`](IgnoreFiles::DOCKER): the `.dockerignore` in each root
+    ///   (the root is the build context; Docker reads no other), with
+    ///   Docker's semantics: patterns anchored at the root (`foo` is
+    ///   `<root>/foo` and all below it, never a deeper `foo`), `*`, `?`,
+    ///   `[...]`, `**` for any number of directories, `!` exceptions,
+    ///   which re-include below an excluded directory (so it is read and
+    ///   watched while an exception could reach below it). A
+    ///   `.dockerignore` deeper down is an ordinary file.
+    /// - [`TILT`](IgnoreFiles::TILT): `.tiltignore`, Docker's semantics
+    ///   too, anchored at its directory: the one in each root and those
+    ///   of the directories above a root up to its repository's top
+    ///   (Tilt reads the one beside the Tiltfile).
+    ///
+    /// Where several apply to a path, the nearest directory's files decide
+    /// first, and at one directory a file that ignores the path beats one
+    /// that re-includes it. The spec's own [`ignores`](WatchSpec::ignores)
+    /// are applied after, and win. A line that is not a valid pattern is
+    /// skipped, and named (file, line, reason) in the spec's
+    /// [`last_error`](crate::WatchStatus::last_error) until the file is
+    /// fixed.
     ///
     /// Files under the roots are read again when they change: entries that
     /// become ignored are reported `Removed` (and their directories' OS
     /// watches dropped), entries that stop being ignored are reported
     /// `Created` with what is inside them. Files no OS watch covers (those
-    /// above a root, and `info/exclude` in the pruned `.git`) are compared
-    /// by their stat signature once a second and at each
-    /// [`Manager::sync`](crate::Manager::sync), so their changes take up to
-    /// a second (a few `stat` calls a second while such a spec exists).
-    /// Off by default.
-    pub ignore_files: bool,
+    /// above a root, the global excludes file, and `info/exclude` in the
+    /// pruned `.git`) are compared by their stat signature once a second
+    /// and at each [`Manager::sync`](crate::Manager::sync), so their
+    /// changes take up to a second (a few `stat` calls a second while such
+    /// a spec exists).
+    pub ignore_files: IgnoreFiles,
     /// Keep the spec's state in this file, so that a later manager (the
     /// next run of the program) learns what changed while nobody watched.
     /// `None` (the default): nothing is saved.
@@ -354,7 +383,7 @@ impl Default for WatchOptions {
             content_hash: false,
             skip_same_content: false,
             metadata: false,
-            ignore_files: false,
+            ignore_files: IgnoreFiles::NONE,
             state: None,
             save_every: DEFAULT_SAVE_EVERY,
             vcs_settle: None,
@@ -609,8 +638,8 @@ impl WatchSpec {
     /// # let _ = spec;
     /// ```
     #[must_use]
-    pub fn ignore_files(mut self, on: bool) -> Self {
-        self.options.ignore_files = on;
+    pub fn ignore_files(mut self, which: impl Into<IgnoreFiles>) -> Self {
+        self.options.ignore_files = which.into();
         self
     }
 

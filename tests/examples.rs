@@ -42,6 +42,13 @@ fn expect_any_order(p: &Process, line: &str) {
 fn build_loop(dir: &Path, flags: &[&str], command: &[&str]) -> Process {
     let mut cmd = example::command("build_loop");
     cmd.current_dir(dir).args(flags).arg("--").args(command);
+    // Git's global excludes file (which build_loop honours) is looked for
+    // in a home that does not exist, never the user's.
+    let nowhere = dir.join(".no-home");
+    cmd.env("HOME", &nowhere)
+        .env("XDG_CONFIG_HOME", &nowhere)
+        .env_remove("GIT_CONFIG_GLOBAL")
+        .env("GIT_CONFIG_SYSTEM", nowhere.join("gitconfig"));
     Process::start("build_loop", cmd)
 }
 

@@ -1,6 +1,7 @@
-//! `WatchOptions::ignore_files`: `.gitignore`, `.ignore` and
-//! `.git/info/exclude` honoured with git's semantics, pruning OS watches,
-//! and followed when they change.
+//! `WatchOptions::ignore_files`: `.gitignore`, `.ignore`,
+//! `.git/info/exclude` and git's global excludes file honoured with git's
+//! semantics, `.dockerignore` and `.tiltignore` with Docker's, pruning OS
+//! watches, and followed when they change.
 
 mod common;
 
@@ -8,11 +9,15 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
-use specwatch::{Backend, ChangeKind, Manager, WatchSpec};
+use specwatch::{Backend, ChangeKind, IgnoreFiles, Manager, WatchSpec};
+use std::path::PathBuf;
 
 both_backends!(
     nested_gitignore_files_decide_nearest_first,
     a_changed_gitignore_hides_and_shows_what_it_names,
+    a_dockerignore_at_the_root_decides_and_is_followed,
+    a_tiltignore_above_the_root_applies_and_is_followed,
+    git_global_excludes_file_applies_and_is_followed,
 );
 
 /// The paths `spec` reported, in order, but the barrier's `marker`.
@@ -107,7 +112,7 @@ fn files_above_the_root_and_info_exclude_apply() {
     fs::write(repo.join(".gitignore"), "*.tmp\n").unwrap();
     let src = repo.join("src");
     fs::create_dir(&src).unwrap();
-    let m = Manager::new().unwrap();
+    let m = manager(Backend::Auto);
     let mut c = Collector::new(m.subscribe());
     start(&m, "s", spec_with_files(&src));
     fs::write(src.join("a.tmp"), "x").unwrap();
@@ -136,7 +141,7 @@ fn files_outside_the_watched_tree_are_followed() {
     for f in [&tmp_file, &excl, &rs] {
         fs::write(f, "x").unwrap();
     }
-    let m = Manager::new().unwrap();
+    let m = manager(Backend::Auto);
     let mut c = Collector::new(m.subscribe());
     start(&m, "below", spec_with_files(&src));
     start(&m, "top", spec_with_files(repo));
@@ -185,7 +190,7 @@ fn without_the_option_ignore_files_mean_nothing() {
     let d = tmp();
     let root = d.path();
     fs::write(root.join(".gitignore"), "*.log\n").unwrap();
-    let m = Manager::new().unwrap();
+    let m = manager(Backend::Auto);
     let mut c = Collector::new(m.subscribe());
     start(&m, "s", spec(&[root]));
     let log = root.join("a.log");
@@ -201,7 +206,7 @@ fn the_rules_of_a_removed_directorys_gitignore_go_with_it() {
     let root = d.path();
     fs::create_dir_all(root.join("sub")).unwrap();
     fs::write(root.join("sub/.gitignore"), "*.log\n").unwrap();
-    let m = Manager::new().unwrap();
+    let m = manager(Backend::Auto);
     let mut c = Collector::new(m.subscribe());
     start(&m, "s", spec_with_files(root));
     fs::remove_dir_all(root.join("sub")).unwrap();
@@ -211,5 +216,162 @@ fn the_rules_of_a_removed_directorys_gitignore_go_with_it() {
     fs::write(&log, "x").unwrap();
     c.wait("sub/a.log created: nothing on disk ignores it", |c| {
         c.has("s", &log, ChangeKind::Created)
+    });
+}
+
+/// What `spec` reported (but the barrier's `marker`), sorted.
+fn sorted_besides(c: &Collector, spec: &str, marker: &Path) -> Vec<PathBuf> {
+    let mut got = paths_besides(c, spec, marker);
+    got.sort();
+    got
+}
+
+fn a_dockerignore_at_the_root_decides_and_is_followed(b: Backend) {
+    let d = tmp();
+    let root = d.path();
+    for dir in ["build/keep", "build/other", "sub"] {
+        fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let dockerignore = root.join(".dockerignore");
+    fs::write(&dockerignore, "# context\nbuild\n!build/keep\n*.log\n").unwrap();
+    // Docker reads only the context's own file: this one is a plain file.
+    fs::write(root.join("sub/.dockerignore"), "*\n").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[root]).ignore_files(IgnoreFiles::DOCKER));
+    for p in [
+        "build/x",
+        "build/other/o",
+        "build/keep/k",
+        "a.log",
+        "sub/a.log",
+        "sub/y",
+    ] {
+        fs::write(root.join(p), "x").unwrap();
+    }
+    let marker = c.barrier("s", root);
+    let want: Vec<PathBuf> = ["build/keep/k", "sub/a.log", "sub/y"]
+        .iter()
+        .map(|p| root.join(p))
+        .collect();
+    assert_eq!(sorted_besides(&c, "s", &marker), want, "Docker's verdicts");
+    if b == Backend::Native {
+        // The root's parent, the root, sub, build (an exception reaches
+        // below it) and build/keep; build/other is pruned.
+        assert_eq!(m.stats().unwrap().os_watches, 5, "{:?}", m.stats().unwrap());
+    }
+    // Edited while watching, with a line that is no pattern: the others
+    // apply, and the status names the file and the line.
+    c.clear();
+    fs::write(&dockerignore, "sub\n[oops\n").unwrap();
+    let (sub, x, log) = (root.join("sub"), root.join("build/x"), root.join("a.log"));
+    c.wait("sub/ hidden, build/x and a.log shown", |c| {
+        c.has("s", &sub, ChangeKind::Removed)
+            && c.has("s", &root.join("sub/y"), ChangeKind::Removed)
+            && c.has("s", &x, ChangeKind::Created)
+            && c.has("s", &log, ChangeKind::Created)
+    });
+    let status = m.status("s").unwrap();
+    let err = status.last_error.clone().unwrap_or_default();
+    assert!(
+        err.contains(".dockerignore") && err.contains("line 2") && err.contains("[oops"),
+        "last_error names the file and line: {status:?}"
+    );
+    fs::write(&dockerignore, "sub\n").unwrap();
+    c.wait("the error gone once the file is fixed", |_| {
+        m.status("s").is_some_and(|s| s.last_error.is_none())
+    });
+    fs::remove_file(&dockerignore).unwrap();
+    c.wait("sub/ shown again with what it holds", |c| {
+        c.has("s", &sub, ChangeKind::Created)
+            && c.has("s", &root.join("sub/y"), ChangeKind::Created)
+    });
+    let broken = index_problems(&m);
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
+/// `.tiltignore` beside the Tiltfile, at the repository's top above the
+/// root; git's files mean nothing to a spec that asks for Tilt's only.
+fn a_tiltignore_above_the_root_applies_and_is_followed(b: Backend) {
+    let d = tmp();
+    let repo = d.path();
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let src = repo.join("src");
+    fs::create_dir_all(src.join("gen")).unwrap();
+    let tiltignore = repo.join(".tiltignore");
+    fs::write(&tiltignore, "src/gen\n").unwrap();
+    fs::write(repo.join(".gitignore"), "*.rs\n").unwrap();
+    let m = manager(b);
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "s", spec(&[&src]).ignore_files(IgnoreFiles::TILT));
+    let (gen_file, rs) = (src.join("gen/x"), src.join("a.rs"));
+    fs::write(&gen_file, "x").unwrap();
+    fs::write(&rs, "x").unwrap();
+    let marker = c.barrier("s", &src);
+    assert_eq!(
+        sorted_besides(&c, "s", &marker),
+        vec![rs],
+        "gen/ ignored, *.rs not"
+    );
+    // Outside the watched tree: looked at on `sync` (and every second).
+    c.clear();
+    fs::write(&tiltignore, "").unwrap();
+    m.sync("s", WAIT).unwrap();
+    c.wait("src/gen and gen/x shown", |c| {
+        c.has("s", &src.join("gen"), ChangeKind::Created)
+            && c.has("s", &gen_file, ChangeKind::Created)
+    });
+}
+
+/// Git's global excludes file, where the manager was told it is (never
+/// the user's own in a test).
+fn git_global_excludes_file_applies_and_is_followed(b: Backend) {
+    let d = tmp();
+    let root = d.path().join("repo");
+    let home = d.path().join("home");
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::create_dir_all(&home).unwrap();
+    let global = home.join("ignore");
+    fs::write(&global, "*.glob\n/top.only\n").unwrap();
+    let m = Manager::builder()
+        .backend(b)
+        .git_excludes_file(Some(global.clone()))
+        .build()
+        .unwrap();
+    let mut c = Collector::new(m.subscribe());
+    start(&m, "git", spec(&[&root]).ignore_files(true));
+    start(
+        &m,
+        "docker",
+        spec(&[&root]).ignore_files(IgnoreFiles::DOCKER),
+    );
+    let (glob, deep_glob) = (root.join("a.glob"), root.join("sub/b.glob"));
+    let (top, deep_top) = (root.join("top.only"), root.join("sub/top.only"));
+    for f in [&glob, &deep_glob, &top, &deep_top] {
+        fs::write(f, "x").unwrap();
+    }
+    for s in ["git", "docker"] {
+        m.sync(s, WAIT).unwrap();
+    }
+    c.drain();
+    let none = Path::new("");
+    assert_eq!(
+        sorted_besides(&c, "git", none),
+        vec![deep_top.clone()],
+        "*.glob anywhere, /top.only from the repository's top"
+    );
+    assert_eq!(
+        sorted_besides(&c, "docker", none).len(),
+        4,
+        "a spec without git's rules sees all"
+    );
+    c.clear();
+    fs::write(&global, "").unwrap();
+    m.sync("git", WAIT).unwrap();
+    c.wait("the files it named shown", |c| {
+        [&glob, &deep_glob, &top]
+            .iter()
+            .all(|p| c.has("git", p, ChangeKind::Created))
     });
 }

@@ -120,6 +120,8 @@ fn the_pure_core_imports_nothing_with_io() {
         "duration",
         "defaults",
         "ignore_files",
+        "docker_ignore",
+        "ignore_kinds",
         "choice",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use specwatch::{
-    Backend, ChangeBatch, ChangeKind, IgnoreRule, Manager, WatchSpec, WatchSpecs, WatchStatus,
+    Backend, ChangeBatch, ChangeKind, IgnoreFiles, IgnoreRule, Manager, WatchSpec, WatchSpecs,
+    WatchStatus,
 };
 
 fn full_spec() -> WatchSpec {
@@ -27,6 +28,7 @@ fn full_spec() -> WatchSpec {
         .rescan_every(Duration::from_secs(60))
         .content_hash(true)
         .ignore_patterns(["*.log"])
+        .ignore_files(IgnoreFiles::GIT | IgnoreFiles::TILT)
 }
 
 #[test]
@@ -38,8 +40,33 @@ fn a_spec_survives_json_and_toml_with_durations_as_words() {
     assert!(json.contains(r#""backend":"poll:250ms""#), "{json}");
     assert_eq!(serde_json::from_str::<WatchSpec>(&json).unwrap(), spec);
     assert!(json.contains(r#""ignore_patterns":["*.log"]"#), "{json}");
+    assert!(json.contains(r#""ignore_files":["git","tilt"]"#), "{json}");
     let toml_text = toml::to_string(&spec).unwrap();
     assert_eq!(toml::from_str::<WatchSpec>(&toml_text).unwrap(), spec);
+}
+
+#[test]
+fn ignore_files_read_as_a_list_a_name_or_a_bool() {
+    let read = |v: &str| -> Result<IgnoreFiles, String> {
+        serde_json::from_str::<WatchSpec>(&format!(
+            r#"{{"paths": ["/a"], "options": {{"ignore_files": {v}}}}}"#
+        ))
+        .map(|s| s.options.ignore_files)
+        .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        read(r#"["docker", "git"]"#),
+        Ok(IgnoreFiles::GIT | IgnoreFiles::DOCKER)
+    );
+    assert_eq!(read(r#""tilt""#), Ok(IgnoreFiles::TILT));
+    assert_eq!(
+        read("true"),
+        Ok(IgnoreFiles::GIT),
+        "what a bool meant before"
+    );
+    assert_eq!(read("false"), Ok(IgnoreFiles::NONE));
+    let err = read(r#"["svn"]"#).unwrap_err();
+    assert!(err.contains(r#"unknown ignore files "svn""#), "{err}");
 }
 
 #[test]

@@ -562,6 +562,16 @@ fn main() {
     if args.first().map(String::as_str) == Some("scale") {
         return scale::scale();
     }
+    if args.first().map(String::as_str) == Some("files") {
+        let (Some(dirs), Some(files)) = (
+            args.get(1).and_then(|n| n.parse().ok()),
+            args.get(2).and_then(|n| n.parse().ok()),
+        ) else {
+            eprintln!("usage: bench files DIRS FILES");
+            std::process::exit(2);
+        };
+        return scale::files_only(dirs, files);
+    }
     if args.first().map(String::as_str) == Some("overflow") {
         let (Some(dir), Some(dirs)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok()))
         else {

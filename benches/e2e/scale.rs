@@ -248,6 +248,7 @@ fn scale_rows(
         native: format!("{:.2}", ms(ts) / ms(floor)),
         portable: format!("{:.2}", ms(tp) / ms(floor)),
     });
+    rows.push(files_row(&root, &size, floor, runs));
     rows.push(Row {
         what: format!("OS watches, {size}"),
         notify: wn.to_string(),
@@ -354,6 +355,41 @@ pub(crate) fn overflow_only(root: &Path, dirs: usize) {
             }
         }
     }
+}
+
+/// `Manager::files` (what a spec sees, from the index: the engine's copy,
+/// the rules, the paths built and sorted), median of `runs`, on a
+/// manager that watches `root` already, beside the `find` floor.
+fn files_row(root: &Path, size: &str, floor: Duration, runs: usize) -> Row {
+    let cell = |backend| {
+        let (_, _, m) = startup_specwatch(backend, root);
+        let mut n = 0;
+        let t = median(
+            (0..runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    n = m.files("b", None).unwrap().len();
+                    t.elapsed()
+                })
+                .collect(),
+        );
+        format!("{:.1} ({n} entries)", ms(t))
+    };
+    Row {
+        what: format!("Manager::files ms, {size} (find: {:.1})", ms(floor)),
+        notify: "-".into(),
+        native: cell(Backend::Native),
+        portable: cell(Backend::Portable),
+    }
+}
+
+/// `bench files DIRS FILES`: `Manager::files`'s row alone, on a tree
+/// generated for it (native and portable, 3 runs each).
+pub(crate) fn files_only(dirs: usize, files: usize) {
+    let (_tmp, root, _, entries) = tree(dirs, files);
+    let floor = median((0..3).map(|_| find_floor(&root)).collect());
+    println!("{dirs} x {files}: {entries} entries");
+    print_table(&[files_row(&root, &format!("{dirs} x {files}"), floor, 3)]);
 }
 
 /// `bench scale`: the 2,000 x 20 tree and 50,000 x 20 (1,000,000 files),

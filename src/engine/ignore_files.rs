@@ -18,14 +18,29 @@ use crate::index::{DirId, SpecId};
 const OUTSIDE_EVERY: Duration = Duration::from_secs(1);
 
 /// Ignore files that changed, to read again at the end of the pass, and
-/// those outside the watched tree (above a root, and `.git/info/exclude`
-/// in the pruned `.git`), which no watch covers: their stat signatures are
-/// compared every [`OUTSIDE_EVERY`] and at each sync.
+/// those outside the watched tree (above a root, git's global excludes
+/// file, and `.git/info/exclude` in the pruned `.git`), which no watch
+/// covers: their stat signatures are compared every [`OUTSIDE_EVERY`] and
+/// at each sync. Also where git's global excludes file is.
 #[derive(Debug, Default)]
 pub(super) struct Reloads {
     pending: Vec<(DirId, OsString)>,
     outside: Vec<Outside>,
     next_look: Option<Instant>,
+    /// Git's global excludes file: as the manager was told (`Some`), or
+    /// git's own, found once when first asked (`None` until then).
+    excludes: Option<Option<PathBuf>>,
+}
+
+/// Where git's global excludes file is, as a manager is told
+/// ([`ManagerBuilder::git_excludes_file`](crate::ManagerBuilder::git_excludes_file)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Excludes {
+    /// Git's own, as the `ignore` crate finds it.
+    #[default]
+    Git,
+    /// This file, or none.
+    File(Option<PathBuf>),
 }
 
 /// An ignore file no OS watch covers, as last seen.
@@ -35,12 +50,38 @@ struct Outside {
     /// The directory it applies in.
     dir: PathBuf,
     which: IgnoreFile,
+    /// The file itself.
+    file: PathBuf,
     sig: Option<fs::Sig>,
 }
 
 impl Reloads {
-    /// Follows `which` of `dir` for `sid` from now on.
-    pub(super) fn follow(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, now: Instant) {
+    pub(super) fn new(excludes: &Excludes) -> Reloads {
+        Reloads {
+            excludes: match excludes {
+                Excludes::Git => None,
+                Excludes::File(f) => Some(f.clone()),
+            },
+            ..Reloads::default()
+        }
+    }
+
+    /// Git's global excludes file, if there is one (found the first time).
+    pub(super) fn excludes_file(&mut self) -> Option<PathBuf> {
+        self.excludes
+            .get_or_insert_with(fs::git_excludes_file)
+            .clone()
+    }
+
+    /// Follows `which` of `dir` (the file `file`) for `sid` from now on.
+    pub(super) fn follow(
+        &mut self,
+        sid: SpecId,
+        dir: &Path,
+        which: IgnoreFile,
+        file: &Path,
+        now: Instant,
+    ) {
         if self
             .outside
             .iter()
@@ -48,11 +89,12 @@ impl Reloads {
         {
             return;
         }
-        let sig = fs::sig_of(&dir.join(which.rel_path()));
+        let sig = fs::sig_of(file);
         self.outside.push(Outside {
             sid,
             dir: dir.to_path_buf(),
             which,
+            file: file.to_path_buf(),
             sig,
         });
         self.next_look.get_or_insert(now + OUTSIDE_EVERY);
@@ -74,12 +116,12 @@ impl Reloads {
 
     /// Looks at the files outside the tree, if that is due (or `forced`,
     /// for a sync), and schedules the next look: those whose signature
-    /// changed since the last one (spec, directory, which file).
+    /// changed since the last one (spec, directory, which file, the file).
     pub(super) fn changed_outside(
         &mut self,
         forced: bool,
         clock: &Clock,
-    ) -> Vec<(SpecId, PathBuf, IgnoreFile)> {
+    ) -> Vec<(SpecId, PathBuf, IgnoreFile, PathBuf)> {
         let due = self.next_look.is_some_and(|t| forced || t <= clock.now());
         if !due {
             return Vec::new();
@@ -87,10 +129,10 @@ impl Reloads {
         self.next_look = Some(clock.now() + OUTSIDE_EVERY);
         let mut changed = Vec::new();
         for o in &mut self.outside {
-            let sig = fs::sig_of(&o.dir.join(o.which.rel_path()));
+            let sig = fs::sig_of(&o.file);
             if sig != o.sig {
                 o.sig = sig;
-                changed.push((o.sid, o.dir.clone(), o.which));
+                changed.push((o.sid, o.dir.clone(), o.which, o.file.clone()));
             }
         }
         changed

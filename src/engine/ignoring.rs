@@ -20,6 +20,7 @@ use crate::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::ignore::Matcher;
 use crate::ignore_files::IgnoreFile;
+use crate::ignore_kinds::IgnoreFiles;
 use crate::index::{DirId, SpecId};
 
 /// Largest ignore file read (larger ones are treated as absent).
@@ -28,8 +29,8 @@ const MAX_IGNORE_FILE: u64 = 1 << 20;
 /// How far above a root ignore files are looked for (a repository's top).
 const MAX_LEVELS_ABOVE: usize = 64;
 
-fn read(dir: &Path, which: IgnoreFile) -> Option<String> {
-    fs::read_small(&dir.join(which.rel_path()), MAX_IGNORE_FILE)
+fn read(file: &Path) -> Option<String> {
+    fs::read_small(file, MAX_IGNORE_FILE)
 }
 
 impl Engine {
@@ -51,7 +52,7 @@ impl Engine {
             return;
         };
         let dir = node.path().clone();
-        let present: Vec<(IgnoreFile, bool)> = IgnoreFile::ALL
+        let present: Vec<(IgnoreFile, bool)> = IgnoreFile::IN_DIRS
             .into_iter()
             .map(|w| {
                 let here = match w {
@@ -67,24 +68,45 @@ impl Engine {
             })
             .collect();
         for (which, here) in present {
+            let takers: Vec<SpecId> = honour
+                .iter()
+                .copied()
+                .filter(|s| self.specs.takes_ignore_file(*s, which, &dir))
+                .collect();
+            if takers.is_empty() {
+                continue;
+            }
+            let file = dir.join(which.rel_path());
             // An absent file clears what an earlier one there had set.
-            let text = if here { read(&dir, which) } else { None };
-            for &s in &honour {
-                self.set_ignore_file(s, &dir, which, text.as_deref());
+            let text = if here { read(&file) } else { None };
+            for s in takers {
+                self.set_ignore_file(s, &dir, which, &file, text.as_deref());
                 if which == IgnoreFile::Exclude && here {
                     // In `.git`, which is pruned: no watch sees it change.
-                    self.reloads.follow(s, &dir, which, self.now);
+                    self.reloads.follow(s, &dir, which, &file, self.now);
                 }
             }
         }
     }
 
     /// Reads the ignore files of the directories above `root` up to its
-    /// repository's top (the first with a `.git`), for `sid`.
+    /// repository's top (the first with a `.git`), and git's global
+    /// excludes file, for `sid`.
     pub(super) fn load_ignore_files_above(&mut self, sid: SpecId, root: &Path) {
-        if !self.specs.honours_ignore_files(sid) {
+        let Some(kinds) = self.specs.get(sid).map(|st| st.ignore_file_kinds()) else {
+            return;
+        };
+        let mut above = Vec::new();
+        if kinds.contains(IgnoreFiles::GIT) {
+            above.extend([IgnoreFile::Ignore, IgnoreFile::Gitignore]);
+        }
+        if kinds.contains(IgnoreFiles::TILT) {
+            above.push(IgnoreFile::Tilt);
+        }
+        if above.is_empty() {
             return;
         }
+        let mut top = None;
         let mut dir = root.parent();
         let mut levels = 0;
         while let Some(d) = dir
@@ -92,25 +114,51 @@ impl Engine {
         {
             levels += 1;
             // Followed whether present or not: one may be written later.
-            for which in [IgnoreFile::Ignore, IgnoreFile::Gitignore] {
-                if let Some(text) = read(d, which) {
-                    self.set_ignore_file(sid, d, which, Some(&text));
-                }
-                self.reloads.follow(sid, d, which, self.now);
+            for &which in &above {
+                self.follow_outside(sid, d, which, &d.join(which.rel_path()));
             }
             if fs::is_dir_following(&d.join(".git")) {
-                if let Some(text) = read(d, IgnoreFile::Exclude) {
-                    self.set_ignore_file(sid, d, IgnoreFile::Exclude, Some(&text));
+                if kinds.contains(IgnoreFiles::GIT) {
+                    let file = d.join(IgnoreFile::Exclude.rel_path());
+                    self.follow_outside(sid, d, IgnoreFile::Exclude, &file);
                 }
-                self.reloads.follow(sid, d, IgnoreFile::Exclude, self.now);
+                top = Some(d);
                 break;
             }
             dir = d.parent();
         }
+        if kinds.contains(IgnoreFiles::GIT)
+            && let Some(file) = self.reloads.excludes_file()
+        {
+            // From the repository's top; outside one, from the root.
+            let base = top.unwrap_or(root);
+            self.follow_outside(sid, base, IgnoreFile::Global, &file);
+        }
     }
 
-    fn set_ignore_file(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, text: Option<&str>) {
-        self.specs.set_ignore_file(sid, dir, which, text);
+    /// Reads ignore file `file` (`which`, applying in `dir`, which no
+    /// watch of `sid` covers) for `sid`, and follows it from now on.
+    fn follow_outside(&mut self, sid: SpecId, dir: &Path, which: IgnoreFile, file: &Path) {
+        if let Some(text) = read(file) {
+            self.set_ignore_file(sid, dir, which, file, Some(&text));
+        }
+        self.reloads.follow(sid, dir, which, file, self.now);
+    }
+
+    /// Sets `which` (the file `file`) in `dir` for `sid`, and notes the
+    /// lines it skipped in `sid`'s problems; whether the rules changed.
+    fn set_ignore_file(
+        &mut self,
+        sid: SpecId,
+        dir: &Path,
+        which: IgnoreFile,
+        file: &Path,
+        text: Option<&str>,
+    ) -> bool {
+        let set = self.specs.set_ignore_file(sid, dir, which, text);
+        self.problems
+            .ignore_file(sid, file, &set.bad, self.clock.wall());
+        set.changed
     }
 
     /// Directory `node` (at `dir`) left the index: the rules of its ignore
@@ -119,9 +167,10 @@ impl Engine {
     pub(super) fn forget_ignore_files(&mut self, dir: &Path, specs: &[SpecId]) {
         for &s in specs {
             if self.specs.honours_ignore_files(s) {
-                for which in IgnoreFile::ALL {
-                    self.specs.set_ignore_file(s, dir, which, None);
+                for which in IgnoreFile::IN_DIRS {
+                    self.set_ignore_file(s, dir, which, &dir.join(which.rel_path()), None);
                 }
+                self.specs.set_ignore_file(s, dir, IgnoreFile::Global, None);
                 self.reloads.unfollow(s, Some(dir));
             }
         }
@@ -135,15 +184,13 @@ impl Engine {
             return;
         }
         self.now = self.clock.now();
-        for (sid, dir, which) in changed {
+        for (sid, dir, which, file) in changed {
             let Some(old) = self.specs.get(sid).map(|st| st.matcher().clone()) else {
                 continue;
             };
-            let mut new = old.clone();
-            if !new.set_file(&dir, which, read(&dir, which).as_deref()) {
+            if !self.set_ignore_file(sid, &dir, which, &file, read(&file).as_deref()) {
                 continue;
             }
-            self.specs.set_matcher(sid, new);
             // Below `dir`: the spec's roots there, or `dir` itself.
             let roots = self.specs.get(sid).map(|st| st.roots().to_vec());
             let tops: Vec<DirId> = match self.index.lookup(&dir) {
@@ -192,18 +239,17 @@ impl Engine {
                 .full()
                 .iter()
                 .copied()
-                .filter(|s| self.specs.honours_ignore_files(*s))
+                .filter(|s| self.specs.takes_ignore_file(*s, which, &dir))
                 .collect();
-            let text = read(&dir, which);
+            let file = dir.join(which.rel_path());
+            let text = read(&file);
             for s in specs {
                 let Some(old) = self.specs.get(s).map(|st| st.matcher().clone()) else {
                     continue;
                 };
-                let mut new = old.clone();
-                if !new.set_file(&dir, which, text.as_deref()) {
+                if !self.set_ignore_file(s, &dir, which, &file, text.as_deref()) {
                     continue;
                 }
-                self.specs.set_matcher(s, new);
                 self.apply_ignore_change(s, id, &old);
             }
         }

@@ -105,6 +105,7 @@ mod walk;
 mod watches;
 mod watching;
 
+pub(crate) use ignore_files::Excludes;
 pub(crate) use publish::Shared;
 pub(crate) use restoring::Export;
 
@@ -184,6 +185,7 @@ pub(crate) struct Config {
     pub poll_interval: Option<Duration>,
     pub max_watches: Option<usize>,
     pub journal_paths: Option<usize>,
+    pub git_excludes: ignore_files::Excludes,
 }
 
 /// The manager's side of a running engine.
@@ -362,7 +364,7 @@ impl Engine {
             recovery: Recovery::new(config.overflow_margin, wall),
             rescans: Rescans::default(),
             contents: contents::Contents::default(),
-            reloads: ignore_files::Reloads::default(),
+            reloads: ignore_files::Reloads::new(&config.git_excludes),
             progress: progress::WalkProgress::default(),
             batches: walk::Batches::default(),
             #[cfg(test)]

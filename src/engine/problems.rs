@@ -1,5 +1,6 @@
-//! Per-spec problems: the directories a spec could not watch or read, and
-//! its last runtime error. The only writer of both; status derives its
+//! Per-spec problems: the directories a spec could not watch or read, the
+//! ignore files with lines that are not patterns, and its last runtime
+//! error. The only writer of both; status derives its
 //! `Degraded` reason and `last_error` from here.
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +19,9 @@ struct SpecProblems {
     /// Why the last save of its state file failed, and when; goes with
     /// the next save that succeeds.
     state: Option<(String, SystemTime)>,
+    /// Ignore files with lines that are not valid patterns: what is
+    /// wrong, and when it was read so; goes when the file is fixed.
+    files: BTreeMap<PathBuf, (String, SystemTime)>,
 }
 
 #[derive(Debug, Default)]
@@ -67,11 +71,43 @@ impl Problems {
         }
     }
 
-    /// The last error of `sid` while it has any (a directory's, else its
-    /// state file's), and when it was seen.
+    /// Ignore file `file` of `sid` was read with `bad` lines (skipped;
+    /// none: it is fine), at `wall`.
+    pub(super) fn ignore_file(
+        &mut self,
+        sid: SpecId,
+        file: &Path,
+        bad: &[String],
+        wall: SystemTime,
+    ) {
+        let p = self.by_spec.entry(sid).or_default();
+        let changed = if bad.is_empty() {
+            p.files.remove(file).is_some()
+        } else {
+            let msg = format!(
+                "ignore file {}: {} (skipped)",
+                file.display(),
+                bad.join("; ")
+            );
+            let same = p.files.get(file).is_some_and(|(m, _)| *m == msg);
+            if !same {
+                p.files.insert(file.to_path_buf(), (msg, wall));
+            }
+            !same
+        };
+        if changed {
+            self.touched.push(sid);
+        }
+    }
+
+    /// The last error of `sid` while it has any (a directory's, else an
+    /// ignore file's, else its state file's), and when it was seen.
     pub(super) fn last(&self, sid: SpecId) -> Option<&(String, SystemTime)> {
         let p = self.by_spec.get(&sid)?;
-        p.last.as_ref().or(p.state.as_ref())
+        p.last
+            .as_ref()
+            .or_else(|| p.files.values().max_by_key(|(_, t)| *t))
+            .or(p.state.as_ref())
     }
 
     pub(super) fn forget(&mut self, sid: SpecId) {
@@ -111,6 +147,27 @@ mod tests {
         assert_eq!(p.last(1).unwrap().0, "state file /s: disk full");
         p.state_saved(1, None, t);
         assert_eq!(p.last(1), None);
+    }
+
+    #[test]
+    fn a_bad_ignore_file_is_the_last_error_until_fixed() {
+        let mut p = Problems::default();
+        let t = SystemTime::UNIX_EPOCH;
+        let f = Path::new("/r/.dockerignore");
+        p.ignore_file(1, f, &["line 2: \"[\": malformed".into()], t);
+        assert_eq!(
+            p.last(1).unwrap().0,
+            "ignore file /r/.dockerignore: line 2: \"[\": malformed (skipped)"
+        );
+        assert_eq!(p.take_touched(), vec![1]);
+        p.ignore_file(1, f, &["line 2: \"[\": malformed".into()], t);
+        assert!(
+            p.take_touched().is_empty(),
+            "the same again changes nothing"
+        );
+        p.ignore_file(1, f, &[], t);
+        assert_eq!(p.last(1), None);
+        assert_eq!(p.take_touched(), vec![1]);
     }
 
     #[test]

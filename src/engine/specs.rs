@@ -17,6 +17,8 @@ use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
+use crate::ignore_files::{IgnoreFile, Set};
+use crate::ignore_kinds::IgnoreFiles;
 use crate::index::{DirNode, SpecId};
 use crate::settle::{VcsHold, Verdict};
 use crate::spec::{Backend, WatchSpec};
@@ -128,6 +130,23 @@ impl SpecState {
 
     /// Whether it honours ignore files.
     pub(super) fn honours_ignore_files(&self) -> bool {
+        !self.spec.options.ignore_files.is_empty()
+    }
+
+    /// Whether it takes ignore file `which` found in `dir`: of a kind it
+    /// chose, and where that kind counts (`.dockerignore` in a root,
+    /// `.tiltignore` in a root or above one; git's anywhere).
+    pub(super) fn takes_ignore_file(&self, which: IgnoreFile, dir: &Path) -> bool {
+        self.spec.options.ignore_files.contains(which.kind())
+            && match which {
+                IgnoreFile::Docker => self.roots().iter().any(|r| r == dir),
+                IgnoreFile::Tilt => self.roots().iter().any(|r| r.starts_with(dir)),
+                _ => true,
+            }
+    }
+
+    /// The ignore-file kinds it chose.
+    pub(super) fn ignore_file_kinds(&self) -> IgnoreFiles {
         self.spec.options.ignore_files
     }
 
@@ -285,24 +304,24 @@ impl SpecTable {
     }
 
     /// Sets (or removes) ignore file `which` applying in `dir` in the
-    /// matcher of `sid`; whether that changed it.
+    /// matcher of `sid`: whether that changed it, and the lines skipped.
     pub(super) fn set_ignore_file(
         &mut self,
         sid: SpecId,
         dir: &Path,
-        which: crate::ignore_files::IgnoreFile,
+        which: IgnoreFile,
         text: Option<&str>,
-    ) -> bool {
+    ) -> Set {
         self.states
             .get_mut(&sid)
-            .is_some_and(|st| st.matcher.set_file(dir, which, text))
+            .map(|st| st.matcher.set_file(dir, which, text))
+            .unwrap_or_default()
     }
 
-    /// Replaces the matcher of `sid` (an ignore file changed).
-    pub(super) fn set_matcher(&mut self, sid: SpecId, m: Matcher) {
-        if let Some(st) = self.states.get_mut(&sid) {
-            st.matcher = m;
-        }
+    /// Whether spec `sid` takes ignore file `which` found in `dir`.
+    pub(super) fn takes_ignore_file(&self, sid: SpecId, which: IgnoreFile, dir: &Path) -> bool {
+        self.get(sid)
+            .is_some_and(|st| st.takes_ignore_file(which, dir))
     }
 
     /// Whether some spec honours ignore files.

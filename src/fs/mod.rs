@@ -470,6 +470,15 @@ pub(crate) fn read_small(path: &Path, max: u64) -> Option<String> {
     (text.len() as u64 <= max).then_some(text)
 }
 
+/// Git's global excludes file (it may not exist): `core.excludesFile`
+/// of git's global configuration, else its default, as the `ignore`
+/// crate reads them (`$GIT_CONFIG_GLOBAL`, `~/.gitconfig`,
+/// `$XDG_CONFIG_HOME/git/config`, `/etc/gitconfig`; else
+/// `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`).
+pub(crate) fn git_excludes_file() -> Option<PathBuf> {
+    ::ignore::gitignore::gitconfig_excludes_path()
+}
+
 /// For a path that does not exist: its nearest existing ancestor, if that
 /// is not a directory (so the path cannot come to exist while it stays).
 pub(crate) fn blocked_by(path: &Path) -> Option<PathBuf> {

@@ -17,6 +17,7 @@ pub struct ManagerBuilder {
     poll_interval: Option<Duration>,
     max_os_watches: Option<usize>,
     journal_paths: Option<usize>,
+    git_excludes: engine::Excludes,
 }
 
 impl ManagerBuilder {
@@ -84,6 +85,26 @@ impl ManagerBuilder {
         self
     }
 
+    /// Git's global excludes file, for the specs that honour git's ignore
+    /// files ([`IgnoreFiles::GIT`](crate::IgnoreFiles::GIT)): `Some(file)`
+    /// this file, `None` none. By default git's own: `core.excludesFile`
+    /// of git's global configuration (`$GIT_CONFIG_GLOBAL`,
+    /// `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`, `/etc/gitconfig`),
+    /// else `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`,
+    /// found once, when the first such spec is attached (through the
+    /// `ignore` crate). A server that should not depend on its user's
+    /// home, and tests, say which.
+    ///
+    /// ```
+    /// let m = specwatch::Manager::builder().git_excludes_file(None);
+    /// # let _ = m;
+    /// ```
+    #[must_use]
+    pub fn git_excludes_file(mut self, file: Option<std::path::PathBuf>) -> Self {
+        self.git_excludes = engine::Excludes::File(file);
+        self
+    }
+
     /// Starts the engine thread (and, for the native backend, the inotify
     /// instance and its reader thread; the scanner thread that polls starts
     /// at the first poll).
@@ -101,6 +122,7 @@ impl ManagerBuilder {
             poll_interval: self.poll_interval,
             max_watches: self.max_os_watches,
             journal_paths: self.journal_paths,
+            git_excludes: self.git_excludes,
         })?;
         Ok(Manager::with_engine(
             engine,

@@ -150,9 +150,12 @@ pub fn backends() -> Vec<Backend> {
     vec![Backend::Native, Backend::Portable, POLL_BACKEND]
 }
 
+/// A manager on `backend` (git's global excludes file: none, so that no
+/// test reads its user's home).
 pub fn manager(backend: Backend) -> Manager {
     Manager::builder()
         .backend(backend)
+        .git_excludes_file(None)
         .build()
         .expect("manager starts")
 }
