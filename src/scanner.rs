@@ -46,7 +46,7 @@ pub(crate) struct Job {
     pub token: u64,
     pub path: PathBuf,
     /// The picture to compare with (the engine's, shared).
-    pub before: Picture,
+    pub before: Arc<Picture>,
     /// Compare racy files' contents too.
     pub hash: bool,
     /// The wall clock when the job was made (what "racy" is judged
@@ -296,7 +296,7 @@ mod tests {
             dir: 7,
             token,
             path: dir.to_path_buf(),
-            before: Picture::default(),
+            before: Arc::default(),
             hash: false,
             wall: SystemTime::now(),
         }

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsStr;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::defaults::DEFAULT_POLL_INTERVAL;
@@ -36,16 +37,16 @@ pub(super) enum Why {
     Link,
 }
 
-/// A polled directory: 32 bytes beside its picture's allocation (the
-/// poll set's whole cost per directory, with the map's slot; a look under
-/// way has its bookkeeping in [`Looking`], apart).
+/// A polled directory: 16 bytes beside its picture (the poll set's whole
+/// cost per directory, with the map's slot; a look under way has its
+/// bookkeeping in [`Looking`], apart).
 #[derive(Debug)]
 pub(super) struct Polled {
     /// What the last look saw: entries' signatures, racy files' content
     /// hashes (see `WatchOptions::content_hash`). Its entries are shared
     /// with the look the scanner is making (which compares with them),
     /// never copied for it.
-    picture: Picture,
+    picture: Arc<Picture>,
     /// Polled because a covering spec's root is polled (by choice, or
     /// `Auto` found a shared file system), every this many milliseconds
     /// (polls are scheduled in whole milliseconds).
@@ -104,7 +105,7 @@ impl Polled {
     /// A directory polled from now on.
     fn new() -> Polled {
         Polled {
-            picture: Picture::default(),
+            picture: Arc::default(),
             chosen: None,
             instead: None,
         }
@@ -357,18 +358,17 @@ impl PollSet {
             && p.picture.get(name).is_none()
             && let Some(sig) = sig()
         {
-            p.picture.set(name, Some(sig));
+            Arc::make_mut(&mut p.picture).set(name, Some(sig));
         }
     }
 
     /// What the last look at `id` saw, if it is polled.
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
-        self.dirs.get(&id).map(|p| &p.picture)
+        self.dirs.get(&id).map(|p| &*p.picture)
     }
 
-    /// [`picture`](Self::picture), sharing its entries (for the scanner's
-    /// look).
-    pub(super) fn shared_picture(&self, id: DirId) -> Option<Picture> {
+    /// [`picture`](Self::picture), shared (for the scanner's look).
+    pub(super) fn shared_picture(&self, id: DirId) -> Option<Arc<Picture>> {
         self.dirs.get(&id).map(|p| p.picture.clone())
     }
 
@@ -379,9 +379,9 @@ impl PollSet {
     /// whose allocations go elsewhere).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id)
-            && p.picture != picture
+            && *p.picture != picture
         {
-            p.picture = picture;
+            p.picture = Arc::new(picture);
         }
     }
 
@@ -688,8 +688,8 @@ mod tests {
     #[test]
     fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
         assert!(
-            size_of::<Polled>() <= 32,
-            "a polled directory costs the set 32 bytes beside its picture's allocation"
+            size_of::<Polled>() <= 16,
+            "a polled directory costs the set 16 bytes beside its picture"
         );
         let t0 = Instant::now();
         let mut p = PollSet::new(Some(I));

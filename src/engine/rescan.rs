@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::fs::{Picture, Sig};
@@ -39,7 +40,7 @@ pub(super) struct Rescans {
     /// Pictures of the directories some rescanning spec covers, from the
     /// last rescan and the events since (shared with the look under way,
     /// which compares with it; an event meanwhile copies it).
-    pictures: HashMap<DirId, Picture>,
+    pictures: HashMap<DirId, Arc<Picture>>,
     /// The scanner's rescan looks, per directory.
     looks: HashMap<DirId, Looks>,
     /// The last token handed to a look (tokens are never reused).
@@ -213,7 +214,7 @@ impl Rescans {
     /// An event's look at `id/name` found `sig` (`None`: nothing there).
     pub(super) fn saw(&mut self, id: DirId, name: &OsStr, sig: Option<Sig>) {
         if let Some(s) = self.pictures.get_mut(&id) {
-            s.set(name, sig);
+            Arc::make_mut(s).set(name, sig);
         }
     }
 
@@ -238,20 +239,19 @@ impl Rescans {
     /// The picture of rescanned directory `id`: the last rescan's, kept
     /// current by events (`None`: not rescanned yet).
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
-        self.pictures.get(&id)
+        self.pictures.get(&id).map(|p| &**p)
     }
 
-    /// [`picture`](Self::picture), sharing its entries (for the scanner's
-    /// look).
-    pub(super) fn shared_picture(&self, id: DirId) -> Picture {
+    /// [`picture`](Self::picture), shared (for the scanner's look).
+    pub(super) fn shared_picture(&self, id: DirId) -> Arc<Picture> {
         self.pictures.get(&id).cloned().unwrap_or_default()
     }
 
     /// The picture of `id` after a rescan (one equal to the picture it
     /// has is dropped, as the poll set's are).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
-        if self.pictures.get(&id).is_none_or(|p| *p != picture) {
-            self.pictures.insert(id, picture);
+        if self.pictures.get(&id).is_none_or(|p| **p != picture) {
+            self.pictures.insert(id, Arc::new(picture));
         }
     }
 
@@ -295,7 +295,7 @@ mod tests {
     fn events_keep_the_signatures_of_tracked_directories_only() {
         let mut r = Rescans::default();
         assert!(!r.tracks(1));
-        r.pictures.insert(1, Picture::default());
+        r.pictures.insert(1, Arc::default());
         assert!(r.tracks(1) && !r.tracks(2));
         r.saw(1, OsStr::new("a"), Some(Sig::UNKNOWN));
         r.saw(2, OsStr::new("a"), Some(Sig::UNKNOWN));

@@ -26,17 +26,15 @@
 //! back equals the one written (equality of signatures decides "changed").
 
 use std::ffi::OsStr;
-use std::sync::Arc;
 
 use super::Sig;
 use crate::change::FileType;
 
-/// Entries packed in one allocation (see the module's documentation),
-/// shared by its clones (a look under way compares with the picture the
-/// engine keeps, without a copy). Empty: nothing allocated.
+/// Entries packed in one allocation (see the module's documentation).
+/// Empty: nothing allocated.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(super) struct Packed {
-    data: Option<Arc<[u8]>>,
+    data: Box<[u8]>,
 }
 
 impl std::fmt::Debug for Packed {
@@ -276,17 +274,12 @@ impl Packed {
         }
         debug_assert_eq!(data.len(), data.capacity());
         Packed {
-            data: Some(data.into()),
+            data: data.into_boxed_slice(),
         }
     }
 
-    /// The allocation's bytes (none when empty).
-    fn data(&self) -> &[u8] {
-        self.data.as_deref().unwrap_or_default()
-    }
-
     fn header(&self) -> Option<Header> {
-        let d = self.data();
+        let d = &self.data;
         if d.is_empty() {
             return None;
         }
@@ -313,9 +306,9 @@ impl Packed {
     fn offset(&self, h: &Header, k: usize) -> usize {
         let at = h.table + k * h.width;
         if h.width == 2 {
-            usize::from(u16::from_le_bytes([self.data()[at], self.data()[at + 1]]))
+            usize::from(u16::from_le_bytes([self.data[at], self.data[at + 1]]))
         } else {
-            let b: [u8; 4] = self.data()[at..at + 4].try_into().expect("4 bytes");
+            let b: [u8; 4] = self.data[at..at + 4].try_into().expect("4 bytes");
             u32::from_le_bytes(b) as usize
         }
     }
@@ -328,11 +321,11 @@ impl Packed {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let mut at = self.offset(&h, mid);
-            let here = get_name(self.data(), &mut at);
+            let here = get_name(&self.data, &mut at);
             match here.cmp(want) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(get_sig(self.data(), &mut at, h.bases)),
+                std::cmp::Ordering::Equal => return Some(get_sig(&self.data, &mut at, h.bases)),
             }
         }
         None
@@ -342,7 +335,7 @@ impl Packed {
     pub(super) fn iter(&self) -> Iter<'_> {
         match self.header() {
             Some(h) => Iter {
-                data: &self.data()[..h.table],
+                data: &self.data[..h.table],
                 at: h.records,
                 bases: h.bases,
             },
@@ -357,7 +350,7 @@ impl Packed {
     /// Bytes allocated.
     #[cfg(test)]
     pub(super) fn bytes(&self) -> usize {
-        self.data().len()
+        self.data.len()
     }
 }
 

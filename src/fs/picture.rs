@@ -102,21 +102,6 @@ impl Picture {
         }
     }
 
-    /// Its packed entries (shared), if they are exactly `entries` and no
-    /// entry was set beside them.
-    fn packed_if<'a>(&self, entries: impl Iterator<Item = (&'a OsStr, Sig)>) -> Option<Packed> {
-        if self.extra.as_ref().is_some_and(|e| !e.set.is_empty()) {
-            return None;
-        }
-        let mut mine = self.packed.iter();
-        for (name, sig) in entries {
-            if mine.next() != Some((name, sig)) {
-                return None;
-            }
-        }
-        mine.next().is_none().then(|| self.packed.clone())
-    }
-
     /// Every entry with its signature, sorted by name.
     pub(crate) fn iter(&self) -> Iter<'_> {
         Iter {
@@ -303,14 +288,8 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
-    // Where nothing moved (most directories, at most polls), the previous
-    // picture's entries are shared rather than packed again: an idle poll
-    // allocates nothing that outlives a directory's look.
-    let packed = before
-        .and_then(|b| b.packed_if(scan.iter()))
-        .unwrap_or_else(|| Packed::of(scan.iter()));
     let mut picture = Picture {
-        packed,
+        packed: Packed::of(scan.iter()),
         extra: None,
     };
     drop(scan);
