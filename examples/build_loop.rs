@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--state FILE] [--no-skip-same-content] [--watch PATH]... -- COMMAND [ARGS...]
+//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]...
+//!     -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -49,11 +50,15 @@
 //! What a build tool wants is the default: a save that wrote the same
 //! bytes, a `touch` or a `chmod` runs nothing
 //! ([`WatchOptions::skip_same_content`]; every file watched is read once at
-//! start for it). `--no-skip-same-content` runs for those too.
+//! start for it). `--no-skip-same-content` runs for those too. And a `git
+//! checkout` (or `hg update`) is one run, however long it takes: changes
+//! are held while the repository's lock exists, for 10 s at most
+//! ([`WatchOptions::vcs_settle`]); `--no-vcs-settle` runs as they come.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
 //! [`WatchOptions::skip_same_content`]: specwatch::WatchOptions::skip_same_content
+//! [`WatchOptions::vcs_settle`]: specwatch::WatchOptions::vcs_settle
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -188,7 +193,8 @@ mod run {
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--state FILE] [--no-skip-same-content] [--watch PATH]... -- COMMAND [ARGS...]";
+         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]... \
+         -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -201,6 +207,8 @@ mod run {
         state: Option<PathBuf>,
         /// Run for a write that changed no byte too.
         same_content: bool,
+        /// Run while the repository's lock exists too.
+        no_vcs_settle: bool,
         command: Vec<String>,
     }
 
@@ -211,6 +219,7 @@ mod run {
             paths: Vec::new(),
             state: None,
             same_content: false,
+            no_vcs_settle: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -230,6 +239,7 @@ mod run {
                 }
                 "--state" => args.state = Some(it.next().ok_or("--state needs a file")?.into()),
                 "--no-skip-same-content" => args.same_content = true,
+                "--no-vcs-settle" => args.no_vcs_settle = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -380,6 +390,11 @@ mod run {
             .max_delay(args.debounce.max(specwatch::DEFAULT_MAX_DELAY))
             .ignore_files(true)
             .skip_same_content(!args.same_content);
+        let spec = if args.no_vcs_settle {
+            spec
+        } else {
+            spec.vcs_settle(specwatch::DEFAULT_VCS_SETTLE)
+        };
         let spec = match &args.state {
             Some(state) => spec.state(cwd.join(state)),
             None => spec,

@@ -329,6 +329,46 @@ fn build_loop_runs_nothing_for_a_write_of_the_same_bytes() {
     }
 }
 
+/// A build tool's default: while the repository's lock exists (a `git
+/// checkout` under way) changes wait, and make one run once it is gone.
+/// The control, a second `build_loop` with `--no-vcs-settle` on the same
+/// tree, runs for each change as it comes: the held one saw them too.
+#[test]
+fn build_loop_makes_one_run_of_what_changed_while_the_repository_was_locked() {
+    let (_w, watched) = tmp();
+    let (_a, aux) = tmp();
+    std::fs::create_dir(watched.join(".git")).unwrap();
+    let lock = watched.join(".git/index.lock");
+    let (log, control_log) = (aux.join("log"), aux.join("control-log"));
+    let run = |flags: &[&str], log: &Path| {
+        let command = log_run(log);
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let mut all = vec!["--debounce", "20"];
+        all.extend_from_slice(flags);
+        let b = build_loop(&watched, &all, &command);
+        b.expect("build_loop: run 1: start");
+        b.expect("build_loop: run 1 exited with status 0");
+        b
+    };
+    let mut held = run(&[], &log);
+    let mut control = run(&["--no-vcs-settle"], &control_log);
+    std::fs::write(&lock, "").unwrap();
+    put(&aux, &watched, "a.txt");
+    control.expect("build_loop: run 2: created a.txt");
+    put(&aux, &watched, "b.txt");
+    control.expect("build_loop: run 3: created b.txt");
+    std::fs::remove_file(&lock).unwrap();
+    let next = held.expect_prefix("build_loop: run 2:");
+    assert_eq!(
+        next, "build_loop: run 2: created a.txt, created b.txt",
+        "one run for both, once the lock went"
+    );
+    held.expect("build_loop: run 2 exited with status 0");
+    assert_eq!(runs_logged(&log), 2);
+    held.terminate();
+    control.terminate();
+}
+
 /// Windows: a command (`cmd`) runs at start and again after a change.
 #[cfg(windows)]
 #[test]
