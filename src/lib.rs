@@ -387,6 +387,7 @@ mod ignore_kinds;
 mod index;
 mod journal;
 mod manager;
+mod options;
 mod reads;
 mod reconcile;
 mod restore;
@@ -422,11 +423,12 @@ pub use ignore::IgnoreRule;
 pub use ignore_kinds::IgnoreFiles;
 pub use journal::{ChangesSince, ResyncReason};
 pub use manager::{Applied, Manager, ManagerBuilder};
+pub use options::WatchOptions;
 pub use reconcile::ReconcileSummary;
 pub use restore::{Restore, StateRefused};
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
-pub use spec::{WatchOptions, WatchSpec};
+pub use spec::WatchSpec;
 pub use stats::Stats;
 pub use status::{
     BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock, WatchStatus,

@@ -314,7 +314,7 @@ impl Snapshot {
 pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     let mut s = spec.clone();
     let o = &mut s.options;
-    let d = crate::spec::WatchOptions::default();
+    let d = crate::options::WatchOptions::default();
     o.quiet_window = d.quiet_window;
     o.max_delay = d.max_delay;
     o.backend = None;
