@@ -27,6 +27,24 @@ fn touch(path: &Path) {
         .unwrap();
 }
 
+/// Writes `bytes` over the start of `path` without truncating it first:
+/// a file of that length never holds anything else, at any moment (a
+/// poll between a truncation and the write would see an empty file: a
+/// real change, and reported).
+fn write_in_place(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut f = fs::File::options().write(true).open(path).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+/// Saves `bytes` to `path` as an editor does: a temporary file in `aux`
+/// renamed over it (the content changes at once).
+fn save(aux: &Path, path: &Path, bytes: &[u8]) {
+    let tmp = aux.join("save.tmp");
+    fs::write(&tmp, bytes).unwrap();
+    fs::rename(&tmp, path).unwrap();
+}
+
 fn hash_of(c: &Collector, spec: &str, path: &Path) -> Vec<Option<ContentHash>> {
     c.changes(spec)
         .into_iter()
@@ -36,8 +54,8 @@ fn hash_of(c: &Collector, spec: &str, path: &Path) -> Vec<Option<ContentHash>> {
 }
 
 fn same_bytes_are_no_change_new_bytes_come_with_their_hash(b: Backend) {
-    let d = tmp();
-    let root = d.path();
+    let (d, aux) = (tmp(), tmp());
+    let (root, aux) = (d.path(), aux.path());
     fs::create_dir(root.join("d")).unwrap();
     for (f, c) in [
         ("a.rs", "fn a() {}"),
@@ -52,7 +70,7 @@ fn same_bytes_are_no_change_new_bytes_come_with_their_hash(b: Backend) {
     start(&m, "all", spec(&[root]));
 
     // The same bytes written again, a touch, and (on Unix) a chmod.
-    fs::write(root.join("a.rs"), "fn a() {}").unwrap();
+    write_in_place(&root.join("a.rs"), b"fn a() {}");
     touch(&root.join("b.rs"));
     #[cfg(unix)]
     {
@@ -75,8 +93,8 @@ fn same_bytes_are_no_change_new_bytes_come_with_their_hash(b: Backend) {
     assert_eq!(c.kinds("same", &root.join("d/c.rs")), vec![]);
 
     // New bytes: reported, with their hash; a new file too.
-    fs::write(root.join("a.rs"), "fn a() { changed() }").unwrap();
-    fs::write(root.join("d/new.rs"), "new").unwrap();
+    save(aux, &root.join("a.rs"), b"fn a() { changed() }");
+    save(aux, &root.join("d/new.rs"), b"new");
     let (a, new) = (root.join("a.rs"), root.join("d/new.rs"));
     c.wait("a.rs modified and d/new.rs created, in spec same", |c| {
         c.has("same", &a, ChangeKind::Modified) && c.has("same", &new, ChangeKind::Created)
@@ -94,7 +112,7 @@ fn same_bytes_are_no_change_new_bytes_come_with_their_hash(b: Backend) {
         "no hashes for a spec that does not compare contents"
     );
     // And back to the old bytes: a change from what was last reported.
-    fs::write(root.join("a.rs"), "fn a() {}").unwrap();
+    save(aux, &root.join("a.rs"), b"fn a() {}");
     c.wait("a.rs modified back, in spec same", |c| {
         hash_of(c, "same", &a).len() == 2
     });

@@ -311,7 +311,14 @@ fn build_loop_runs_nothing_for_a_write_of_the_same_bytes() {
         b.expect("build_loop: run 1 exited with status 0");
         // The same bytes again, then a real change: the next run names
         // what the default counts as a change.
-        std::fs::write(watched.join("a.txt"), "a.txt").unwrap();
+        // (Over the old bytes, not truncating first: the file never holds
+        // anything else, even for an instant a batch could close on.)
+        let mut f = std::fs::File::options()
+            .write(true)
+            .open(watched.join("a.txt"))
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"a.txt").unwrap();
+        drop(f);
         if same_content {
             b.expect("build_loop: run 2: modified a.txt");
             b.expect("build_loop: run 2 exited with status 0");
