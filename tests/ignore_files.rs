@@ -253,11 +253,7 @@ fn sorted_besides(c: &Collector, spec: &str, marker: &Path) -> Vec<PathBuf> {
 }
 
 fn a_dockerignore_at_the_root_decides_and_is_followed(b: Backend) {
-    if b == Backend::Portable
-        && skip_on_wine(
-            "Wine reports nothing in a subdirectory older than the watch (tests/wine_fidelity.rs)",
-        )
-    {
+    if skip_old_subdirs_on_wine(b) {
         return;
     }
     let d = tmp();
@@ -379,11 +375,7 @@ fn a_tiltignore_above_the_root_applies_and_is_followed(b: Backend) {
 /// Git's global excludes file, where the manager was told it is (never
 /// the user's own in a test).
 fn git_global_excludes_file_applies_and_is_followed(b: Backend) {
-    if b == Backend::Portable
-        && skip_on_wine(
-            "Wine reports nothing in a subdirectory older than the watch (tests/wine_fidelity.rs)",
-        )
-    {
+    if skip_old_subdirs_on_wine(b) {
         return;
     }
     let d = tmp();

@@ -316,11 +316,7 @@ fn ignored_dir_gets_no_events(b: Backend) {
 }
 
 fn negation_inside_ignored_tree(b: Backend) {
-    if b == Backend::Portable
-        && skip_on_wine(
-            "Wine reports nothing in a subdirectory older than the watch (tests/wine_fidelity.rs)",
-        )
-    {
+    if skip_old_subdirs_on_wine(b) {
         return;
     }
     let d = tmp();
@@ -467,11 +463,7 @@ fn reconcile_creates_updates_deletes(b: Backend) {
 }
 
 fn delete_releases_watches(b: Backend) {
-    if b == Backend::Portable
-        && skip_on_wine(
-            "Wine reports nothing in a subdirectory older than the watch (tests/wine_fidelity.rs)",
-        )
-    {
+    if skip_old_subdirs_on_wine(b) {
         return;
     }
     let d = tmp();

@@ -14,16 +14,9 @@ use std::time::{Duration, Instant};
 
 use specwatch::{Manager, WatchSpec};
 
+use crate::{median, ms};
+
 const RUNS: usize = 5;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 /// `dirs` directories of `files` files of `size` bytes (distinct contents);
 /// their paths.

@@ -94,6 +94,16 @@ pub fn skip_on_wine(why: &str) -> bool {
     skip
 }
 
+/// Skips (true) a test of backend `b` that writes into subdirectories
+/// that existed before its watch, where Wine's portable backend reports
+/// nothing (tests/wine_fidelity.rs).
+pub fn skip_old_subdirs_on_wine(b: Backend) -> bool {
+    b == Backend::Portable
+        && skip_on_wine(
+            "Wine reports nothing in a subdirectory older than the watch (tests/wine_fidelity.rs)",
+        )
+}
+
 /// Says `*** SKIPPED: why` (see [`note`]) and returns true (for a skip
 /// decided by the caller, on a known problem that the README names).
 pub fn skip(why: &str) -> bool {
