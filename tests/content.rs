@@ -38,25 +38,11 @@ fn write_in_place(path: &Path, bytes: &[u8]) {
 }
 
 /// Renames `from` over `to`. Under Wine a rename over a file that the
-/// engine is reading (to hash it) can fail for as long as it reads, as a
-/// sharing violation: tried again until it succeeds, for 10 s at most
-/// (editors saving on Windows do the same).
+/// engine is reading (to hash it) can fail for as long as it reads.
 fn rename_over(from: &Path, to: &Path) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match fs::rename(from, to) {
-            Ok(()) => return,
-            Err(e) if std::time::Instant::now() < deadline => {
-                assert_eq!(
-                    e.kind(),
-                    std::io::ErrorKind::PermissionDenied,
-                    "rename {from:?}: {e}"
-                );
-                std::thread::yield_now();
-            }
-            Err(e) => panic!("rename {from:?} over {to:?} for 10 s: {e}"),
-        }
-    }
+    retry_while_handles_open(&format!("rename {from:?} over {to:?}"), || {
+        fs::rename(from, to)
+    });
 }
 
 /// The hash on the last change `spec` reported of `path` (`None`: none

@@ -104,6 +104,33 @@ pub fn skip_old_subdirs_on_wine(b: Backend) -> bool {
         )
 }
 
+/// Runs `op` until it succeeds, for 10 s at most. On Windows a file
+/// system operation can fail while another handle is open on its path:
+/// a delete completes only when the last handle closes (so the name still
+/// exists: `AlreadyExists`), and a rename over a file being read is a
+/// sharing violation (`PermissionDenied`). A watcher holds such handles
+/// for a moment (a poller listing a directory, a hash reading a file);
+/// editors and build tools on Windows retry the same way. Any other
+/// error fails at once, naming `what`.
+pub fn retry_while_handles_open(what: &str, mut op: impl FnMut() -> std::io::Result<()>) {
+    use std::io::ErrorKind;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match op() {
+            Ok(()) => return,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::PermissionDenied | ErrorKind::AlreadyExists
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(e) => panic!("{what} (tried for 10 s while other handles were open): {e}"),
+        }
+    }
+}
+
 /// Says `*** SKIPPED: why` (see [`note`]) and returns true (for a skip
 /// decided by the caller, on a known problem that the README names).
 pub fn skip(why: &str) -> bool {
