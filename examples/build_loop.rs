@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]...
-//!     -- COMMAND [ARGS...]
+//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-renames]
+//!     [--watch PATH]... -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -54,11 +54,18 @@
 //! checkout` (or `hg update`) is one run, however long it takes: changes
 //! are held while the repository's lock exists, for 10 s at most
 //! ([`WatchOptions::vcs_settle`]); `--no-vcs-settle` runs as they come.
+//! A rename (a file's, or a whole directory's) is named as one:
+//! `run 3: renamed src/a.rs -> src/b.rs` ([`Change::from`], with
+//! [`WatchOptions::collapse_moves`]); `--no-renames` names its two ends
+//! (`removed src/a.rs, created src/b.rs`) and everything below a moved
+//! directory.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
 //! [`WatchOptions::skip_same_content`]: specwatch::WatchOptions::skip_same_content
 //! [`WatchOptions::vcs_settle`]: specwatch::WatchOptions::vcs_settle
+//! [`WatchOptions::collapse_moves`]: specwatch::WatchOptions::collapse_moves
+//! [`Change::from`]: specwatch::Change::from
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -193,8 +200,8 @@ mod run {
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]... \
-         -- COMMAND [ARGS...]";
+         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-renames] \
+         [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -209,6 +216,8 @@ mod run {
         same_content: bool,
         /// Run while the repository's lock exists too.
         no_vcs_settle: bool,
+        /// Name a rename's two ends, and what is below a moved directory.
+        no_renames: bool,
         command: Vec<String>,
     }
 
@@ -220,6 +229,7 @@ mod run {
             state: None,
             same_content: false,
             no_vcs_settle: false,
+            no_renames: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -240,6 +250,7 @@ mod run {
                 "--state" => args.state = Some(it.next().ok_or("--state needs a file")?.into()),
                 "--no-skip-same-content" => args.same_content = true,
                 "--no-vcs-settle" => args.no_vcs_settle = true,
+                "--no-renames" => args.no_renames = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -319,11 +330,19 @@ mod run {
 
     /// Adds a batch's changes to `pending`, one kind per path (created, then
     /// modified, is still created).
-    fn add(pending: &mut BTreeMap<PathBuf, ChangeKind>, changes: &[Change]) {
+    /// What a run is for: each changed path's kind, and where a renamed
+    /// entry came from.
+    type Pending = BTreeMap<PathBuf, (ChangeKind, Option<PathBuf>)>;
+
+    fn add(pending: &mut Pending, changes: &[Change]) {
         for c in changes {
-            let kind = pending.entry(c.path.clone()).or_insert(c.kind);
-            if !(*kind == ChangeKind::Created && c.kind == ChangeKind::Modified) {
+            let (kind, from) = pending.entry(c.path.clone()).or_insert((c.kind, None));
+            let written = c.kind == ChangeKind::Modified && c.from.is_none();
+            if !(*kind == ChangeKind::Created && written) {
                 *kind = c.kind;
+            }
+            if !written {
+                *from = c.from.as_deref().map(Path::to_path_buf);
             }
         }
     }
@@ -360,16 +379,24 @@ mod run {
         }
     }
 
-    /// `created a.rs, modified b.rs (+3 more)`, paths relative to `cwd`.
-    fn describe(changes: &BTreeMap<PathBuf, ChangeKind>, cwd: &Path) -> String {
-        let mut shown: Vec<String> = changes
+    /// `created a.rs, renamed b.rs -> c.rs (+3 more)`, paths relative to
+    /// `cwd`. A rename's source, removed, is not named again.
+    fn describe(changes: &Pending, cwd: &Path) -> String {
+        let rel = |p: &Path| p.strip_prefix(cwd).unwrap_or(p).display().to_string();
+        let sources: std::collections::BTreeSet<&Path> =
+            changes.values().filter_map(|(_, f)| f.as_deref()).collect();
+        let items: Vec<String> = changes
             .iter()
-            .take(SHOWN)
-            .map(|(p, k)| format!("{k} {}", p.strip_prefix(cwd).unwrap_or(p).display()))
+            .filter(|(p, (k, _))| !(*k == ChangeKind::Removed && sources.contains(p.as_path())))
+            .map(|(p, (k, from))| match from {
+                Some(f) => format!("renamed {} -> {}", rel(f), rel(p)),
+                None => format!("{k} {}", rel(p)),
+            })
             .collect();
-        if changes.len() > SHOWN {
+        let mut shown: Vec<String> = items.iter().take(SHOWN).cloned().collect();
+        if items.len() > SHOWN {
             let last = shown.pop().unwrap_or_default();
-            shown.push(format!("{last} (+{} more)", changes.len() - SHOWN));
+            shown.push(format!("{last} (+{} more)", items.len() - SHOWN));
         }
         shown.join(", ")
     }
@@ -389,7 +416,8 @@ mod run {
             .quiet_window(args.debounce)
             .max_delay(args.debounce.max(specwatch::DEFAULT_MAX_DELAY))
             .ignore_files(true)
-            .skip_same_content(!args.same_content);
+            .skip_same_content(!args.same_content)
+            .collapse_moves(!args.no_renames);
         let spec = if args.no_vcs_settle {
             spec
         } else {
@@ -419,7 +447,7 @@ mod run {
         let (exit_tx, exits) = channel::unbounded();
         let mut runs = 0;
         let mut running: Option<Running> = None;
-        let mut pending: BTreeMap<PathBuf, ChangeKind> = BTreeMap::new();
+        let mut pending = Pending::new();
         let mut last_status = 0u8;
         let mut shutting_down = false;
         // With a state, the first batch says whether to run at start.
@@ -434,7 +462,7 @@ mod run {
                     describe(&pending, &cwd)
                 };
                 say!("build_loop: run {runs}: {why}");
-                (first, pending) = (false, BTreeMap::new());
+                (first, pending) = (false, Pending::new());
                 match start(runs, &args.command, &exit_tx) {
                     Ok(r) => running = Some(r),
                     Err(e) => {
@@ -464,15 +492,24 @@ mod run {
                             }
                             _ => {}
                         }
-                        add(&mut pending, &batch.changes);
+                        let changes = if args.no_renames {
+                            // Each change as if `from` were not there.
+                            let plain = batch.changes.iter().map(|c| {
+                                Change::new(c.path.clone(), c.kind, c.file_type)
+                            });
+                            plain.collect()
+                        } else {
+                            batch.changes.clone()
+                        };
+                        add(&mut pending, &changes);
                         match &mut running {
                             Some(run) if args.restart => {
                                 say!("build_loop: stopping run {} to restart", run.n);
                                 stop(run);
                             }
                             Some(run) => {
-                                let mut this_batch = BTreeMap::new();
-                                add(&mut this_batch, &batch.changes);
+                                let mut this_batch = Pending::new();
+                                add(&mut this_batch, &changes);
                                 let why = describe(&this_batch, &cwd);
                                 say!("build_loop: queued after run {}: {why}", run.n);
                             }

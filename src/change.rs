@@ -1,6 +1,6 @@
 //! Changes: what happened to a path, and the batches that carry them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::content::ContentHash;
@@ -191,6 +191,41 @@ pub struct Change {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub hash: Option<ContentHash>,
+    /// Where the entry was before the batch, when it got to
+    /// [`path`](Change::path) by a rename that the OS paired (inotify's
+    /// cookie; `ReadDirectoryChangesW`'s old and new names; not FSEvents,
+    /// kqueue or polling, which do not pair) and both ends of it fall in
+    /// this batch of this spec. The change stays what the path nets to
+    /// (`Created`, or `Modified` for a rename over an existing entry), and
+    /// `from` has its own change in the same batch (`Removed`, or
+    /// `Modified` when something else took its place). There is no
+    /// `Renamed` kind: a consumer that ignores `from` sees exactly the
+    /// changes it saw before, one per path, and one that uses it can move
+    /// what it holds for `from` instead of reading `path` again.
+    ///
+    /// Entries below a moved directory carry the matching path below its
+    /// old place; with [`WatchOptions::collapse_moves`] they are left out
+    /// (both ends), implied by the directory's own change. `None` for a
+    /// move in or out of what the spec sees (a root's edge, an ignored
+    /// name), for a move whose ends fell in different batches, and for a
+    /// path that changed again after its move within the batch (a write
+    /// after a rename is reported as `Removed` + `Created`, as before).
+    /// Merged batches (a subscriber that fell behind) keep it where the
+    /// merge can tell where the entry was before the first of them;
+    /// [`Manager::changes_since`](crate::Manager::changes_since) never
+    /// has it.
+    ///
+    /// A consumer that rebuilds a tree applies a batch against the tree
+    /// before it: each change with `from` takes what `from` held (with
+    /// `collapse_moves`, the tree below it too), then the other changes
+    /// apply as usual.
+    ///
+    /// [`WatchOptions::collapse_moves`]: crate::WatchOptions::collapse_moves
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub from: Option<Box<Path>>,
 }
 
 impl Change {
@@ -204,6 +239,7 @@ impl Change {
             file_type,
             meta: None,
             hash: None,
+            from: None,
         }
     }
 
@@ -219,6 +255,22 @@ impl Change {
     #[must_use]
     pub fn with_meta(mut self, meta: Meta) -> Change {
         self.meta = Some(Box::new(meta));
+        self
+    }
+
+    /// The change, with `from` as its [`from`](Change::from): the entry
+    /// got to its path by a rename from `from`.
+    ///
+    /// ```
+    /// use specwatch::{Change, ChangeKind, FileType};
+    /// use std::path::Path;
+    ///
+    /// let c = Change::new("/src/b.rs", ChangeKind::Created, FileType::File).with_from("/src/a.rs");
+    /// assert_eq!(c.from.as_deref(), Some(Path::new("/src/a.rs")));
+    /// ```
+    #[must_use]
+    pub fn with_from(mut self, from: impl Into<PathBuf>) -> Change {
+        self.from = Some(from.into().into_boxed_path());
         self
     }
 }
@@ -329,7 +381,7 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn a_change_stays_small() {
         use std::mem::size_of;
-        assert_eq!(size_of::<Change>(), size_of::<std::path::PathBuf>() + 32);
+        assert_eq!(size_of::<Change>(), size_of::<std::path::PathBuf>() + 48);
         assert!(size_of::<Meta>() <= 40, "{}", size_of::<Meta>());
     }
 

@@ -1,12 +1,14 @@
 //! Batching: raw per-path changes in, one net change per path out, after a
-//! quiet window or a maximum delay.
+//! quiet window or a maximum delay; renames the OS paired, told by the
+//! engine after both ends were pushed ([`Coalescer::moved`]), come out
+//! as the destination's [`Change::from`].
 //!
 //! Pure: the caller passes the time in.
 
 use std::collections::hash_map::Entry;
 
-use crate::fasthash::FastMap;
-use std::path::PathBuf;
+use crate::fasthash::{FastMap, FastSet};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::change::{Change, ChangeKind, FileType, Meta};
@@ -20,12 +22,30 @@ struct Net {
     /// What the newest raw change's look saw of it, if it exists now and
     /// that look `stat`ed it.
     meta: Option<Box<Meta>>,
+    /// Raw changes pushed for the path in this batch (saturating): what
+    /// tells whether it changed again after a move.
+    pushes: u32,
+}
+
+/// A rename into a path, as [`Coalescer::moved`] recorded it.
+#[derive(Clone, Debug)]
+struct MovedIn {
+    /// Where the entry was when the batch opened (a chain of moves within
+    /// the batch followed back).
+    source: PathBuf,
+    /// The destination's raw changes when the move was recorded: any
+    /// later one (a write, a removal) breaks the pairing.
+    pushes: u32,
 }
 
 /// Collects raw changes of one spec and nets them per path.
 #[derive(Debug)]
 pub(crate) struct Coalescer {
     pending: FastMap<PathBuf, Net>,
+    /// Renames into a path in this batch, by destination.
+    moves: FastMap<PathBuf, MovedIn>,
+    /// Whether the entries below a moved directory are left out.
+    collapse: bool,
     first: Option<Instant>,
     last: Option<Instant>,
     quiet: Duration,
@@ -36,11 +56,20 @@ impl Coalescer {
     pub(crate) fn new(quiet: Duration, max_delay: Duration) -> Coalescer {
         Coalescer {
             pending: FastMap::default(),
+            moves: FastMap::default(),
+            collapse: false,
             first: None,
             last: None,
             quiet,
             max_delay: max_delay.max(quiet),
         }
+    }
+
+    /// Leaves out the entries below a directory moved within the batch
+    /// (`WatchOptions::collapse_moves`).
+    pub(crate) fn collapse_moves(mut self, collapse: bool) -> Coalescer {
+        self.collapse = collapse;
+        self
     }
 
     /// Records one raw change seen at `now`.
@@ -69,16 +98,46 @@ impl Coalescer {
                 let net = e.get_mut();
                 net.now = after;
                 net.meta = meta;
+                net.pushes = net.pushes.saturating_add(1);
             }
             Entry::Vacant(e) => {
                 e.insert(Net {
                     before,
                     now: after,
                     meta,
+                    pushes: 1,
                 });
             }
         }
         opened
+    }
+
+    /// The OS paired a rename of `from` to `to`, and the raw changes of
+    /// both ends (`from` gone, `to` there: with everything below a
+    /// directory) were just pushed. Recorded if this spec saw both ends;
+    /// whether it is reported is decided when the batch closes (both ends
+    /// still as the move left them, the entry of the same type).
+    pub(crate) fn moved(&mut self, from: &Path, to: &Path) {
+        let (Some(f), Some(t)) = (self.pending.get(from), self.pending.get(to)) else {
+            return;
+        };
+        if t.now.is_none() {
+            return;
+        }
+        let pushes = t.pushes;
+        // `from` got there by an earlier move, and nothing happened to it
+        // since but this move's removal: the entry comes from further back.
+        let source = match self.moves.remove(from) {
+            Some(m) if f.pushes == m.pushes.saturating_add(1) => m.source,
+            _ => from.to_path_buf(),
+        };
+        if source == to {
+            // Back where it was when the batch opened.
+            self.moves.remove(to);
+            return;
+        }
+        self.moves
+            .insert(to.to_path_buf(), MovedIn { source, pushes });
     }
 
     /// When the open batch is due, if one is open.
@@ -108,22 +167,83 @@ impl Coalescer {
     pub(crate) fn take(&mut self) -> Vec<Change> {
         self.first = None;
         self.last = None;
+        let (mut froms, implied) = self.resolve_moves();
+        self.moves.clear();
         let mut out: Vec<Change> = self
             .pending
             .drain()
+            .filter(|(path, _)| !implied.contains(path))
             .filter_map(|(path, net)| {
                 let (kind, file_type) = crate::change::net(net.before, net.now)?;
+                let from = froms.remove(&path).map(PathBuf::into_boxed_path);
                 Some(Change {
                     path,
                     kind,
                     file_type,
                     meta: net.meta,
                     hash: None,
+                    from,
                 })
             })
             .collect();
         out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         out
+    }
+
+    /// The renames to report, by destination, and (collapsing) the paths
+    /// a directory's move implies. Nothing to do in a batch without one.
+    fn resolve_moves(&self) -> (FastMap<PathBuf, PathBuf>, FastSet<PathBuf>) {
+        let mut froms = FastMap::default();
+        let mut implied = FastSet::default();
+        if self.moves.is_empty() {
+            return (froms, implied);
+        }
+        for (path, net) in &self.pending {
+            let Some((source, inherited)) = self.source_of(path, net) else {
+                continue;
+            };
+            if inherited && self.collapse {
+                // Both ends go: the directory's change says it all (unless
+                // something else now stands where the entry was).
+                implied.insert(path.clone());
+                if self.pending.get(&source).is_some_and(|n| n.now.is_none()) {
+                    implied.insert(source);
+                }
+            } else {
+                froms.insert(path.clone(), source);
+            }
+        }
+        (froms, implied)
+    }
+
+    /// Where the entry now at `path` was when the batch opened, if it got
+    /// there by a recorded move (`true`: as an entry below a moved
+    /// directory) and nothing changed it since.
+    fn source_of(&self, path: &Path, net: &Net) -> Option<(PathBuf, bool)> {
+        let was = |p: &Path| self.pending.get(p).and_then(|n| n.before);
+        net.now?;
+        if let Some(m) = self.moves.get(path) {
+            return (net.pushes == m.pushes && was(&m.source) == net.now)
+                .then(|| (m.source.clone(), false));
+        }
+        // Below a moved directory: the nearest ancestor moved in, if its
+        // move stands; the entry came with it (pushed once: created by the
+        // directory's walk, nothing since).
+        for dir in path.ancestors().skip(1) {
+            let Some(m) = self.moves.get(dir) else {
+                continue;
+            };
+            let d = self.pending.get(dir)?;
+            let stands = d.pushes == m.pushes
+                && d.now == Some(FileType::Dir)
+                && was(&m.source) == Some(FileType::Dir);
+            if !stands || net.pushes != 1 || net.before.is_some() {
+                return None;
+            }
+            let source = m.source.join(path.strip_prefix(dir).ok()?);
+            return (was(&source) == net.now).then_some((source, true));
+        }
+        None
     }
 }
 
@@ -390,6 +510,185 @@ mod tests {
             .map(PathBuf::from)
             .collect();
         assert_eq!(paths, want);
+    }
+
+    /// What a batch says: (path, kind, from) per change.
+    fn said(c: &mut Coalescer) -> Vec<(String, ChangeKind, Option<String>)> {
+        c.take()
+            .into_iter()
+            .map(|c| {
+                let s = |p: &Path| p.to_string_lossy().into_owned();
+                (s(&c.path), c.kind, c.from.as_deref().map(s))
+            })
+            .collect()
+    }
+
+    fn moved(c: &mut Coalescer, t: Instant, from: &str, to: &str, ft: FileType, over: bool) {
+        c.push(t, from.into(), Removed, ft, None);
+        c.push(
+            t,
+            to.into(),
+            if over { Modified } else { Created },
+            ft,
+            None,
+        );
+        c.moved(Path::new(from), Path::new(to));
+    }
+
+    fn s(p: &str) -> String {
+        p.to_owned()
+    }
+
+    #[test]
+    fn a_paired_rename_says_where_from() {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        moved(&mut c, t0, "/d/a", "/d/b", File, false);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/d/a"), Removed, None),
+                (s("/d/b"), Created, Some(s("/d/a")))
+            ]
+        );
+        // Over an existing file: modified, from.
+        moved(&mut c, t0, "/d/a", "/d/b", File, true);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/d/a"), Removed, None),
+                (s("/d/b"), Modified, Some(s("/d/a")))
+            ]
+        );
+        // The moves do not outlive their batch.
+        c.push(t0, "/d/b".into(), Modified, File, None);
+        assert_eq!(said(&mut c), vec![(s("/d/b"), Modified, None)]);
+    }
+
+    /// An atomic save (a temporary file renamed over the target) is the
+    /// target modified: the temporary file did not exist before the batch.
+    #[test]
+    fn a_rename_from_a_new_file_says_nothing() {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        c.push(t0, "/d/.f.tmp".into(), Created, File, None);
+        moved(&mut c, t0, "/d/.f.tmp", "/d/f", File, true);
+        assert_eq!(said(&mut c), vec![(s("/d/f"), Modified, None)]);
+    }
+
+    /// A path changed after its move (written, replaced) is reported as
+    /// before the pairing: the entry there is not just the moved one.
+    #[test]
+    fn a_change_after_the_move_breaks_the_pair() {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        moved(&mut c, t0, "/d/a", "/d/b", File, false);
+        c.push(t0, "/d/b".into(), Modified, File, None);
+        assert_eq!(
+            said(&mut c),
+            vec![(s("/d/a"), Removed, None), (s("/d/b"), Created, None)]
+        );
+        // Another type now at the destination.
+        moved(&mut c, t0, "/d/a", "/d/b", File, false);
+        c.push(t0, "/d/b".into(), Removed, File, None);
+        c.push(t0, "/d/b".into(), Created, Dir, None);
+        assert_eq!(
+            said(&mut c),
+            vec![(s("/d/a"), Removed, None), (s("/d/b"), Created, None)]
+        );
+    }
+
+    /// Moves chained within one batch name where the entry was when it
+    /// opened; a swap through a temporary name is two modifications, each
+    /// from the other; moved back is no move.
+    #[test]
+    fn chains_of_moves_are_followed_back() {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        moved(&mut c, t0, "/d/a", "/d/t", File, false);
+        moved(&mut c, t0, "/d/t", "/d/c", File, false);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/d/a"), Removed, None),
+                (s("/d/c"), Created, Some(s("/d/a")))
+            ]
+        );
+        moved(&mut c, t0, "/d/a", "/d/t", File, false);
+        moved(&mut c, t0, "/d/b", "/d/a", File, false);
+        moved(&mut c, t0, "/d/t", "/d/b", File, false);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/d/a"), Modified, Some(s("/d/b"))),
+                (s("/d/b"), Modified, Some(s("/d/a")))
+            ]
+        );
+        moved(&mut c, t0, "/d/a", "/d/b", File, false);
+        moved(&mut c, t0, "/d/b", "/d/a", File, false);
+        assert_eq!(said(&mut c), vec![(s("/d/a"), Modified, None)]);
+    }
+
+    /// A moved directory: each entry below says where it was; collapsed,
+    /// only the directory's own changes are left, but for an entry that
+    /// changed otherwise.
+    #[test]
+    fn a_moved_directory_carries_its_entries() {
+        let t0 = Instant::now();
+        let tree = |c: &mut Coalescer| {
+            c.push(t0, "/a".into(), Removed, Dir, None);
+            c.push(t0, "/a/x".into(), Removed, File, None);
+            c.push(t0, "/a/s".into(), Removed, Dir, None);
+            c.push(t0, "/a/s/y".into(), Removed, File, None);
+            c.push(t0, "/b".into(), Created, Dir, None);
+            c.push(t0, "/b/x".into(), Created, File, None);
+            c.push(t0, "/b/s".into(), Created, Dir, None);
+            c.push(t0, "/b/s/y".into(), Created, File, None);
+            c.moved(Path::new("/a"), Path::new("/b"));
+        };
+        let mut c = Coalescer::new(Q, M);
+        tree(&mut c);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/a"), Removed, None),
+                (s("/a/s"), Removed, None),
+                (s("/a/s/y"), Removed, None),
+                (s("/a/x"), Removed, None),
+                (s("/b"), Created, Some(s("/a"))),
+                (s("/b/s"), Created, Some(s("/a/s"))),
+                (s("/b/s/y"), Created, Some(s("/a/s/y"))),
+                (s("/b/x"), Created, Some(s("/a/x"))),
+            ]
+        );
+        let mut c = Coalescer::new(Q, M).collapse_moves(true);
+        tree(&mut c);
+        c.push(t0, "/b/x".into(), Modified, File, None);
+        c.push(t0, "/b/new".into(), Created, File, None);
+        assert_eq!(
+            said(&mut c),
+            vec![
+                (s("/a"), Removed, None),
+                (s("/a/x"), Removed, None),
+                (s("/b"), Created, Some(s("/a"))),
+                (s("/b/new"), Created, None),
+                (s("/b/x"), Created, None),
+            ]
+        );
+    }
+
+    /// A spec that saw one end only (the other outside its roots, or
+    /// ignored) reports no pairing.
+    #[test]
+    fn one_end_seen_is_no_move() {
+        let t0 = Instant::now();
+        let mut c = Coalescer::new(Q, M);
+        c.push(t0, "/in/b".into(), Created, File, None);
+        c.moved(Path::new("/out/a"), Path::new("/in/b"));
+        assert_eq!(said(&mut c), vec![(s("/in/b"), Created, None)]);
+        c.push(t0, "/in/a".into(), Removed, File, None);
+        c.moved(Path::new("/in/a"), Path::new("/out/b"));
+        assert_eq!(said(&mut c), vec![(s("/in/a"), Removed, None)]);
     }
 
     #[test]

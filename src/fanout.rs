@@ -41,7 +41,26 @@ pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
         meta: then.meta.clone(),
         // (The content after both: the later one's.)
         hash: then.hash.filter(|_| kind.exists_after()),
+        // (Where the later one's entry came from; the caller has made it
+        // relative to the older batch: `from_before`.)
+        from: then.from.clone().filter(|_| kind.exists_after()),
     })
+}
+
+/// Where an entry that a newer batch says came `from` was before an older
+/// batch whose changes are `older`: `from` itself, unless that batch
+/// created it or renamed something over it (then where that one came
+/// from, if it says).
+fn from_before(
+    from: &std::path::Path,
+    older: &HashMap<PathBuf, Change>,
+) -> Option<Box<std::path::Path>> {
+    match older.get(from) {
+        Some(c) if c.kind == crate::change::ChangeKind::Created || c.from.is_some() => {
+            c.from.clone()
+        }
+        _ => Some(from.into()),
+    }
 }
 
 /// Merged batches of one spec generation.
@@ -119,7 +138,20 @@ impl Backlog {
                     if p.template.name == batch.name
                         && p.template.generation == batch.generation =>
                 {
-                    for c in &batch.changes {
+                    // Renames of the newer batch, relative to the older one.
+                    let froms: Vec<Option<Box<std::path::Path>>> = batch
+                        .changes
+                        .iter()
+                        .map(|c| c.from.as_deref().and_then(|f| from_before(f, &p.changes)))
+                        .collect();
+                    for (c, from) in batch.changes.iter().zip(froms) {
+                        let relative;
+                        let c = if c.from.as_deref() == from.as_deref() {
+                            c
+                        } else {
+                            relative = Change { from, ..c.clone() };
+                            &relative
+                        };
                         match p.changes.get(&c.path) {
                             Some(old) => match merge(old, c) {
                                 Some(m) => {
@@ -403,6 +435,47 @@ mod tests {
         assert_eq!((r.kind, r.file_type), (Modified, File));
         let r = merge(&ch("/p", Modified, Dir), &ch("/p", Removed, Dir)).unwrap();
         assert_eq!((r.kind, r.file_type), (Removed, Dir));
+    }
+
+    /// Renames in merged batches name where the entry was before the
+    /// oldest of them: a rename of an entry the older batch moved (or
+    /// created) follows it back; a removal keeps none.
+    #[test]
+    fn merged_renames_name_where_the_entry_was_first() {
+        let mut b = Backlog::default();
+        let mv = |from: &str, to: &str, kind| {
+            [ch(from, Removed, File), ch(to, kind, File).with_from(from)]
+        };
+        // a -> b; then b -> c, x -> a (over nothing), new file n -> m.
+        b.push(batch("s", 1, 1, mv("/a", "/b", Created).into()));
+        let mut second: Vec<Change> = mv("/b", "/c", Created).into();
+        second.extend(mv("/x", "/a", Created));
+        b.push(batch("s", 1, 2, second));
+        b.push(batch("s", 1, 3, vec![ch("/n", Created, File)]));
+        b.push(batch("s", 1, 4, mv("/n", "/m", Created).into()));
+        b.push(batch("s", 1, 5, vec![ch("/a", Removed, File)]));
+        let Some(Event::Changes(merged)) = b.pop() else {
+            panic!("no merged batch");
+        };
+        let said: Vec<(&str, ChangeKind, Option<&str>)> = merged
+            .changes
+            .iter()
+            .map(|c| {
+                fn s(p: &std::path::Path) -> &str {
+                    p.to_str().unwrap()
+                }
+                (s(&c.path), c.kind, c.from.as_deref().map(s))
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("/a", Removed, None),
+                ("/c", Created, Some("/a")),
+                ("/m", Created, None),
+                ("/x", Removed, None),
+            ]
+        );
     }
 
     /// A slow subscriber's merged backlog says what each path is after

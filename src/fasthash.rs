@@ -4,3 +4,6 @@
 
 /// A `HashMap` with foldhash's fast, per-process-seeded hasher.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A `HashSet` with the same hasher.
+pub(crate) type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;

@@ -162,6 +162,14 @@
 //! and every `Created` or `Modified` file comes with its
 //! [`Change::hash`] (a [`ContentHash`], to key a cache on).
 //!
+//! A rename the OS pairs (inotify; Windows) whose two ends fall in one
+//! batch stays one change per path, and the destination's change says
+//! where the entry was: [`Change::from`] (`mv a.rs b.rs` is `a.rs`
+//! `Removed` and `b.rs` `Created` from `a.rs`). With
+//! [`WatchOptions::collapse_moves`] a moved directory is the directory's
+//! change alone, the entries below it implied. FSEvents, kqueue and
+//! polling do not pair: their renames stay a removal and a creation.
+//!
 //! # What a file is now
 //!
 //! A spec with [`WatchOptions::metadata`] (`WatchSpec::metadata(true)`)

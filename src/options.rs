@@ -165,6 +165,15 @@ pub struct WatchOptions {
     /// its `content.sha1hex` field; a consumer keying a cache on contents
     /// can use [`ContentHash`](crate::ContentHash) the same way.
     pub skip_same_content: bool,
+    /// Report a directory renamed within what the spec sees (a move the
+    /// OS paired: see [`Change::from`](crate::Change::from)) as one
+    /// change, the directory's own, with the entries below it implied:
+    /// neither their `Removed` at the old place nor their `Created` at the
+    /// new one is in the batch. An entry below it that changed otherwise
+    /// in the same batch (written, replaced, new) is still reported. Off
+    /// by default: every entry below a moved directory has its own change
+    /// (each with its `from`), as a consumer that ignores `from` needs.
+    pub collapse_moves: bool,
     /// Give each change that leaves its entry in place what the entry is
     /// now: [`Change::meta`](crate::Change::meta) (size, modification
     /// time, inode), so that a consumer needs no `stat` of its own. Off by
@@ -331,6 +340,7 @@ impl Default for WatchOptions {
             rescan_every: None,
             content_hash: false,
             skip_same_content: false,
+            collapse_moves: false,
             metadata: false,
             ignore_files: IgnoreFiles::NONE,
             state: None,

@@ -322,6 +322,7 @@ pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     o.rescan_every = None;
     o.content_hash = false;
     o.skip_same_content = false;
+    o.collapse_moves = false;
     o.metadata = false;
     o.state = None;
     o.save_every = d.save_every;

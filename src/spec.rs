@@ -281,6 +281,21 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::collapse_moves`].
+    ///
+    /// ```
+    /// use specwatch::WatchSpec;
+    ///
+    /// // `mv src/old src/new`: one change, `src/new` from `src/old`.
+    /// let spec = WatchSpec::new(["src"]).collapse_moves(true);
+    /// assert!(spec.options.collapse_moves);
+    /// ```
+    #[must_use]
+    pub fn collapse_moves(mut self, on: bool) -> Self {
+        self.options.collapse_moves = on;
+        self
+    }
+
     /// Sets [`WatchOptions::metadata`].
     ///
     /// ```

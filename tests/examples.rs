@@ -336,6 +336,60 @@ fn build_loop_runs_nothing_for_a_write_of_the_same_bytes() {
     }
 }
 
+/// A build tool's default: a rename is named as one, a moved directory
+/// too; `--no-renames` names both ends (the control: the same renames,
+/// told apart by the flag alone).
+#[test]
+fn build_loop_names_a_rename_as_one() {
+    for no_renames in [false, true] {
+        let (_w, watched) = tmp();
+        let (_a, aux) = tmp();
+        let log = aux.join("log");
+        let command = log_run(&log);
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let mut flags = vec!["--debounce", "100"];
+        if no_renames {
+            flags.push("--no-renames");
+        }
+        let mut b = build_loop(&watched, &flags, &command);
+        b.expect("build_loop: run 1: start");
+        b.expect("build_loop: run 1 exited with status 0");
+        // Made after the watch started (Wine reports nothing in a
+        // directory older than its watch).
+        std::fs::create_dir(watched.join("d")).unwrap();
+        put(&aux, &watched.join("d"), "x");
+        b.expect_prefix("build_loop: run 2:");
+        b.expect("build_loop: run 2 exited with status 0");
+        std::fs::rename(watched.join("d/x"), watched.join("d/y")).unwrap();
+        let sep = std::path::MAIN_SEPARATOR;
+        let line = b.expect_prefix("build_loop: run 3:");
+        if no_renames {
+            assert_eq!(
+                line,
+                format!("build_loop: run 3: removed d{sep}x, created d{sep}y")
+            );
+        } else {
+            assert_eq!(
+                line,
+                format!("build_loop: run 3: renamed d{sep}x -> d{sep}y")
+            );
+        }
+        b.expect("build_loop: run 3 exited with status 0");
+        std::fs::rename(watched.join("d"), watched.join("e")).unwrap();
+        let line = b.expect_prefix("build_loop: run 4:");
+        if no_renames {
+            assert_eq!(
+                line,
+                format!("build_loop: run 4: removed d, removed d{sep}y, created e (+1 more)")
+            );
+        } else {
+            assert_eq!(line, "build_loop: run 4: renamed d -> e");
+        }
+        b.expect("build_loop: run 4 exited with status 0");
+        b.terminate();
+    }
+}
+
 /// A build tool's default: while the repository's lock exists (a `git
 /// checkout` under way) changes wait, and make one run once it is gone.
 /// The control, a second `build_loop` with `--no-vcs-settle` on the same

@@ -120,8 +120,28 @@ pub(crate) enum OsEvent {
         )
     )]
     Dropped { watch: WatchId },
+    /// The OS paired a rename: entry `from.1` of the directory watched as
+    /// `from.0` is now entry `to.1` of the one watched as `to.0`. Sent
+    /// right after the [`Entry`](OsEvent::Entry) hints of both ends
+    /// (each `Moved`), which say all the engine must know: a consumer
+    /// that dropped this event would lose nothing but the pairing.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(
+            dead_code,
+            reason = "sent only by a backend that listens per directory: inotify (Linux)"
+        )
+    )]
+    Renamed {
+        from: (WatchId, OsString),
+        to: (WatchId, OsString),
+    },
     /// Something happened at `path` ([`PathWatcher`]s).
     Path { path: PathBuf, hint: Hint },
+    /// The OS paired a rename of `from` to `to` ([`PathWatcher`]s): sent
+    /// after the [`Path`](OsEvent::Path) hints of both ends, as
+    /// [`Renamed`](OsEvent::Renamed) is.
+    PathRenamed { from: PathBuf, to: PathBuf },
     /// The OS lost events: anything below every watch may have changed
     /// since the read before this one.
     Overflow,

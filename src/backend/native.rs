@@ -88,6 +88,50 @@ fn decode(wd: i32, mask: EventMask, name: Option<&OsStr>) -> Option<OsEvent> {
     }
 }
 
+/// Pairs an `IN_MOVED_FROM` with the `IN_MOVED_TO` of the same cookie: a
+/// rename between two directories of one inotify instance queues the two
+/// one after the other (maybe in two reads). Its
+/// [`Renamed`](OsEvent::Renamed) follows the two ends' own hints.
+#[derive(Default)]
+struct Pairing {
+    /// The last `IN_MOVED_FROM` not paired yet: cookie, watch, name.
+    from: Option<(u32, WatchId, std::ffi::OsString)>,
+}
+
+impl Pairing {
+    /// Sees one event; the pair it completes, if it does.
+    fn see(
+        &mut self,
+        wd: i32,
+        mask: EventMask,
+        cookie: u32,
+        name: Option<&OsStr>,
+    ) -> Option<OsEvent> {
+        if mask.contains(EventMask::Q_OVERFLOW) {
+            self.from = None;
+            return None;
+        }
+        let name = name?;
+        if mask.contains(EventMask::MOVED_FROM) {
+            self.from = Some((cookie, WatchId(wd), name.to_os_string()));
+            return None;
+        }
+        if !mask.contains(EventMask::MOVED_TO) {
+            return None;
+        }
+        match self.from.take() {
+            Some((c, watch, from)) if c == cookie => Some(OsEvent::Renamed {
+                from: (watch, from),
+                to: (WatchId(wd), name.to_os_string()),
+            }),
+            other => {
+                self.from = other;
+                None
+            }
+        }
+    }
+}
+
 fn stop_requested(stop: RawFd) -> bool {
     let mut fds = [libc::pollfd {
         fd: stop,
@@ -224,6 +268,7 @@ impl Drop for Native {
 
 fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause) {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut pairing = Pairing::default();
     loop {
         pause.wait_while_paused(|| stop_requested(stop));
         let mut fds = [
@@ -261,12 +306,13 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause)
             match inotify.read_events(&mut buf) {
                 Ok(read) => {
                     let mut raw = 0;
-                    let events: Vec<OsEvent> = read
-                        .filter_map(|e| {
-                            raw += 1;
-                            decode(e.wd.get_watch_descriptor_id(), e.mask, e.name)
-                        })
-                        .collect();
+                    let mut events: Vec<OsEvent> = Vec::new();
+                    for e in read {
+                        raw += 1;
+                        let wd = e.wd.get_watch_descriptor_id();
+                        events.extend(decode(wd, e.mask, e.name));
+                        events.extend(pairing.see(wd, e.mask, e.cookie, e.name));
+                    }
                     if !sink.send(OsMsg::events(events, raw, read_at)) {
                         return;
                     }
@@ -285,6 +331,30 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `IN_MOVED_FROM` and `IN_MOVED_TO` of one cookie make a pair, also
+    /// across reads and with other events between; other cookies, an
+    /// overflow between them, or a half alone do not.
+    #[test]
+    fn moves_pair_by_cookie() {
+        let mut p = Pairing::default();
+        let n = |s| Some(OsStr::new(s));
+        assert!(p.see(1, EventMask::MOVED_FROM, 9, n("a")).is_none());
+        assert!(p.see(1, EventMask::CREATE, 0, n("x")).is_none());
+        match p.see(2, EventMask::MOVED_TO | EventMask::ISDIR, 9, n("b")) {
+            Some(OsEvent::Renamed { from, to }) => {
+                assert_eq!(from, (WatchId(1), "a".into()));
+                assert_eq!(to, (WatchId(2), "b".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Used once.
+        assert!(p.see(2, EventMask::MOVED_TO, 9, n("c")).is_none());
+        assert!(p.see(1, EventMask::MOVED_FROM, 10, n("a")).is_none());
+        assert!(p.see(1, EventMask::MOVED_TO, 11, n("b")).is_none());
+        assert!(p.see(1, EventMask::Q_OVERFLOW, 0, None).is_none());
+        assert!(p.see(1, EventMask::MOVED_TO, 10, n("b")).is_none());
+    }
 
     fn entry(mask: EventMask) -> Hint {
         match decode(3, mask, Some(OsStr::new("n"))) {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use notify::event::ModifyKind;
+use notify::event::{ModifyKind, RenameMode};
 use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::marks::Marks;
@@ -86,6 +86,16 @@ fn decode(res: notify::Result<notify::Event>) -> Vec<OsEvent> {
     if event.need_rescan() {
         out.push(OsEvent::Overflow);
     }
+    if let (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), [from, to]) =
+        (event.kind, event.paths.as_slice())
+    {
+        // Both halves came before it, each as a hint of its own.
+        out.push(OsEvent::PathRenamed {
+            from: from.clone(),
+            to: to.clone(),
+        });
+        return out;
+    }
     let hint = match event.kind {
         EventKind::Access(_) => return out,
         EventKind::Create(_) => Hint::Created,
@@ -103,6 +113,44 @@ fn decode(res: notify::Result<notify::Event>) -> Vec<OsEvent> {
     out
 }
 
+/// Pairs the two halves of a rename that notify hands over apart, with no
+/// tracker: Windows' `ReadDirectoryChangesW` gives the old name and then,
+/// next in the same buffer, the new one. (notify's inotify backend pairs
+/// them itself, by cookie, into a `Both` event after the two halves;
+/// FSEvents and kqueue do not pair.) Runs on notify's thread: one
+/// comparison per event, and a path kept from a rename's first half.
+#[derive(Default)]
+struct Renames {
+    from: Option<PathBuf>,
+}
+
+impl Renames {
+    /// Sees one event; a `Both` event for the rename it completes, to be
+    /// handed over after it.
+    fn see(&mut self, res: &notify::Result<notify::Event>) -> Option<notify::Event> {
+        let from = self.from.take();
+        let Ok(e) = res else {
+            return None;
+        };
+        if e.attrs.tracker().is_some() || e.paths.len() != 1 {
+            return None;
+        }
+        match e.kind {
+            EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                self.from = e.paths.first().cloned();
+                None
+            }
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
+                let mut both =
+                    notify::Event::new(EventKind::Modify(ModifyKind::Name(RenameMode::Both)));
+                both.paths = vec![from?, e.paths[0].clone()];
+                Some(both)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Portable {
     pub(crate) fn start(sink: Sink) -> io::Result<Portable> {
         #[cfg(any(test, feature = "test-hooks"))]
@@ -112,6 +160,7 @@ impl Portable {
         };
         let marks = Marks::new().map(Arc::new);
         let noted = marks.clone();
+        let mut renames = Renames::default();
         let mut watcher = RecommendedWatcher::new(
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
@@ -129,15 +178,18 @@ impl Portable {
                 {
                     return;
                 }
-                let msg = OsMsg(Inner::Portable(Undecoded {
-                    res,
-                    read_at: SystemTime::now(),
-                    read_mono: std::time::Instant::now(),
-                }));
-                #[cfg(any(test, feature = "test-hooks"))]
-                held.hand_over(&sink, msg);
-                #[cfg(not(any(test, feature = "test-hooks")))]
-                sink.send(msg);
+                let pair = renames.see(&res);
+                for res in std::iter::once(res).chain(pair.map(Ok)) {
+                    let msg = OsMsg(Inner::Portable(Undecoded {
+                        res,
+                        read_at: SystemTime::now(),
+                        read_mono: std::time::Instant::now(),
+                    }));
+                    #[cfg(any(test, feature = "test-hooks"))]
+                    held.hand_over(&sink, msg);
+                    #[cfg(not(any(test, feature = "test-hooks")))]
+                    sink.send(msg);
+                }
             },
             Config::default().with_follow_symlinks(false),
         )
@@ -461,7 +513,7 @@ mod tests {
             both(Hint::Removed)
         );
         assert_eq!(
-            hints(EventKind::Modify(ModifyKind::Name(RenameMode::Both))),
+            hints(EventKind::Modify(ModifyKind::Name(RenameMode::Any))),
             both(Hint::Moved)
         );
         assert_eq!(
@@ -471,6 +523,60 @@ mod tests {
         assert_eq!(hints(EventKind::Other), both(Hint::Moved));
         // The engine's own reads come back as opens: noise.
         assert!(hints(EventKind::Access(AccessKind::Any)).is_empty());
+    }
+
+    /// A rename notify paired (`Both`, after its two halves) is a pair,
+    /// and no hint: the halves were hints of their own.
+    #[test]
+    fn a_paired_rename_decodes_to_its_pair() {
+        let e = notify::Event::new(EventKind::Modify(ModifyKind::Name(RenameMode::Both)))
+            .add_path("/r/a".into())
+            .add_path("/r/b".into());
+        match decode(Ok(e)).as_slice() {
+            [OsEvent::PathRenamed { from, to }] => {
+                assert_eq!(
+                    (from.as_path(), to.as_path()),
+                    (Path::new("/r/a"), Path::new("/r/b"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Windows' halves (no tracker) are paired when the new name comes
+    /// right after the old one; anything between them, or a tracker
+    /// (notify's inotify pairs those itself), and they are not.
+    #[test]
+    fn halves_without_a_tracker_are_paired_when_adjacent() {
+        let name = |mode, p: &str| {
+            Ok(notify::Event::new(EventKind::Modify(ModifyKind::Name(mode))).add_path(p.into()))
+        };
+        let mut r = Renames::default();
+        assert!(r.see(&name(RenameMode::From, "/r/a")).is_none());
+        let both = r.see(&name(RenameMode::To, "/r/b")).expect("paired");
+        assert_eq!(
+            both.kind,
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both))
+        );
+        assert_eq!(both.paths, [PathBuf::from("/r/a"), PathBuf::from("/r/b")]);
+        // The pair is used once.
+        assert!(r.see(&name(RenameMode::To, "/r/c")).is_none());
+        // Something between the halves.
+        assert!(r.see(&name(RenameMode::From, "/r/a")).is_none());
+        let create =
+            Ok(notify::Event::new(EventKind::Create(CreateKind::File)).add_path("/r/x".into()));
+        assert!(r.see(&create).is_none());
+        assert!(r.see(&name(RenameMode::To, "/r/b")).is_none());
+        // Halves with a tracker.
+        let tracked = |mode, p: &str| {
+            Ok(
+                notify::Event::new(EventKind::Modify(ModifyKind::Name(mode)))
+                    .add_path(p.into())
+                    .set_tracker(7),
+            )
+        };
+        assert!(r.see(&tracked(RenameMode::From, "/r/a")).is_none());
+        assert!(r.see(&tracked(RenameMode::To, "/r/b")).is_none());
     }
 
     #[test]

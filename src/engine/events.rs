@@ -32,6 +32,19 @@ impl Engine {
             OsEvent::Entry { watch, name, hint } => {
                 self.each_node_of(watch, |e, id| e.handle_name(id, &name, hint));
             }
+            OsEvent::Renamed { from, to } => {
+                // Both ends were handled as hints: the batches learn that
+                // they were one entry (on the path the watch's node has;
+                // other paths to the same directory report no pairing).
+                let path_of = |e: &Engine, (watch, name): &(WatchId, OsString)| {
+                    let id = e.watches.holder(*watch)?;
+                    Some(e.index.get(id)?.path().join(name))
+                };
+                if let (Some(from), Some(to)) = (path_of(self, &from), path_of(self, &to)) {
+                    self.specs.moved(&from, &to);
+                }
+            }
+            OsEvent::PathRenamed { from, to } => self.specs.moved(&from, &to),
             OsEvent::Path { path, hint } => {
                 let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
                     return;

@@ -242,7 +242,8 @@ impl SpecTable {
         self.next += 1;
         let sid = self.next;
         let state = SpecState {
-            coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay),
+            coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay)
+                .collapse_moves(spec.options.collapse_moves),
             hold: spec
                 .options
                 .vcs_settle
@@ -508,6 +509,20 @@ impl SpecTable {
                 trace::traced! {
                     self.recorded += 1;
                 }
+            }
+        }
+    }
+
+    /// The OS paired a rename of `from` to `to`, whose ends were just
+    /// routed: every spec with an open batch records it (a spec keeps it
+    /// if it saw both ends: `Coalescer::moved`).
+    pub(super) fn moved(&mut self, from: &Path, to: &Path) {
+        let mut open = self.open.clone();
+        open.sort_unstable();
+        open.dedup();
+        for sid in open {
+            if let Some(st) = self.states.get_mut(&sid) {
+                st.coalescer.moved(from, to);
             }
         }
     }
