@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]...
-//!     -- COMMAND [ARGS...]
+//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle]
+//!     [--no-write-finished] [--watch PATH]... -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -54,11 +54,17 @@
 //! checkout` (or `hg update`) is one run, however long it takes: changes
 //! are held while the repository's lock exists, for 10 s at most
 //! ([`WatchOptions::vcs_settle`]); `--no-vcs-settle` runs as they come.
+//! A file being written (a large file copied in slowly) runs nothing until
+//! its writer is done, then runs once for it, complete
+//! ([`WatchOptions::write_finished`], with
+//! [`DEFAULT_WRITE_FINISHED`](specwatch::DEFAULT_WRITE_FINISHED));
+//! `--no-write-finished` runs as its writes come.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
 //! [`WatchOptions::skip_same_content`]: specwatch::WatchOptions::skip_same_content
 //! [`WatchOptions::vcs_settle`]: specwatch::WatchOptions::vcs_settle
+//! [`WatchOptions::write_finished`]: specwatch::WatchOptions::write_finished
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -193,8 +199,8 @@ mod run {
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--watch PATH]... \
-         -- COMMAND [ARGS...]";
+         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-write-finished] \
+         [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -209,6 +215,8 @@ mod run {
         same_content: bool,
         /// Run while the repository's lock exists too.
         no_vcs_settle: bool,
+        /// Run while a file is being written too.
+        no_write_finished: bool,
         command: Vec<String>,
     }
 
@@ -220,6 +228,7 @@ mod run {
             state: None,
             same_content: false,
             no_vcs_settle: false,
+            no_write_finished: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -240,6 +249,7 @@ mod run {
                 "--state" => args.state = Some(it.next().ok_or("--state needs a file")?.into()),
                 "--no-skip-same-content" => args.same_content = true,
                 "--no-vcs-settle" => args.no_vcs_settle = true,
+                "--no-write-finished" => args.no_write_finished = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -394,6 +404,11 @@ mod run {
             spec
         } else {
             spec.vcs_settle(specwatch::DEFAULT_VCS_SETTLE)
+        };
+        let spec = if args.no_write_finished {
+            spec
+        } else {
+            spec.write_finished(specwatch::DEFAULT_WRITE_FINISHED)
         };
         let spec = match &args.state {
             Some(state) => spec.state(cwd.join(state)),

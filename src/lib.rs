@@ -404,6 +404,7 @@ mod status;
 mod stream;
 #[cfg(test)]
 mod test_paths;
+mod write_hold;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
 pub use choice::{Backend, ParseBackendError};
@@ -415,6 +416,7 @@ pub use crossbeam_channel;
 pub use defaults::{
     DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
     DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
+    DEFAULT_WRITE_FINISHED,
 };
 pub use error::{Error, Result};
 pub use event::Event;
