@@ -162,6 +162,12 @@
 //! and every `Created` or `Modified` file comes with its
 //! [`Change::hash`] (a [`ContentHash`], to key a cache on).
 //!
+//! A spec with [`WatchOptions::write_finished`] holds a file's change while
+//! it is being written (on Linux, until its writer closes it; elsewhere,
+//! until its size and mtime stay put for an interval), bounded by the
+//! batch's maximum delay: a large file copied in slowly is reported once,
+//! complete, not half-written.
+//!
 //! # What a file is now
 //!
 //! A spec with [`WatchOptions::metadata`] (`WatchSpec::metadata(true)`)
