@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
-//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-renames]
-//!     [--watch PATH]... -- COMMAND [ARGS...]
+//!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle]
+//!     [--no-write-finished] [--no-renames] [--watch PATH]... -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -59,6 +59,11 @@
 //! [`WatchOptions::collapse_moves`]); `--no-renames` names its two ends
 //! (`removed src/a.rs, created src/b.rs`) and everything below a moved
 //! directory.
+//! A file being written (a large file copied in slowly) runs nothing until
+//! its writer is done, then runs once for it, complete
+//! ([`WatchOptions::write_finished`], with
+//! [`DEFAULT_WRITE_FINISHED`](specwatch::DEFAULT_WRITE_FINISHED));
+//! `--no-write-finished` runs as its writes come.
 //!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
@@ -66,6 +71,7 @@
 //! [`WatchOptions::vcs_settle`]: specwatch::WatchOptions::vcs_settle
 //! [`WatchOptions::collapse_moves`]: specwatch::WatchOptions::collapse_moves
 //! [`Change::from`]: specwatch::Change::from
+//! [`WatchOptions::write_finished`]: specwatch::WatchOptions::write_finished
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -200,8 +206,8 @@ mod run {
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
-         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-renames] \
-         [--watch PATH]... -- COMMAND [ARGS...]";
+         [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-write-finished] \
+         [--no-renames] [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -218,6 +224,8 @@ mod run {
         no_vcs_settle: bool,
         /// Name a rename's two ends, and what is below a moved directory.
         no_renames: bool,
+        /// Run while a file is being written too.
+        no_write_finished: bool,
         command: Vec<String>,
     }
 
@@ -230,6 +238,7 @@ mod run {
             same_content: false,
             no_vcs_settle: false,
             no_renames: false,
+            no_write_finished: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -251,6 +260,7 @@ mod run {
                 "--no-skip-same-content" => args.same_content = true,
                 "--no-vcs-settle" => args.no_vcs_settle = true,
                 "--no-renames" => args.no_renames = true,
+                "--no-write-finished" => args.no_write_finished = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -422,6 +432,11 @@ mod run {
             spec
         } else {
             spec.vcs_settle(specwatch::DEFAULT_VCS_SETTLE)
+        };
+        let spec = if args.no_write_finished {
+            spec
+        } else {
+            spec.write_finished(specwatch::DEFAULT_WRITE_FINISHED)
         };
         let spec = match &args.state {
             Some(state) => spec.state(cwd.join(state)),

@@ -147,6 +147,12 @@ impl Coalescer {
         Some((last + self.quiet).min(first + self.max_delay))
     }
 
+    /// When the open batch closes at the latest (its maximum delay after
+    /// its first change), if one is open.
+    pub(crate) fn latest(&self) -> Option<Instant> {
+        Some(self.first? + self.max_delay)
+    }
+
     /// Whether raw changes are waiting (even ones that net to nothing).
     #[cfg(test)]
     pub(crate) fn is_open(&self) -> bool {

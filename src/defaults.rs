@@ -41,3 +41,11 @@ pub const DEFAULT_SAVE_EVERY: Duration = Duration::from_secs(10);
 /// files on a local disk takes a few seconds; a lock left behind by a
 /// crashed `git` then delays one batch by 10 s, not forever.
 pub const DEFAULT_VCS_SETTLE: Duration = Duration::from_secs(10);
+
+/// An interval for [`WatchOptions::write_finished`](crate::WatchOptions::write_finished),
+/// which is off by default: 500 ms. A file whose size and mtime stayed
+/// the same that long is taken as finished where the OS does not report
+/// its writer's close. chokidar's `awaitWriteFinish` waits 2 s by default;
+/// 500 ms keeps a build tool's saves on such backends prompt, and a
+/// writer that pauses longer (a slow network copy) wants a longer one.
+pub const DEFAULT_WRITE_FINISHED: Duration = Duration::from_millis(500);

@@ -176,6 +176,12 @@ mod with_serde {
         ) -> Result<Option<Duration>, D::Error> {
             named("vcs_settle", opt_duration::deserialize(d))
         }
+
+        pub(crate) fn write_finished<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            named("write_finished", opt_duration::deserialize(d))
+        }
     }
 
     struct DurationVisitor;

@@ -170,6 +170,12 @@
 //! change alone, the entries below it implied. FSEvents, kqueue and
 //! polling do not pair: their renames stay a removal and a creation.
 //!
+//! A spec with [`WatchOptions::write_finished`] holds a file's change while
+//! it is being written (on Linux, until its writer closes it; elsewhere,
+//! until its size and mtime stay put for an interval), bounded by the
+//! batch's maximum delay: a large file copied in slowly is reported once,
+//! complete, not half-written.
+//!
 //! # What a file is now
 //!
 //! A spec with [`WatchOptions::metadata`] (`WatchSpec::metadata(true)`)
@@ -412,6 +418,7 @@ mod status;
 mod stream;
 #[cfg(test)]
 mod test_paths;
+mod write_hold;
 
 pub use change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
 pub use choice::{Backend, ParseBackendError};
@@ -423,6 +430,7 @@ pub use crossbeam_channel;
 pub use defaults::{
     DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
     DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
+    DEFAULT_WRITE_FINISHED,
 };
 pub use error::{Error, Result};
 pub use event::Event;

@@ -325,6 +325,59 @@ pub struct WatchOptions {
         )
     )]
     pub vcs_settle: Option<Duration>,
+    /// Hold a file's change while it is being written, so that a file
+    /// copied in slowly is reported once, complete, not half-written.
+    /// The duration is the stability interval: where the OS does not
+    /// report that the writer closed the file, a file counts as finished
+    /// once its size and mtime have stayed the same this long. `None`
+    /// (the default): no holding, changes are reported as they are seen.
+    /// [`DEFAULT_WRITE_FINISHED`](crate::DEFAULT_WRITE_FINISHED) (500 ms)
+    /// suits a build tool.
+    ///
+    /// A regular file is being written from a change of it (`Created` or
+    /// `Modified`) until:
+    ///
+    /// - **Linux, native backend**: its writer closes it (`IN_CLOSE_WRITE`;
+    ///   a `cp`, an editor saving in place, a compiler's output), or a
+    ///   rename puts it there (an atomic save: the temporary file was
+    ///   written under another name), so saves are not delayed. A file
+    ///   kept open without a write for the interval (a log, a database)
+    ///   counts as finished too, as does one changed with no write (a
+    ///   `chmod`) once the interval is up.
+    /// - **Elsewhere** (the portable backend, polling): its size and mtime
+    ///   stay the same for the interval (a `stat` then, as chokidar's
+    ///   `awaitWriteFinish` does); a rename putting it in place ends it at
+    ///   once. Every change of a file is delayed by the interval. In a
+    ///   directory polled without an OS watch, the polls are the looks:
+    ///   no poll saw it change for twice the poll interval (at least the
+    ///   interval).
+    ///
+    /// Bounded by the batch's [`max_delay`](Self::max_delay): a batch
+    /// waits past its quiet window while one of its files is being
+    /// written, never past its maximum delay. Then it closes with every
+    /// other change, and the changes of the files still being written
+    /// **move to the next batch** (nothing is reported half-written, and
+    /// a slow copy is reported once however long it takes; a file that is
+    /// written without a pause longer than the interval forever, on a
+    /// backend without closes, is never reported). A
+    /// [`Manager::sync`](crate::Manager::sync) closes the batch with
+    /// everything, files being written included (they are reported again
+    /// if written after). Removals, directories and links are never held.
+    /// The status shows nothing of it.
+    ///
+    /// Costs: on Linux's native backend every watched directory reports
+    /// closes after a write (`IN_CLOSE_WRITE`, one more event per written
+    /// file), dropped at once while no spec asks for this; one `lstat` per
+    /// held file once its interval is up. Without the option a consumer
+    /// sees exactly what it saw before it existed.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::opt_duration::serialize",
+            deserialize_with = "crate::duration::field::write_finished"
+        )
+    )]
+    pub write_finished: Option<Duration>,
 }
 
 impl Default for WatchOptions {
@@ -346,6 +399,7 @@ impl Default for WatchOptions {
             state: None,
             save_every: DEFAULT_SAVE_EVERY,
             vcs_settle: None,
+            write_finished: None,
         }
     }
 }

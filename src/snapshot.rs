@@ -327,6 +327,7 @@ pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     o.state = None;
     o.save_every = d.save_every;
     o.vcs_settle = None;
+    o.write_finished = None;
     fnv1a(format!("{s:?}").as_bytes())
 }
 

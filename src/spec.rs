@@ -380,6 +380,24 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::write_finished`]: a file's change is held
+    /// while it is being written; `interval` is how long its size and
+    /// mtime must stay the same where the OS does not report its
+    /// writer's close.
+    ///
+    /// ```
+    /// use specwatch::{DEFAULT_WRITE_FINISHED, WatchSpec};
+    ///
+    /// // A build tool: a file copied in is reported once, complete.
+    /// let spec = WatchSpec::new(["/src/app"]).write_finished(DEFAULT_WRITE_FINISHED);
+    /// # let _ = spec;
+    /// ```
+    #[must_use]
+    pub fn write_finished(mut self, interval: Duration) -> Self {
+        self.options.write_finished = Some(interval);
+        self
+    }
+
     /// Replaces all options.
     #[must_use]
     pub fn options(mut self, options: WatchOptions) -> Self {
@@ -502,6 +520,13 @@ impl WatchSpec {
             return Err(Error::InvalidOption {
                 spec: spec_err(),
                 option: "vcs_settle",
+                reason: "must be more than zero (leave it unset for no holding)".into(),
+            });
+        }
+        if options.write_finished.is_some_and(|i| i.is_zero()) {
+            return Err(Error::InvalidOption {
+                spec: spec_err(),
+                option: "write_finished",
                 reason: "must be more than zero (leave it unset for no holding)".into(),
             });
         }

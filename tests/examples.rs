@@ -278,6 +278,19 @@ fn build_loop_restart_kills_the_whole_group_and_starts_again() {
 }
 
 /// A command that logs each run to `log` and ends.
+/// `build_loop --debounce 20 FLAGS` in `dir`, its command logging each
+/// run in `log`, once its first run is over.
+fn logging_loop(dir: &Path, flags: &[&str], log: &Path) -> Process {
+    let command = log_run(log);
+    let command: Vec<&str> = command.iter().map(String::as_str).collect();
+    let mut all = vec!["--debounce", "20"];
+    all.extend_from_slice(flags);
+    let b = build_loop(dir, &all, &command);
+    b.expect("build_loop: run 1: start");
+    b.expect("build_loop: run 1 exited with status 0");
+    b
+}
+
 fn log_run(log: &Path) -> Vec<String> {
     if cfg!(windows) {
         vec![
@@ -358,10 +371,14 @@ fn build_loop_names_a_rename_as_one() {
         // directory older than its watch).
         std::fs::create_dir(watched.join("d")).unwrap();
         put(&aux, &watched.join("d"), "x");
-        b.expect_prefix("build_loop: run 2:");
+        let sep = std::path::MAIN_SEPARATOR;
+        let two = b.expect_prefix("build_loop: run 2:");
+        assert_eq!(
+            two,
+            format!("build_loop: run 2: created d, created d{sep}x")
+        );
         b.expect("build_loop: run 2 exited with status 0");
         std::fs::rename(watched.join("d/x"), watched.join("d/y")).unwrap();
-        let sep = std::path::MAIN_SEPARATOR;
         let line = b.expect_prefix("build_loop: run 3:");
         if no_renames {
             assert_eq!(
@@ -401,16 +418,7 @@ fn build_loop_makes_one_run_of_what_changed_while_the_repository_was_locked() {
     std::fs::create_dir(watched.join(".git")).unwrap();
     let lock = watched.join(".git/index.lock");
     let (log, control_log) = (aux.join("log"), aux.join("control-log"));
-    let run = |flags: &[&str], log: &Path| {
-        let command = log_run(log);
-        let command: Vec<&str> = command.iter().map(String::as_str).collect();
-        let mut all = vec!["--debounce", "20"];
-        all.extend_from_slice(flags);
-        let b = build_loop(&watched, &all, &command);
-        b.expect("build_loop: run 1: start");
-        b.expect("build_loop: run 1 exited with status 0");
-        b
-    };
+    let run = |flags: &[&str], log: &Path| logging_loop(&watched, flags, log);
     let mut held = run(&[], &log);
     let mut control = run(&["--no-vcs-settle"], &control_log);
     std::fs::write(&lock, "").unwrap();
@@ -426,6 +434,45 @@ fn build_loop_makes_one_run_of_what_changed_while_the_repository_was_locked() {
     );
     held.expect("build_loop: run 2 exited with status 0");
     assert_eq!(runs_logged(&log), 2);
+    held.terminate();
+    control.terminate();
+}
+
+/// A build tool's default: a file written in chunks, with pauses longer
+/// than the debounce, is one run once its writer is done (the next run is
+/// another file's). The control, a second `build_loop` with
+/// `--no-write-finished` on the same tree, runs while it is half-written
+/// and again as it grows.
+#[cfg(unix)]
+#[test]
+fn build_loop_runs_once_for_a_file_written_slowly() {
+    let (_w, watched) = tmp();
+    let (_a, aux) = tmp();
+    let (log, control_log) = (aux.join("log"), aux.join("control-log"));
+    let run = |flags: &[&str], log: &Path| logging_loop(&watched, flags, log);
+    let mut held = run(&[], &log);
+    let mut control = run(&["--no-write-finished"], &control_log);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(watched.join("big.bin")).unwrap();
+        for _ in 0..6 {
+            f.write_all(&[b'x'; 4096]).unwrap();
+            // A slow copy (the stimulus): longer than the debounce.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    held.expect("build_loop: run 2: created big.bin");
+    let third = control.expect_prefix("build_loop: run 3:");
+    assert_eq!(
+        third, "build_loop: run 3: modified big.bin",
+        "without it, a run while half-written and one as it grew"
+    );
+    put(&aux, &watched, "z.txt");
+    assert_eq!(
+        held.expect_prefix("build_loop: run 3:"),
+        "build_loop: run 3: created z.txt",
+        "no run for big.bin but the one when it was complete"
+    );
     held.terminate();
     control.terminate();
 }

@@ -104,6 +104,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "ignore",
         "coalesce",
         "settle",
+        "write_hold",
         "reconcile",
         "fanout",
         "spec",
@@ -252,7 +253,7 @@ const ENGINE_OWNERS: [&str; 13] = [
     "sync",
     "progress",
 ];
-const ENGINE_STEPS: [&str; 19] = [
+const ENGINE_STEPS: [&str; 20] = [
     "walk",
     "tree",
     "events",
@@ -272,6 +273,7 @@ const ENGINE_STEPS: [&str; 19] = [
     "watching",
     "forget",
     "check",
+    "writing",
 ];
 /// The loop (`mod.rs`, which owners reach only for `trace`), the tracing
 /// macros, and the engine's tests.

@@ -73,6 +73,15 @@ pub(crate) enum Hint {
     Removed,
     /// The name was renamed away or renamed over (or the OS did not say).
     Moved,
+    /// The name's writer closed it (after opening it for writing): what
+    /// it wrote is complete. Sent by the native backend only; the engine
+    /// diffs as for `Created` (no change of its own for a file that was
+    /// there) and tells specs that wait for writers (`write_finished`).
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "sent only by inotify (Linux)")
+    )]
+    Closed,
     /// Nothing is known: the engine is re-checking (after lost events).
     /// Does not by itself mean the entry was written or replaced. Never
     /// sent by a backend.

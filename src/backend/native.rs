@@ -20,8 +20,9 @@ use inotify::{EventMask, Inotify, WatchMask, Watches};
 use super::Fault;
 use super::{DirWatcher, Faults, Hint, OsEvent, OsMsg, ReaderPause, Sink, WatchError, WatchId};
 
-/// The mask every directory gets: no `IN_OPEN`/`IN_ACCESS`/`IN_CLOSE_*`
-/// (the engine's own reads would come back as events), no following of
+/// The mask every directory gets: no `IN_OPEN`/`IN_ACCESS`/
+/// `IN_CLOSE_NOWRITE` (the engine's own reads would come back as events);
+/// `IN_CLOSE_WRITE` (a writer is done: `write_finished`), no following of
 /// symlinks (unless `follow`: the ancestors of roots may be symlinks),
 /// directories only.
 pub(crate) fn mask(follow: bool) -> WatchMask {
@@ -29,6 +30,7 @@ pub(crate) fn mask(follow: bool) -> WatchMask {
         | WatchMask::DELETE
         | WatchMask::MODIFY
         | WatchMask::ATTRIB
+        | WatchMask::CLOSE_WRITE
         | WatchMask::MOVED_FROM
         | WatchMask::MOVED_TO
         | WatchMask::DELETE_SELF
@@ -76,6 +78,8 @@ fn decode(wd: i32, mask: EventMask, name: Option<&OsStr>) -> Option<OsEvent> {
                 Hint::Created
             } else if mask.intersects(EventMask::MODIFY | EventMask::ATTRIB) {
                 Hint::Modified
+            } else if mask.contains(EventMask::CLOSE_WRITE) {
+                Hint::Closed
             } else {
                 Hint::Moved
             };
@@ -377,7 +381,8 @@ mod tests {
         assert_eq!(entry(EventMask::ATTRIB), Hint::Modified);
         assert_eq!(entry(EventMask::MOVED_FROM), Hint::Moved);
         assert_eq!(entry(EventMask::MOVED_TO | EventMask::ISDIR), Hint::Moved);
-        assert_eq!(entry(EventMask::CLOSE_WRITE), Hint::Moved, "unknown: look");
+        assert_eq!(entry(EventMask::CLOSE_WRITE), Hint::Closed);
+        assert_eq!(entry(EventMask::ACCESS), Hint::Moved, "unknown: look");
         assert!(matches!(
             decode(-1, EventMask::Q_OVERFLOW, None),
             Some(OsEvent::Overflow)

@@ -111,6 +111,7 @@ impl Engine {
         for &sid in synced {
             self.emit(sid, None, None);
         }
+        self.look_at_writes();
         let due = self
             .specs
             .take_due(self.clock.now(), self.clock.wall(), crate::fs::vcs_lock);
@@ -152,6 +153,9 @@ impl Engine {
         };
         self.specs
             .route(self.now, node, name, kind, ft, hinted, meta);
+        if self.specs.any_write_holds() {
+            self.note_write(id, name, kind, ft, meta);
+        }
         // A rescan's look under way may be older than this change.
         self.rescans.touched(id, name);
         self.note_ignore_file(id, name);

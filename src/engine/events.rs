@@ -29,6 +29,10 @@ impl Engine {
             OsEvent::DirSelf { watch, moved } => {
                 self.each_node_of(watch, |e, id| e.check_top(id, moved));
             }
+            // A writer's close matters only to specs that wait for one.
+            OsEvent::Entry {
+                hint: Hint::Closed, ..
+            } if !self.specs.any_write_holds() => {}
             OsEvent::Entry { watch, name, hint } => {
                 self.each_node_of(watch, |e, id| e.handle_name(id, &name, hint));
             }
@@ -118,7 +122,7 @@ impl Engine {
             return;
         };
         if fs::is_cookie(name) {
-            if hint != Hint::Removed {
+            if !matches!(hint, Hint::Removed | Hint::Closed) {
                 let cookie = node.path().join(name);
                 self.specs.cookie_seen(&cookie);
                 self.syncs.cookie_found(cookie);
@@ -138,6 +142,7 @@ impl Engine {
             fs::lstat(&path).map_or((None, None), |(t, m)| (Some(t), Some(m)))
         };
         self.see(id, name, hint, new, meta.as_ref(), true);
+        self.hinted_write(id, name, hint);
     }
 
     /// Entry `name` of directory `id` is `new` (absent: `None`) as far as
@@ -181,7 +186,7 @@ impl Engine {
                     Hint::Rescan => {
                         self.watches.per_directory() && !child.is_some_and(|c| self.polled_only(c))
                     }
-                    Hint::Created | Hint::Modified => false,
+                    Hint::Created | Hint::Modified | Hint::Closed => false,
                 } || child.is_some_and(|c| self.unwatched(c));
                 if suspect && self.dir_replaced(id, name, &path) {
                     self.remove_entry(id, name, true);

@@ -104,6 +104,7 @@ mod tree;
 mod walk;
 mod watches;
 mod watching;
+mod writing;
 
 pub(crate) use ignore_files::Excludes;
 pub(crate) use publish::Shared;

@@ -5,7 +5,9 @@
 //! those that route changes into batches and close them, `batching.rs`'s.
 //! A spec with `vcs_settle` holds its due batch while a version-control
 //! lock exists: the decision is `settle.rs`'s, kept here beside the
-//! batch it holds.
+//! batch it holds. A spec with `write_finished` holds the files of its
+//! batch being written (`write_hold.rs` decides; its steps are
+//! `writing.rs`'s), the batch open to its maximum delay at most.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -23,6 +25,7 @@ use crate::index::{DirNode, SpecId};
 use crate::settle::{VcsHold, Verdict};
 use crate::spec::{Backend, WatchSpec};
 use crate::status::{RootStatus, VcsLock};
+use crate::write_hold::WriteHold;
 
 /// One applied spec generation.
 pub(super) struct SpecState {
@@ -37,6 +40,8 @@ pub(super) struct SpecState {
     guard: Option<Guard>,
     /// With `vcs_settle`: whether its batch is held for a VCS lock.
     hold: Option<VcsHold>,
+    /// With `write_finished`: the files of its batch being written.
+    writes: Option<WriteHold>,
 }
 
 /// How one root is watched (decided in `modes.rs`).
@@ -184,9 +189,35 @@ impl SpecState {
         self.hold.as_ref().and_then(VcsHold::status)
     }
 
+    /// When its batch is due: its quiet window or maximum delay, but
+    /// while a file of it is being written, its next look or the maximum
+    /// delay (`write_finished`).
+    fn batch_deadline(&self) -> Option<Instant> {
+        let due = self.coalescer.deadline()?;
+        match (&self.writes, self.coalescer.latest()) {
+            (Some(w), Some(latest)) => Some(w.deadline(due, latest)),
+            _ => Some(due),
+        }
+    }
+
+    /// Closes its batch at `now`, due: the changes of files still being
+    /// written move to the next batch (`write_finished`).
+    fn close_due(&mut self, now: Instant) -> Vec<Change> {
+        let changes = self.coalescer.take();
+        let Some(w) = &mut self.writes else {
+            return changes;
+        };
+        let (out, carried) = w.carry(now, changes);
+        for c in carried {
+            self.coalescer
+                .push(now, c.path, c.kind, c.file_type, c.meta);
+        }
+        out
+    }
+
     /// When its batch is due, or its hold wants a look at the lock.
     fn deadline(&self) -> Option<Instant> {
-        let batch = self.coalescer.deadline();
+        let batch = self.batch_deadline();
         match &self.hold {
             Some(h) => h.next_deadline(batch),
             None => batch,
@@ -218,6 +249,8 @@ pub(super) struct SpecTable {
     modes_changed: bool,
     /// Specs that honour ignore files.
     ignore_files_specs: usize,
+    /// Specs that wait for writers (`write_finished`).
+    write_specs: usize,
     /// Specs whose batch was opened since they were last looked at by
     /// [`take_due`](Self::take_due) (a superset of the open ones).
     open: Vec<SpecId>,
@@ -248,6 +281,7 @@ impl SpecTable {
                 .options
                 .vcs_settle
                 .map(|bound| VcsHold::new(bound, spec.options.quiet_window)),
+            writes: spec.options.write_finished.map(WriteHold::new),
             name: name.clone(),
             generation,
             spec,
@@ -257,6 +291,7 @@ impl SpecTable {
         };
         let old = self.by_name.insert(name, sid);
         self.ignore_files_specs += usize::from(state.honours_ignore_files());
+        self.write_specs += usize::from(state.writes.is_some());
         self.states.insert(sid, state);
         (sid, old)
     }
@@ -270,6 +305,7 @@ impl SpecTable {
             self.by_name.remove(&st.name);
         }
         self.ignore_files_specs -= usize::from(st.honours_ignore_files());
+        self.write_specs -= usize::from(st.writes.is_some());
         if self.polled_roots > 0 {
             // Directories it shared may need other watching now.
             self.modes_changed = true;
@@ -587,6 +623,9 @@ impl SpecTable {
                 if let Some(h) = &mut st.hold {
                     h.closed();
                 }
+                if let Some(w) = &mut st.writes {
+                    w.clear();
+                }
                 st.coalescer.take()
             })
             .unwrap_or_default()
@@ -609,7 +648,7 @@ impl SpecTable {
             let Some(st) = states.get_mut(&sid) else {
                 return false;
             };
-            let batch = st.coalescer.deadline();
+            let batch = st.batch_deadline();
             let (open, due) = (batch.is_some(), batch.is_some_and(|d| d <= now));
             let verdict = match &mut st.hold {
                 Some(h) if h.wants_look(now, open, due) => {
@@ -624,8 +663,8 @@ impl SpecTable {
                 _ => Verdict::Flow,
             };
             match verdict {
-                Verdict::Flow if due => out.closed.push((sid, st.coalescer.take())),
-                Verdict::Close if open => out.closed.push((sid, st.coalescer.take())),
+                Verdict::Flow if due => out.closed.push((sid, st.close_due(now))),
+                Verdict::Close if open => out.closed.push((sid, st.close_due(now))),
                 Verdict::Release => out.released.push(sid),
                 _ => {}
             }
@@ -645,6 +684,83 @@ impl SpecTable {
             .iter()
             .filter_map(|s| self.states.get(s)?.deadline())
             .min()
+    }
+}
+
+/// Waiting for writers (`write_finished`; the rule is `write_hold.rs`'s).
+impl SpecTable {
+    /// Whether some spec waits for writers.
+    pub(super) fn any_write_holds(&self) -> bool {
+        self.write_specs > 0
+    }
+
+    /// A raw change at `node/name` was routed at `now`: the specs it
+    /// concerns that wait for writers and do not ignore it note a regular
+    /// file `Created` or `Modified` as written (`meta`: what the look
+    /// saw; `polled`: the directory's poll interval if only polls look
+    /// at it), and forget a removed one.
+    #[expect(clippy::too_many_arguments, reason = "one raw change's facts")]
+    pub(super) fn wrote(
+        &mut self,
+        now: Instant,
+        node: &DirNode,
+        name: &OsStr,
+        kind: ChangeKind,
+        ft: FileType,
+        meta: Option<&Meta>,
+        polled: Option<Duration>,
+    ) {
+        let path = node.path().join(name);
+        let entry = crate::ignore::Entry::new(&path, node.path(), name);
+        for s in node.concerned(name) {
+            let Some(st) = self.states.get_mut(&s) else {
+                continue;
+            };
+            let Some(w) = &mut st.writes else {
+                continue;
+            };
+            if kind == ChangeKind::Removed || ft != FileType::File {
+                w.removed(&path);
+            } else if !st.matcher.is_entry_ignored(&entry, false) {
+                w.wrote(now, &path, meta, polled);
+            }
+        }
+    }
+
+    /// The writer of `path` closed it, or a rename put it there.
+    pub(super) fn write_finished(&mut self, path: &Path) {
+        for st in self.states.values_mut() {
+            if let Some(w) = &mut st.writes {
+                w.finished(path);
+            }
+        }
+    }
+
+    /// The files whose interval is up at `now`, to look at, per spec.
+    pub(super) fn write_looks_due(&self, now: Instant) -> Vec<(SpecId, PathBuf)> {
+        let mut out = Vec::new();
+        for &sid in &self.open {
+            if let Some(w) = self.states.get(&sid).and_then(|st| st.writes.as_ref()) {
+                out.extend(w.looks_due(now).into_iter().map(|p| (sid, p)));
+            }
+        }
+        // `open` may name a spec twice.
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// A look at `path` for `sid` at `now` (`wall`) saw `meta`.
+    pub(super) fn write_looked(
+        &mut self,
+        sid: SpecId,
+        (now, wall): (Instant, SystemTime),
+        path: &Path,
+        meta: Option<&Meta>,
+    ) {
+        if let Some(w) = self.states.get_mut(&sid).and_then(|st| st.writes.as_mut()) {
+            w.looked(now, wall, path, meta);
+        }
     }
 }
 

@@ -176,3 +176,74 @@ fn a_lock_that_stays_past_the_bound_lets_the_batch_go() {
     let due = t.take_due(at(t0, 1110), w, probe);
     assert_eq!(due.closed.len(), 1);
 }
+
+/// A spec with `write_finished` (quiet 10 ms, max delay 100 ms, interval
+/// 50 ms): a file being written holds the batch past its quiet window,
+/// never past its maximum delay; then the rest goes and the file's change
+/// moves to the next batch, reported once its writer is done.
+#[test]
+fn a_file_being_written_holds_the_batch_to_its_maximum_delay_then_moves_on() {
+    let mut t = SpecTable::default();
+    let spec = WatchSpec::new([crate::test_paths::abs("/r")])
+        .quiet_window(Duration::from_millis(10))
+        .max_delay(Duration::from_millis(100))
+        .write_finished(Duration::from_millis(50))
+        .normalized("t")
+        .unwrap();
+    let m = spec.matcher("t").unwrap();
+    let (sid, _) = t.insert("t".into(), Generation(1), spec, m);
+    assert!(t.any_write_holds());
+    let t0 = Instant::now();
+    let w = SystemTime::UNIX_EPOCH;
+    let root = crate::test_paths::abs("/r");
+    let (a, d) = (root.join("a"), root.join("d"));
+    let size = |n| Meta {
+        size: n,
+        mtime: None,
+        inode: None,
+    };
+    let wrote = |t: &mut SpecTable, at: Instant, n: u64| {
+        let st = t.states.get_mut(&sid).unwrap();
+        st.writes
+            .as_mut()
+            .unwrap()
+            .wrote(at, &a, Some(&size(n)), None);
+    };
+    t.record_for(sid, t0, a.clone(), ChangeKind::Created, FileType::File);
+    wrote(&mut t, t0, 1);
+    // The quiet window is up, the file's look is not.
+    assert!(t.take_due(at(t0, 10), w, no_lock).closed.is_empty());
+    assert_eq!(t.next_deadline(), Some(at(t0, 50)));
+    assert_eq!(t.write_looks_due(at(t0, 49)), []);
+    assert_eq!(t.write_looks_due(at(t0, 50)), [(sid, a.clone())]);
+    // It grew: another interval, past the maximum delay.
+    t.write_looked(sid, (at(t0, 50), w), &a, Some(&size(2)));
+    assert!(t.take_due(at(t0, 50), w, no_lock).closed.is_empty());
+    t.record_for(
+        sid,
+        at(t0, 60),
+        d.clone(),
+        ChangeKind::Created,
+        FileType::Dir,
+    );
+    assert_eq!(t.next_deadline(), Some(at(t0, 100)));
+    // The maximum delay: the rest goes, the file waits.
+    let due = t.take_due(at(t0, 100), w, no_lock);
+    let closed: Vec<&Path> = due.closed[0].1.iter().map(|c| c.path.as_path()).collect();
+    assert_eq!(closed, [d.as_path()]);
+    assert!(
+        t.next_deadline().unwrap() > at(t0, 100),
+        "moved to the next batch"
+    );
+    // Its writer closes it: reported at the next quiet window's end.
+    t.write_finished(&a);
+    assert_eq!(t.next_deadline(), Some(at(t0, 110)));
+    let due = t.take_due(at(t0, 110), w, no_lock);
+    let net: Vec<(PathBuf, ChangeKind)> = due.closed[0]
+        .1
+        .iter()
+        .map(|c| (c.path.clone(), c.kind))
+        .collect();
+    assert_eq!(net, [(a.clone(), ChangeKind::Created)]);
+    assert_eq!(t.next_deadline(), None);
+}
