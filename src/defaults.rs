@@ -14,6 +14,13 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
 /// [`ManagerBuilder::subscriber_capacity`](crate::ManagerBuilder::subscriber_capacity).
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
+/// Default bound on the OS events the backend has handed the engine and
+/// it has not taken yet: see
+/// [`ManagerBuilder::max_queued_events`](crate::ManagerBuilder::max_queued_events).
+/// 262,144 events: some 25 MB at a hundred bytes an event, sixteen times
+/// inotify's own default queue (`max_queued_events`, 16,384).
+pub const DEFAULT_MAX_QUEUED_EVENTS: usize = 262_144;
+
 /// Default number of distinct paths a spec's journal holds: see
 /// [`ManagerBuilder::journal_paths`](crate::ManagerBuilder::journal_paths).
 pub const DEFAULT_JOURNAL_PATHS: usize = 4096;

@@ -39,6 +39,15 @@ impl Manager {
         self.send(Msg::Hook(Hook::Batches(size, reader_after)))
     }
 
+    /// Holds the engine: it handles nothing (events, calls, polls) until
+    /// the returned guard is dropped, while the backend goes on handing
+    /// events over (to fill its inbox: `max_queued_events`).
+    pub fn hold_engine(&self) -> Result<EngineHold> {
+        let (release, held) = crossbeam_channel::bounded(0);
+        self.send(Msg::Hook(Hook::Hold(held)))?;
+        Ok(EngineHold { _release: release })
+    }
+
     /// The engine's index invariant violations (empty when consistent).
     pub fn check_index(&self) -> Result<Vec<String>> {
         let (reply, rx) = crossbeam_channel::bounded(1);
@@ -59,4 +68,11 @@ impl Manager {
             p.set(paused);
         }
     }
+}
+
+/// The engine held by [`Manager::hold_engine`], until this is dropped.
+#[must_use = "the engine is held until this is dropped"]
+#[derive(Debug)]
+pub struct EngineHold {
+    _release: crossbeam_channel::Sender<()>,
 }

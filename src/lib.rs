@@ -428,12 +428,14 @@ pub use content::{ContentHash, ParseContentHashError};
 /// named without depending on a matching version.
 pub use crossbeam_channel;
 pub use defaults::{
-    DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL,
-    DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
-    DEFAULT_WRITE_FINISHED,
+    DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_OVERFLOW_MARGIN,
+    DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_VCS_SETTLE, DEFAULT_WRITE_FINISHED,
 };
 pub use error::{Error, Result};
 pub use event::Event;
+#[cfg(feature = "test-hooks")]
+pub use hooks::EngineHold;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
 pub use ignore_kinds::IgnoreFiles;

@@ -23,4 +23,17 @@ pub struct Stats {
     /// events the kernel delivered count: a pruned directory has no watch
     /// and costs none.
     pub os_events: u64,
+    /// OS events the backend has handed over and the engine has not
+    /// taken yet (at most [`ManagerBuilder::max_queued_events`], but for
+    /// one read bigger than that alone).
+    ///
+    /// [`ManagerBuilder::max_queued_events`]: crate::ManagerBuilder::max_queued_events
+    pub queued_os_events: usize,
+    /// The most ever queued so: what the inbox's memory was at its peak
+    /// (an event is about a hundred bytes with its name).
+    pub queued_os_events_peak: usize,
+    /// OS events dropped because the inbox was full (each drop is
+    /// recovered as a kernel queue overflow is: a precise rescan, counted
+    /// in each spec's `WatchStatus::overflows`).
+    pub dropped_os_events: u64,
 }

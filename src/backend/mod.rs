@@ -233,6 +233,26 @@ impl OsMsg {
         OsMsg(Inner::Decoded(Read::Failed(why)))
     }
 
+    /// How many OS events it holds, as the engine's inbox counts them:
+    /// what a read decoded (at least 1), one notify event, none for a
+    /// reader's failure (never held back).
+    pub(crate) fn weight(&self) -> usize {
+        match &self.0 {
+            Inner::Decoded(Read::Events { events, .. }) => events.len().max(1),
+            Inner::Decoded(Read::Failed(_)) => 0,
+            Inner::Portable(_) => 1,
+        }
+    }
+
+    /// When the read that brought it began (none for a failure).
+    pub(crate) fn read_at(&self) -> Option<SystemTime> {
+        match &self.0 {
+            Inner::Decoded(Read::Events { read_at, .. }) => Some(*read_at),
+            Inner::Decoded(Read::Failed(_)) => None,
+            Inner::Portable(u) => Some(u.read_at()),
+        }
+    }
+
     /// What the message says, decoded by the backend that sent it (on the
     /// caller's thread).
     pub(crate) fn read(self) -> Read {
@@ -243,7 +263,9 @@ impl OsMsg {
     }
 }
 
-/// Where a backend sends what it reads. Never blocks.
+/// Where a backend sends what it reads. Never blocks: the engine's sink
+/// drops a message its bounded inbox has no room for, and the engine is
+/// told (`engine/inbox.rs`), as of an [`OsEvent::Overflow`].
 #[derive(Clone)]
 pub(crate) struct Sink(Arc<dyn Fn(OsMsg) -> bool + Send + Sync>);
 

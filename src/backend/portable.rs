@@ -58,6 +58,11 @@ pub(crate) struct Undecoded {
 }
 
 impl Undecoded {
+    /// When it was handed over.
+    pub(super) fn read_at(&self) -> SystemTime {
+        self.read_at
+    }
+
     /// Decodes it (on the engine's thread).
     pub(super) fn decode(self) -> Read {
         Read::Events {

@@ -43,6 +43,7 @@ impl Engine {
             syncs: _,
             out: _,
             os_events: _,
+            queue: _,
             stats_waiters: _,
         } = self;
         links.remove(id);
@@ -83,6 +84,7 @@ impl Engine {
             #[cfg(test)]
                 walk_threads: _,
             os_events: _,
+            queue: _,
             stats_waiters: _,
         } = self;
         specs.remove(sid);

@@ -79,6 +79,7 @@ mod following;
 mod forget;
 mod ignore_files;
 mod ignoring;
+mod inbox;
 mod links;
 mod modes;
 mod poll;
@@ -176,6 +177,8 @@ pub(crate) enum Hook {
     /// Walk in batches of this many directories, with a thread for the
     /// reads once a walk has covered at least this many.
     Batches(usize, usize),
+    /// Handle nothing until this channel says so (or is dropped).
+    Hold(Receiver<()>),
 }
 
 /// The manager's knobs, handed to the engine at start.
@@ -187,6 +190,7 @@ pub(crate) struct Config {
     pub max_watches: Option<usize>,
     pub journal_paths: Option<usize>,
     pub git_excludes: ignore_files::Excludes,
+    pub max_queued_events: Option<usize>,
 }
 
 /// The manager's side of a running engine.
@@ -253,7 +257,17 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let (tx, inbox) = unbounded();
     let (joining, joiners) = unbounded();
     let to_engine = tx.clone();
-    let sink = Sink::new(move |m| to_engine.send(Msg::Os(m)).is_ok());
+    let queue = inbox::Inbox::new(
+        config
+            .max_queued_events
+            .unwrap_or(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+    );
+    let admits = queue.clone();
+    // Never waits: a message the bound has no room for is dropped, and
+    // the engine recovers as from a kernel queue overflow.
+    let sink = Sink::new(move |m| {
+        !admits.admit(m.weight(), m.read_at()) || to_engine.send(Msg::Os(m)).is_ok()
+    });
     let os = backend::start(config.backend, sink).map_err(|e| Error::Engine {
         message: format!("{}: {}", e.what, e.error),
         source: Some(e.error),
@@ -275,6 +289,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     #[cfg(feature = "test-hooks")]
     let pause = watches.pause();
     let mut engine = Engine::new(inbox, clock, watches, out, &config);
+    engine.queue = queue;
     let to_engine = tx.clone();
     engine.scanner =
         crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
@@ -329,6 +344,8 @@ pub(crate) struct Engine {
     out: Publisher,
     /// OS events handled so far (for [`Stats::os_events`]).
     os_events: u64,
+    /// The bound on the backend's events waiting in `inbox`.
+    queue: inbox::Inbox,
     /// Callers of `Manager::stats` waiting for the end of this pass.
     stats_waiters: Vec<Sender<Stats>>,
 }
@@ -376,6 +393,7 @@ impl Engine {
             syncs: Syncs::default(),
             out,
             os_events: 0,
+            queue: inbox::Inbox::new(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
             stats_waiters: Vec::new(),
             clock,
         }
@@ -475,23 +493,31 @@ impl Engine {
             Msg::StateSaved { name, error } => self.state_saved(&name, error),
             Msg::Delete { name } => self.delete(&name),
             Msg::Shutdown => return false,
-            Msg::Os(m) => match m.read() {
-                Read::Events {
-                    events,
-                    raw,
-                    read_at,
-                    read_mono,
-                } => {
-                    if raw > 0 {
-                        self.recovery.note_read(read_at, read_mono);
-                        self.os_events += raw;
+            Msg::Os(m) => {
+                let lost = self.queue.taken(m.weight());
+                match m.read() {
+                    Read::Events {
+                        events,
+                        raw,
+                        read_at,
+                        read_mono,
+                    } => {
+                        if raw > 0 {
+                            self.recovery.note_read(read_at, read_mono);
+                            self.os_events += raw;
+                        }
+                        for e in events {
+                            self.os_event(e);
+                        }
                     }
-                    for e in events {
-                        self.os_event(e);
-                    }
+                    Read::Failed(error) => self.out.fail(&error, self.clock.wall()),
                 }
-                Read::Failed(error) => self.out.fail(&error, self.clock.wall()),
-            },
+                // The inbox was full: what came after that read was
+                // dropped.
+                if let Some(complete_read) = lost {
+                    self.overflow(complete_read);
+                }
+            }
             Msg::Looked(findings) => self.looked(findings),
             Msg::Sync {
                 name,
@@ -505,6 +531,9 @@ impl Engine {
                 Hook::Fault(f) => self.watches.inject(f),
                 Hook::Check(reply) => {
                     let _ = reply.send(self.check_invariants());
+                }
+                Hook::Hold(release) => {
+                    let _ = release.recv();
                 }
                 Hook::Batches(size, reader_after) => {
                     self.batches = walk::Batches { size, reader_after };
@@ -540,12 +569,16 @@ impl Engine {
         if self.stats_waiters.is_empty() {
             return;
         }
+        let queue = self.queue.stats();
         let stats = Stats {
             os_watches: self.watches.count(),
             indexed_dirs: self.index.len(),
             indexed_entries: self.index.entry_count(),
             backlog_paths: self.out.backlog_paths(),
             os_events: self.os_events,
+            queued_os_events: queue.queued,
+            queued_os_events_peak: queue.peak,
+            dropped_os_events: queue.dropped,
         };
         for w in self.stats_waiters.drain(..) {
             let _ = w.send(stats);

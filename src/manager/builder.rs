@@ -18,6 +18,7 @@ pub struct ManagerBuilder {
     max_os_watches: Option<usize>,
     journal_paths: Option<usize>,
     git_excludes: engine::Excludes,
+    max_queued_events: Option<usize>,
 }
 
 impl ManagerBuilder {
@@ -85,6 +86,25 @@ impl ManagerBuilder {
         self
     }
 
+    /// Bounds the OS events the backend has handed the engine and it has
+    /// not taken yet (default [`DEFAULT_MAX_QUEUED_EVENTS`], at least 1):
+    /// the memory a flood of events can take while the engine is busy
+    /// (reading a big directory, a slow `stat` of a network mount).
+    /// Beyond it the backend's events are dropped, never waited for, and
+    /// the engine recovers as from a kernel queue overflow once it has
+    /// taken what was queued: every directory read again, what changed
+    /// since reported ([`Stats::dropped_os_events`] counts them, each
+    /// spec's `overflows` the recoveries). One read of the kernel's queue
+    /// bigger than the bound is let through when nothing else is queued.
+    ///
+    /// [`DEFAULT_MAX_QUEUED_EVENTS`]: crate::DEFAULT_MAX_QUEUED_EVENTS
+    /// [`Stats::dropped_os_events`]: crate::Stats::dropped_os_events
+    #[must_use]
+    pub fn max_queued_events(mut self, events: usize) -> Self {
+        self.max_queued_events = Some(events.max(1));
+        self
+    }
+
     /// Git's global excludes file, for the specs that honour git's ignore
     /// files ([`IgnoreFiles::GIT`](crate::IgnoreFiles::GIT)): `Some(file)`
     /// this file, `None` none. By default git's own: `core.excludesFile`
@@ -123,6 +143,7 @@ impl ManagerBuilder {
             max_watches: self.max_os_watches,
             journal_paths: self.journal_paths,
             git_excludes: self.git_excludes,
+            max_queued_events: self.max_queued_events,
         })?;
         Ok(Manager::with_engine(
             engine,
