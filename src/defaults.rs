@@ -14,6 +14,15 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
 /// [`ManagerBuilder::subscriber_capacity`](crate::ManagerBuilder::subscriber_capacity).
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
+/// How long the engine waits before its first restart of an event
+/// backend whose reader stopped: see
+/// [`ManagerBuilder::backend_restart`](crate::ManagerBuilder::backend_restart).
+pub const DEFAULT_RESTART_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two restarts of an event backend (the wait
+/// doubles per failed restart up to it; Tilt's watcher does the same).
+pub const DEFAULT_RESTART_MAX: Duration = Duration::from_secs(300);
+
 /// Default bound on the OS events the backend has handed the engine and
 /// it has not taken yet: see
 /// [`ManagerBuilder::max_queued_events`](crate::ManagerBuilder::max_queued_events).

@@ -48,6 +48,20 @@ impl Manager {
         Ok(EngineHold { _release: release })
     }
 
+    /// Stops the event backend's reader for good, as a failed read does
+    /// (native: the inotify reader thread; portable: notify's events are
+    /// no longer handed over). The engine restarts the backend
+    /// ([`ManagerBuilder::backend_restart`](crate::ManagerBuilder::backend_restart)).
+    pub fn inject_reader_failure(&self) -> Result<()> {
+        self.send(Msg::Hook(Hook::Fault(Fault::Die)))
+    }
+
+    /// The next `n` restarts of the event backend fail (to test the
+    /// back-off).
+    pub fn inject_restart_failures(&self, n: u32) -> Result<()> {
+        self.send(Msg::Hook(Hook::FailRestarts(n)))
+    }
+
     /// The engine's index invariant violations (empty when consistent).
     pub fn check_index(&self) -> Result<Vec<String>> {
         let (reply, rx) = crossbeam_channel::bounded(1);

@@ -254,8 +254,9 @@ const ENGINE_OWNERS: [&str; 14] = [
     "sync",
     "progress",
 ];
-const ENGINE_STEPS: [&str; 20] = [
+const ENGINE_STEPS: [&str; 21] = [
     "walk",
+    "restarting",
     "tree",
     "events",
     "modes",

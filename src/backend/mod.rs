@@ -223,10 +223,10 @@ impl OsMsg {
 
     /// The backend's reader stopped for good.
     #[cfg_attr(
-        not(target_os = "linux"),
+        not(any(target_os = "linux", test, feature = "test-hooks")),
         expect(
             dead_code,
-            reason = "only inotify's reader (Linux) can die apart from its watcher"
+            reason = "only inotify's reader (Linux) can die apart from its watcher (and the test hooks kill notify's)"
         )
     )]
     pub(crate) fn failed(why: String) -> OsMsg {
@@ -328,6 +328,9 @@ pub(crate) enum Fault {
     /// The next `n` watch calls fail as they do at the OS's watch limit
     /// (`ENOSPC` from inotify, notify's `MaxFilesWatch`).
     Limit(u32),
+    /// The backend's reader stops for good now, as a read that fails
+    /// does: it says so ([`Read::Failed`]) and hands nothing more over.
+    Die,
 }
 
 /// Injected failures left to hand out.
@@ -343,6 +346,7 @@ impl Faults {
         match fault {
             Fault::Fail(n) => self.fail = n,
             Fault::Limit(n) => self.limit = n,
+            Fault::Die => {}
         }
     }
 
@@ -378,6 +382,10 @@ fn take_one(n: &mut u32) -> bool {
 /// reads.
 #[derive(Default)]
 pub(crate) struct ReaderPause {
+    /// The reader was made to stop (`Fault::Die`): nothing more is
+    /// handed over.
+    #[cfg(any(test, feature = "test-hooks"))]
+    dead: std::sync::atomic::AtomicBool,
     paused: Mutex<bool>,
     resumed: Condvar,
     /// What `hand_over` (test hooks) held back while paused, and
@@ -410,6 +418,9 @@ impl ReaderPause {
     /// is gone.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn hand_over(&self, sink: &Sink, msg: OsMsg) -> bool {
+        if self.is_dead() {
+            return true;
+        }
         let mut held = self.held.lock();
         if *self.paused.lock() {
             held.0.push(msg);
@@ -418,6 +429,19 @@ impl ReaderPause {
         } else {
             sink.send(msg)
         }
+    }
+
+    /// Makes the reader stop for good (`Fault::Die`).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn kill(&self) {
+        self.dead.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.resumed.notify_all();
+    }
+
+    /// Whether the reader was made to stop.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether the reader is asked to stop reading.

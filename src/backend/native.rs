@@ -227,6 +227,10 @@ impl DirWatcher for Native {
 
     #[cfg(any(test, feature = "test-hooks"))]
     fn inject(&mut self, fault: Fault) {
+        if fault == Fault::Die {
+            self.pause.kill();
+            self.wake_reader();
+        }
         self.faults.set(fault);
     }
 
@@ -250,9 +254,9 @@ impl DirWatcher for Native {
     }
 }
 
-impl Drop for Native {
-    fn drop(&mut self) {
-        self.pause.set(false);
+impl Native {
+    /// Wakes the reader from its `poll`: it stops (and, killed, says so).
+    fn wake_reader(&self) {
         let one: u64 = 1;
         // SAFETY: writing 8 bytes from a valid u64 to our eventfd.
         unsafe {
@@ -262,6 +266,13 @@ impl Drop for Native {
                 std::mem::size_of::<u64>(),
             );
         }
+    }
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        self.pause.set(false);
+        self.wake_reader();
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
@@ -298,6 +309,12 @@ fn read_loop(mut inotify: Inotify, stop: RawFd, sink: Sink, pause: &ReaderPause)
             return;
         }
         if fds[1].revents != 0 {
+            #[cfg(any(test, feature = "test-hooks"))]
+            if pause.is_dead() {
+                sink.send(OsMsg::failed(
+                    "the inotify reader was stopped (injected)".into(),
+                ));
+            }
             return;
         }
         // A pause asked for while blocked in `poll` holds from the next

@@ -40,6 +40,9 @@ pub(crate) struct Portable {
     /// Test hook: holds the events back (notify's thread goes on).
     #[cfg(any(test, feature = "test-hooks"))]
     pause: Arc<ReaderPause>,
+    /// Test hook: where a killed reader says it stopped.
+    #[cfg(any(test, feature = "test-hooks"))]
+    sink: Sink,
     /// Test hook: runs right after a new directory's watch call returns.
     #[cfg(test)]
     after_call: Option<Box<dyn FnMut() + Send>>,
@@ -159,6 +162,8 @@ impl Renames {
 impl Portable {
     pub(crate) fn start(sink: Sink) -> io::Result<Portable> {
         #[cfg(any(test, feature = "test-hooks"))]
+        let told = sink.clone();
+        #[cfg(any(test, feature = "test-hooks"))]
         let (pause, held) = {
             let p = Arc::new(ReaderPause::default());
             (p.clone(), p)
@@ -214,6 +219,8 @@ impl Portable {
             faults: Faults::default(),
             #[cfg(any(test, feature = "test-hooks"))]
             pause,
+            #[cfg(any(test, feature = "test-hooks"))]
+            sink: told,
             #[cfg(test)]
             after_call: None,
         })
@@ -445,9 +452,17 @@ impl PathWatcher for Portable {
 
     #[cfg(any(test, feature = "test-hooks"))]
     fn inject(&mut self, fault: Fault) {
-        // Only the watch limit applies here (see `Fault::Fail`).
-        if let Fault::Limit(_) = fault {
-            self.faults.set(fault);
+        match fault {
+            // Only the watch limit applies here (see `Fault::Fail`).
+            Fault::Limit(_) => self.faults.set(fault),
+            // notify's thread hands nothing more over, and says why.
+            Fault::Die => {
+                self.pause.kill();
+                self.sink.send(OsMsg::failed(
+                    "notify's event thread was stopped (injected)".into(),
+                ));
+            }
+            Fault::Fail(_) => {}
         }
     }
 

@@ -44,6 +44,7 @@ impl Engine {
             out: _,
             os_events: _,
             queue: _,
+            respawn: _,
             stats_waiters: _,
         } = self;
         links.remove(id);
@@ -85,6 +86,7 @@ impl Engine {
                 walk_threads: _,
             os_events: _,
             queue: _,
+            respawn: _,
             stats_waiters: _,
         } = self;
         specs.remove(sid);

@@ -92,6 +92,7 @@ mod recovery;
 mod rereading;
 mod rescan;
 mod rescanning;
+mod restarting;
 mod restoring;
 mod retrying;
 mod roots;
@@ -179,6 +180,8 @@ pub(crate) enum Hook {
     Batches(usize, usize),
     /// Handle nothing until this channel says so (or is dropped).
     Hold(Receiver<()>),
+    /// The next restarts of the event backend fail.
+    FailRestarts(u32),
 }
 
 /// The manager's knobs, handed to the engine at start.
@@ -191,6 +194,7 @@ pub(crate) struct Config {
     pub journal_paths: Option<usize>,
     pub git_excludes: ignore_files::Excludes,
     pub max_queued_events: Option<usize>,
+    pub restart_backoff: Option<recovery::RestartBackoff>,
 }
 
 /// The manager's side of a running engine.
@@ -268,6 +272,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let sink = Sink::new(move |m| {
         !admits.admit(m.weight(), m.read_at()) || to_engine.send(Msg::Os(m)).is_ok()
     });
+    let respawn = (config.backend, sink.clone());
     let os = backend::start(config.backend, sink).map_err(|e| Error::Engine {
         message: format!("{}: {}", e.what, e.error),
         source: Some(e.error),
@@ -290,6 +295,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let pause = watches.pause();
     let mut engine = Engine::new(inbox, clock, watches, out, &config);
     engine.queue = queue;
+    engine.respawn = Some(respawn);
     let to_engine = tx.clone();
     engine.scanner =
         crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
@@ -346,6 +352,9 @@ pub(crate) struct Engine {
     os_events: u64,
     /// The bound on the backend's events waiting in `inbox`.
     queue: inbox::Inbox,
+    /// What a new backend is started as, and where it sends, when the
+    /// running one's reader stops (none in the engine's own tests).
+    respawn: Option<(Backend, Sink)>,
     /// Callers of `Manager::stats` waiting for the end of this pass.
     stats_waiters: Vec<Sender<Stats>>,
 }
@@ -379,7 +388,7 @@ impl Engine {
                     .unwrap_or(crate::defaults::DEFAULT_POLL_INTERVAL)
                     .max(Duration::from_millis(1)),
             },
-            recovery: Recovery::new(config.overflow_margin, wall),
+            recovery: Recovery::new(config.overflow_margin, config.restart_backoff, wall),
             rescans: Rescans::default(),
             contents: contents::Contents::default(),
             reloads: ignore_files::Reloads::new(&config.git_excludes),
@@ -394,6 +403,7 @@ impl Engine {
             out,
             os_events: 0,
             queue: inbox::Inbox::new(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+            respawn: None,
             stats_waiters: Vec::new(),
             clock,
         }
@@ -510,12 +520,12 @@ impl Engine {
                             self.os_event(e);
                         }
                     }
-                    Read::Failed(error) => self.out.fail(&error, self.clock.wall()),
+                    Read::Failed(error) => self.backend_failed(&error),
                 }
                 // The inbox was full: what came after that read was
                 // dropped.
                 if let Some(complete_read) = lost {
-                    self.overflow(complete_read);
+                    self.lost_after(complete_read);
                 }
             }
             Msg::Looked(findings) => self.looked(findings),
@@ -532,6 +542,7 @@ impl Engine {
                 Hook::Check(reply) => {
                     let _ = reply.send(self.check_invariants());
                 }
+                Hook::FailRestarts(n) => self.recovery.fail_restarts(n),
                 Hook::Hold(release) => {
                     let _ = release.recv();
                 }
@@ -551,6 +562,7 @@ impl Engine {
         self.look_outside(false);
         self.refresh_modes();
         self.poll_due();
+        self.restart_due();
         self.retry_due();
         self.rescan_due();
         let synced = self.syncs_ready();

@@ -61,10 +61,18 @@ impl Engine {
             })
             .collect();
         let errors = self.problems.dirs(sid).filter(|e| !e.is_empty());
-        let degraded = if missing.is_empty() && errors.is_none() && polled == 0 {
+        let down = self.recovery.down();
+        let degraded = if missing.is_empty() && errors.is_none() && polled == 0 && down.is_none() {
             None
         } else {
             let mut parts = Vec::new();
+            if let Some(d) = down {
+                parts.push(format!(
+                    "the event backend stopped ({}): nothing is reported until it is \
+                     restarted ({} restarts tried so far)",
+                    d.error, d.attempts
+                ));
+            }
             if link_polled > 0 {
                 parts.push(format!(
                     "{link_polled} directories at or below followed symlinks polled every {:?} \

@@ -1,9 +1,11 @@
 //! Recovery from what the OS lost or refused: retries with back-off for
-//! directories that could not be watched or read, and rescans after lost
-//! events. The only writer of the retry table, of the read times that bound
-//! what an overflow may have hidden, and of the per-spec recovery counters.
-//! The steps are `retrying.rs`'s (retries) and `rereading.rs`'s (a
-//! directory read again and diffed; everything, after lost events).
+//! directories that could not be watched or read, rescans after lost
+//! events, and restarts of an event backend whose reader stopped. The
+//! only writer of the retry table, of the read times that bound what an
+//! overflow may have hidden, of the backend's restart schedule, and of
+//! the per-spec recovery counters. The steps are `retrying.rs`'s
+//! (retries), `rereading.rs`'s (a directory read again and diffed;
+//! everything, after lost events) and `restarting.rs`'s (a new backend).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime};
@@ -35,8 +37,31 @@ pub(super) struct Retry {
     pub first: SystemTime,
 }
 
+/// The event backend is down: its reader stopped, and a new one is to be
+/// started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Down {
+    /// Why (the reader's last word, or why the last restart failed).
+    pub error: String,
+    /// Restarts tried so far.
+    pub attempts: u32,
+    /// When the next is due.
+    pub at: Instant,
+    /// Every event after the read that began then may be missing.
+    pub complete_read: SystemTime,
+}
+
+/// How long the back-off between restarts of the event backend is: the
+/// first wait, doubled per failed restart up to the second.
+pub(crate) type RestartBackoff = (Duration, Duration);
+
 #[derive(Debug)]
 pub(super) struct Recovery {
+    /// The event backend's restart, while it is down.
+    down: Option<Down>,
+    /// Test hook: restarts still to fail.
+    failing_restarts: u32,
+    restart_backoff: RestartBackoff,
     retries: BTreeMap<DirId, Retry>,
     /// Failed attempts per spec (this generation).
     attempts: HashMap<SpecId, u64>,
@@ -55,8 +80,18 @@ pub(super) struct Recovery {
 }
 
 impl Recovery {
-    pub(super) fn new(margin: Option<Duration>, now: SystemTime) -> Recovery {
+    pub(super) fn new(
+        margin: Option<Duration>,
+        restart_backoff: Option<RestartBackoff>,
+        now: SystemTime,
+    ) -> Recovery {
         Recovery {
+            down: None,
+            failing_restarts: 0,
+            restart_backoff: restart_backoff.unwrap_or((
+                crate::defaults::DEFAULT_RESTART_FIRST,
+                crate::defaults::DEFAULT_RESTART_MAX,
+            )),
             retries: BTreeMap::new(),
             attempts: HashMap::new(),
             overflows: HashMap::new(),
@@ -147,7 +182,59 @@ impl Recovery {
     }
 
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.retries.values().map(|r| r.at).min()
+        let restart = self.down.as_ref().map(|d| d.at);
+        self.retries.values().map(|r| r.at).chain(restart).min()
+    }
+
+    /// The event backend went down (`error`), or a restart failed: the
+    /// next restart after the back-off; `specs` (all of them) are told.
+    pub(super) fn backend_down(&mut self, error: String, now: Instant, specs: &[SpecId]) {
+        let (first, max) = self.restart_backoff;
+        let (attempts, complete_read) = self
+            .down
+            .as_ref()
+            .map_or((0, self.last_read), |d| (d.attempts, d.complete_read));
+        let wait = first
+            .saturating_mul(1 << attempts.min(16))
+            .min(max.max(first));
+        self.down = Some(Down {
+            error,
+            attempts,
+            at: now + wait,
+            complete_read,
+        });
+        self.touched.extend_from_slice(specs);
+    }
+
+    /// Whether the event backend is down, and since what.
+    pub(super) fn down(&self) -> Option<&Down> {
+        self.down.as_ref()
+    }
+
+    /// A restart is due at `now`: counted as tried.
+    pub(super) fn restart_due(&mut self, now: Instant) -> Option<Down> {
+        let d = self.down.as_mut().filter(|d| d.at <= now)?;
+        d.attempts += 1;
+        Some(d.clone())
+    }
+
+    /// Test hook: the next `n` restarts fail.
+    #[cfg(feature = "test-hooks")]
+    pub(super) fn fail_restarts(&mut self, n: u32) {
+        self.failing_restarts = n;
+    }
+
+    /// Whether this restart is to fail (test hook).
+    pub(super) fn take_injected_restart_failure(&mut self) -> bool {
+        let fail = self.failing_restarts > 0;
+        self.failing_restarts = self.failing_restarts.saturating_sub(1);
+        fail
+    }
+
+    /// The new backend is up: `specs` are told.
+    pub(super) fn backend_up(&mut self, specs: &[SpecId]) {
+        self.down = None;
+        self.touched.extend_from_slice(specs);
     }
 
     /// A read of OS events started at `at`.
@@ -218,6 +305,35 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// A backend that went down is restarted after `first`, then after
+    /// twice as long per failed restart, never more than `max`; the
+    /// loss is bounded by the read before it went down, whatever fails
+    /// after.
+    #[test]
+    fn backend_restarts_back_off() {
+        let w0 = SystemTime::UNIX_EPOCH;
+        let mut r = Recovery::new(None, Some((100 * MS, 350 * MS)), w0);
+        let t0 = Instant::now();
+        r.note_read(w0 + Duration::from_secs(7), t0);
+        r.backend_down("read failed".into(), t0, &[1]);
+        assert_eq!(r.take_touched(), [1]);
+        assert_eq!(r.next_deadline(), Some(t0 + 100 * MS));
+        assert_eq!(r.restart_due(t0 + 99 * MS), None);
+        let mut at = t0 + 100 * MS;
+        for wait in [200, 350, 350] {
+            let d = r.restart_due(at).expect("due");
+            assert_eq!(d.complete_read, w0 + Duration::from_secs(7));
+            r.backend_down("cannot start".into(), at, &[1]);
+            assert_eq!(r.down().map(|d| d.error.as_str()), Some("cannot start"));
+            at += wait * MS;
+            assert_eq!(r.next_deadline(), Some(at), "after {} tries", d.attempts);
+        }
+        assert_eq!(r.restart_due(at).map(|d| d.attempts), Some(4));
+        r.backend_up(&[1]);
+        assert_eq!(r.down(), None);
+        assert_eq!(r.next_deadline(), None);
+    }
+
     #[test]
     fn backoff_doubles_from_50ms_to_at_most_30s() {
         let got: Vec<Duration> = (1..=12).map(backoff).collect();
@@ -246,7 +362,7 @@ mod tests {
     fn retries_back_off_per_directory_and_count_per_spec() {
         let t0 = Instant::now();
         let w0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let mut r = Recovery::new(None, w0);
+        let mut r = Recovery::new(None, None, w0);
         assert_eq!(r.schedule(1, &[7], t0, w0), t0 + 50 * MS);
         assert_eq!(r.schedule(2, &[7, 8], t0, w0), t0 + 50 * MS);
         let later = w0 + Duration::from_secs(1);
@@ -276,7 +392,7 @@ mod tests {
     #[test]
     fn overflow_margin_reaches_back_from_the_last_complete_read() {
         let w0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let mut r = Recovery::new(Some(Duration::from_millis(100)), w0);
+        let mut r = Recovery::new(Some(Duration::from_millis(100)), None, w0);
         let (a, b) = (w0 + Duration::from_secs(1), w0 + Duration::from_secs(2));
         r.note_read(a, Instant::now());
         r.note_read(b, Instant::now());
@@ -284,7 +400,7 @@ mod tests {
         assert_eq!(r.last_read(), b);
         assert_eq!(r.since(a), a - Duration::from_millis(100));
         assert_eq!(r.overflow_since(), b - Duration::from_millis(100));
-        let r = Recovery::new(None, SystemTime::UNIX_EPOCH);
+        let r = Recovery::new(None, None, SystemTime::UNIX_EPOCH);
         assert_eq!(
             r.overflow_since(),
             SystemTime::UNIX_EPOCH,
@@ -294,7 +410,7 @@ mod tests {
 
     #[test]
     fn overflows_count_per_spec() {
-        let mut r = Recovery::new(None, SystemTime::UNIX_EPOCH);
+        let mut r = Recovery::new(None, None, SystemTime::UNIX_EPOCH);
         r.count_overflow(&[1, 2]);
         r.count_overflow(&[2]);
         assert_eq!((r.overflows(1), r.overflows(2), r.overflows(3)), (1, 2, 0));

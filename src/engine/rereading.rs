@@ -26,6 +26,21 @@ impl Engine {
     /// The OS dropped events: re-read everything, diff, and report files
     /// changed since `complete_read` (minus the margin) as modified.
     pub(super) fn overflow(&mut self, complete_read: SystemTime) {
+        self.reread_all(complete_read, true);
+    }
+
+    /// Events after the read that began at `complete_read` are missing,
+    /// the latest ones included (the inbox was full; the backend's reader
+    /// stopped): [`overflow`](Self::overflow)'s rescan, of every
+    /// directory, those first read since included.
+    pub(super) fn lost_after(&mut self, complete_read: SystemTime) {
+        self.reread_all(complete_read, false);
+    }
+
+    /// `marked`: the loss is a kernel queue's, which it marks at the end
+    /// of what it kept (a directory first read after that read began
+    /// shows it all, and is not read again).
+    fn reread_all(&mut self, complete_read: SystemTime, marked: bool) {
         let since = self.recovery.since(complete_read);
         self.recovery.count_overflow(&self.specs.ids());
         self.specs.end_guards();
@@ -47,7 +62,7 @@ impl Engine {
         let lost_by = self
             .recovery
             .last_read_mono()
-            .filter(|_| !self.syncs.waiting());
+            .filter(|_| marked && !self.syncs.waiting());
         let ids: Vec<DirId> = self
             .index
             .ids()

@@ -197,6 +197,17 @@ impl WatchTable {
         }
     }
 
+    /// A new backend in place of one whose reader stopped: no node holds
+    /// a watch of it yet (path backends: every needed one is to be
+    /// added). The old one is handed back, to be dropped.
+    pub(super) fn replace_backend(&mut self, os: Os) -> Os {
+        self.holder = Holders::default();
+        self.aliases.clear();
+        self.of_dir.fill(NONE);
+        self.reconcile_due = true;
+        std::mem::replace(&mut self.os, os)
+    }
+
     /// Node `id` no longer has a watch (without telling the OS).
     pub(super) fn clear(&mut self, id: DirId) {
         if let Some(w) = self.of_dir.get_mut(id) {

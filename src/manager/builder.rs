@@ -19,6 +19,7 @@ pub struct ManagerBuilder {
     journal_paths: Option<usize>,
     git_excludes: engine::Excludes,
     max_queued_events: Option<usize>,
+    backend_restart: Option<(Duration, Duration)>,
 }
 
 impl ManagerBuilder {
@@ -105,6 +106,22 @@ impl ManagerBuilder {
         self
     }
 
+    /// How long to wait before restarting an event backend whose reader
+    /// stopped (a read that failed): `first`, doubled per failed restart
+    /// up to `max` (defaults [`DEFAULT_RESTART_FIRST`], 1 s, and
+    /// [`DEFAULT_RESTART_MAX`], 5 min). Meanwhile every spec is
+    /// `Degraded`, saying why; once a new backend is up, every directory
+    /// is read again and the net changes made meanwhile are reported (as
+    /// after a kernel queue overflow), and the specs are `Watching` again.
+    ///
+    /// [`DEFAULT_RESTART_FIRST`]: crate::DEFAULT_RESTART_FIRST
+    /// [`DEFAULT_RESTART_MAX`]: crate::DEFAULT_RESTART_MAX
+    #[must_use]
+    pub fn backend_restart(mut self, first: Duration, max: Duration) -> Self {
+        self.backend_restart = Some((first, max.max(first)));
+        self
+    }
+
     /// Git's global excludes file, for the specs that honour git's ignore
     /// files ([`IgnoreFiles::GIT`](crate::IgnoreFiles::GIT)): `Some(file)`
     /// this file, `None` none. By default git's own: `core.excludesFile`
@@ -144,6 +161,7 @@ impl ManagerBuilder {
             journal_paths: self.journal_paths,
             git_excludes: self.git_excludes,
             max_queued_events: self.max_queued_events,
+            restart_backoff: self.backend_restart,
         })?;
         Ok(Manager::with_engine(
             engine,
