@@ -104,6 +104,11 @@ fn a_flood_is_bounded_and_loses_nothing(b: Backend) {
     }
     assert_eq!(mirror, Mirror::of_disk(root), "after the flood");
     let stats = m.stats().unwrap();
+    note(&format!(
+        "{b:?}: {files} files, bound {bound}: RSS {rss_before} MiB before, {rss_held} MiB \
+         after the flood (engine held), {} MiB after; {stats:?}",
+        rss_mib()
+    ));
     assert!(
         stats.dropped_os_events > 0,
         "the flood never filled the inbox: {stats:?}"
@@ -112,11 +117,6 @@ fn a_flood_is_bounded_and_loses_nothing(b: Backend) {
         stats.queued_os_events_peak <= bound.max(ONE_READ),
         "the inbox held more than its bound: {stats:?}"
     );
-    note(&format!(
-        "{b:?}: {files} files, bound {bound}: RSS {rss_before} MiB before, {rss_held} MiB \
-         after the flood (engine held), {} MiB after; {stats:?}",
-        rss_mib()
-    ));
     let status = m.status("s").unwrap();
     assert!(
         status.overflow_recoveries > 0,
