@@ -295,6 +295,65 @@ fn switching_to_poll_releases_the_portable_backends_watches() {
     });
 }
 
+/// The faults issue's case (22): one spec with a local root and a root on
+/// a mount, in one directory, `watch --backend auto --poll-interval 100
+/// LOCAL MNT`. The directory holding both roots has an OS watch (for the
+/// local one) and was polled too (for the mount's), on the engine's
+/// thread, which `stat`ed the mount point: while the mount hung, no local
+/// change was reported. Now that directory's own events tell about the
+/// mount point's entry, and a local write is reported while the mount
+/// hangs (the latency of each is noted).
+#[test]
+fn a_hung_mount_beside_a_local_root_holds_up_only_itself() {
+    let Some((d, src, mnt, mut mount)) = shared_storage() else {
+        return;
+    };
+    let local = d.path().join("local");
+    fs::create_dir(&local).unwrap();
+    let every = Duration::from_millis(20);
+    let m = Manager::builder().poll_interval(every).build().unwrap();
+    let mut c = Collector::new(m.subscribe());
+    let s = start(&m, "both", spec(&[&local, &mnt]));
+    assert_eq!(s.roots[1].backend, Backend::Poll { interval: every });
+    // (Resumed after 60 s whatever happens to this process.)
+    mount.pause(Duration::from_secs(60));
+    let mut latencies = Vec::new();
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let began = std::time::Instant::now();
+        let mut n = 0;
+        // (Two seconds: FUSE caches entries and attributes for one.)
+        while began.elapsed() < Duration::from_secs(2) || n < 5 {
+            let f = local.join(format!("f{n}"));
+            let wrote = std::time::Instant::now();
+            fs::write(&f, "x").unwrap();
+            c.wait(
+                &format!("local write {n} reported while the mount hangs"),
+                |c| c.has("both", &f, ChangeKind::Created),
+            );
+            latencies.push(wrote.elapsed());
+            n += 1;
+        }
+    }));
+    if let Err(e) = served {
+        mount.resume();
+        std::panic::resume_unwind(e);
+    }
+    latencies.sort();
+    note(&format!(
+        "local writes reported while the mount hung: {} (quiet window 10 ms): median {:?}, max {:?}",
+        latencies.len(),
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    ));
+    fs::write(src.join("late.tgz"), "x").unwrap();
+    mount.resume();
+    let late = mnt.join("late.tgz");
+    c.wait("the write below the mount, once it answers again", |c| {
+        c.has("both", &late, ChangeKind::Created)
+    });
+    m.sync("both", WAIT).unwrap();
+}
+
 /// A mount whose server stopped answering (bindfs stopped with SIGSTOP)
 /// holds up the polls of the spec on it, not the engine: another spec's
 /// changes are reported and its barriers pass while every look below the

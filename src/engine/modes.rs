@@ -155,6 +155,15 @@ impl Engine {
     /// covering spec polls it).
     /// In a manager that polls everything, every covered directory is
     /// polled, and none gets an OS watch.
+    ///
+    /// A directory that only holds the registration of a polled root (its
+    /// parent, or the nearest ancestor of a missing one) is polled for it
+    /// unless it gets an OS watch anyway: then its own file system's
+    /// events tell about the root's entry. (A root polled for being on a
+    /// network or FUSE mount is usually the mount point, in a local
+    /// directory; a poll of that directory, which holds an OS watch, runs
+    /// on the engine's thread and `stat`s the mount point: on a mount
+    /// that stopped answering, that held up every spec.)
     pub(super) fn wanted(&self, id: DirId) -> (bool, Option<Duration>) {
         let all = self.backends.polls_all();
         if all.is_none() && !self.specs.any_polled() {
@@ -163,26 +172,28 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return (all.is_none(), None);
         };
-        let mut os = false;
-        let mut poll: Option<Duration> = None;
-        let mut any = false;
-        let mut add = |p: Option<Option<Duration>>| {
+        // (an OS watch wanted, polling at, some spec concerned)
+        let mut want = (false, None::<Duration>, false);
+        let add = |want: &mut (bool, Option<Duration>, bool), p: Option<Option<Duration>>| {
             let Some(p) = p else {
                 return;
             };
-            any = true;
+            want.2 = true;
             match p.or(all) {
-                Some(every) => poll = Some(poll.map_or(every, |q| q.min(every))),
-                None => os = true,
+                Some(every) => want.1 = Some(want.1.map_or(every, |q| q.min(every))),
+                None => want.0 = true,
             }
         };
         for &s in node.full() {
-            add(self.specs.poll_below(s, node.path()));
+            add(&mut want, self.specs.poll_below(s, node.path()));
         }
+        let covered_poll = want.1;
         for p in node.partial() {
-            add(self.specs.poll_of_root(p.spec, &p.root));
+            add(&mut want, self.specs.poll_of_root(p.spec, &p.root));
         }
-        (os || (!any && all.is_none()), poll)
+        let (os, poll, any) = want;
+        let os = os || (!any && all.is_none());
+        (os, if os { covered_poll } else { poll })
     }
 
     /// Carries out what [`wanted`](Self::wanted) says about polling for
