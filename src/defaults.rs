@@ -14,6 +14,11 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_millis(1000);
 /// [`ManagerBuilder::subscriber_capacity`](crate::ManagerBuilder::subscriber_capacity).
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1024;
 
+/// How long a poll's look at a directory may be under way before the
+/// specs covering it say its storage is not answering: see
+/// [`ManagerBuilder::storage_deadline`](crate::ManagerBuilder::storage_deadline).
+pub const DEFAULT_STORAGE_DEADLINE: Duration = Duration::from_secs(10);
+
 /// How long the engine waits before its first restart of an event
 /// backend whose reader stopped: see
 /// [`ManagerBuilder::backend_restart`](crate::ManagerBuilder::backend_restart).

@@ -364,7 +364,11 @@ fn a_hung_mount_holds_up_its_own_polls_not_the_engine() {
         return;
     };
     let every = Duration::from_millis(20);
-    let m = Manager::builder().poll_interval(every).build().unwrap();
+    let m = Manager::builder()
+        .poll_interval(every)
+        .storage_deadline(Duration::from_millis(500))
+        .build()
+        .unwrap();
     let mut c = Collector::new(m.subscribe());
     let local = tmp();
     let s = start(&m, "shared", spec(&[&mnt]));
@@ -400,12 +404,32 @@ fn a_hung_mount_holds_up_its_own_polls_not_the_engine() {
         std::panic::resume_unwind(e);
     }
     assert!(m.status("local").is_some(), "status answers");
+    // The hung spec says so, the other does not.
+    let phase = |c: &Collector, name: &str| {
+        c.statuses
+            .get(name)
+            .and_then(|v| v.last())
+            .map(|s| s.phase.clone())
+    };
+    let said = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        c.wait("the shared spec Degraded: storage not answering", |c| {
+            matches!(phase(c, "shared"), Some(Phase::Degraded { reason })
+                if reason.contains("storage not answering") && reason.contains("replica"))
+        });
+        assert_eq!(phase(&c, "local"), Some(Phase::Watching));
+    }));
     // The server answers again: the hung spec's polls go on.
     fs::write(src.join("late.tgz"), "x").unwrap();
     mount.resume();
+    if let Err(e) = said {
+        std::panic::resume_unwind(e);
+    }
     let late = mnt.join("late.tgz");
     c.wait("the write below the mount, once it answers again", |c| {
         c.has("shared", &late, ChangeKind::Created)
+    });
+    c.wait("the shared spec Watching again", |c| {
+        phase(c, "shared") == Some(Phase::Watching)
     });
     m.sync("shared", WAIT).unwrap();
 }

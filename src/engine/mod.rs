@@ -195,6 +195,7 @@ pub(crate) struct Config {
     pub git_excludes: ignore_files::Excludes,
     pub max_queued_events: Option<usize>,
     pub restart_backoff: Option<recovery::RestartBackoff>,
+    pub storage_deadline: Option<Duration>,
 }
 
 /// The manager's side of a running engine.
@@ -378,7 +379,13 @@ impl Engine {
             index: Index::default(),
             specs: SpecTable::default(),
             watches,
-            polls: PollSet::new(config.poll_interval),
+            polls: {
+                let mut p = PollSet::new(config.poll_interval);
+                if let Some(d) = config.storage_deadline {
+                    p.set_deadline(d);
+                }
+                p
+            },
             scanner: crate::scanner::Scanner::inline(),
             backends: Backends {
                 default: config.backend,
@@ -562,6 +569,7 @@ impl Engine {
         self.look_outside(false);
         self.refresh_modes();
         self.poll_due();
+        self.polls.check_hung(self.clock.now());
         self.restart_due();
         self.retry_due();
         self.rescan_due();

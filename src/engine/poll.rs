@@ -3,7 +3,7 @@
 //! and of when the next poll is due. The steps that poll are
 //! `polling.rs`'s.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ffi::OsStr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -72,6 +72,8 @@ struct Looking {
     /// or overtaken by a read of the engine's own).
     issued: u64,
     applied: u64,
+    /// When the look in flight was handed toward the scanner.
+    since: Option<Instant>,
 }
 
 /// Which directories are polled, why, and when.
@@ -93,6 +95,14 @@ pub(super) struct PollSet {
     changed: bool,
     /// The last token handed to a look (tokens are never reused).
     tokens: u64,
+    /// How long a look may be under way before its storage is said not
+    /// to answer.
+    deadline: Duration,
+    /// The directories whose look has been under way longer than that,
+    /// as of the last [`check_hung`](Self::check_hung), and when that
+    /// was.
+    hung: BTreeSet<DirId>,
+    checked: Option<Instant>,
 }
 
 /// An interval in whole milliseconds (at least one).
@@ -137,7 +147,44 @@ impl PollSet {
             limit_reason: None,
             changed: false,
             tokens: 0,
+            deadline: crate::defaults::DEFAULT_STORAGE_DEADLINE,
+            hung: BTreeSet::new(),
+            checked: None,
         }
+    }
+
+    /// How long a look may be under way before its storage is said not
+    /// to answer.
+    pub(super) fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline.max(Duration::from_millis(1));
+    }
+
+    /// Notes, at `now`, which directories have had a look under way for
+    /// longer than the deadline (a mount whose server stopped answering);
+    /// a change of that set changes the statuses
+    /// ([`take_changed`](Self::take_changed)).
+    pub(super) fn check_hung(&mut self, now: Instant) {
+        if self.checked.is_some_and(|c| now < c + self.deadline / 4) {
+            return;
+        }
+        self.checked = Some(now);
+        let deadline = self.deadline;
+        let hung: BTreeSet<DirId> = self
+            .looks
+            .iter()
+            .filter(|(_, l)| l.in_flight.is_some() && l.since.is_some_and(|s| s + deadline <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        if hung != self.hung {
+            self.hung = hung;
+            self.changed = true;
+        }
+    }
+
+    /// The directories whose look has been under way longer than the
+    /// deadline, and the deadline.
+    pub(super) fn hung(&self) -> (&BTreeSet<DirId>, Duration) {
+        (&self.hung, self.deadline)
     }
 
     pub(super) fn interval(&self) -> Duration {
@@ -243,6 +290,7 @@ impl PollSet {
             issued: token,
             // Done with every look handed out before this one.
             applied: token - 1,
+            since: None,
         });
         l.issued = token;
         if l.in_flight.is_some() {
@@ -253,8 +301,12 @@ impl PollSet {
         Some((token, true))
     }
 
-    /// Look `token` at `id`, under way, waits for room at the scanner.
-    pub(super) fn wait(&mut self, id: DirId, token: u64) {
+    /// Look `token` at `id`, under way from `now` on, waits for room at
+    /// the scanner.
+    pub(super) fn wait(&mut self, id: DirId, token: u64, now: Instant) {
+        if let Some(l) = self.looks.get_mut(&id) {
+            l.since = Some(now);
+        }
         self.waiting.push_back((id, token));
     }
 
@@ -454,7 +506,12 @@ impl PollSet {
         if self.dirs.is_empty() {
             return None; // (an interval no one uses goes at its next rearm)
         }
-        self.next.values().min().copied()
+        // While looks are under way (or some hung), a look at them every
+        // quarter of the deadline.
+        let hung_check = (!self.looks.is_empty() || !self.hung.is_empty())
+            .then(|| self.checked.map(|c| c + self.deadline / 4))
+            .flatten();
+        self.next.values().copied().chain(hung_check).min()
     }
 
     /// Whether the set (or the reason) changed since the last call.
@@ -685,6 +742,39 @@ mod tests {
     /// Looks waiting for room at the scanner go in the order issued; one
     /// overtaken meanwhile (the engine read the directory, or it is polled
     /// no more) is left out; a directory with no look out keeps nothing.
+    /// A look under way longer than the deadline is hung (its storage
+    /// not answering) until it comes back; the set's changes change the
+    /// statuses; it is looked at a quarter of the deadline apart.
+    #[test]
+    fn looks_under_way_past_the_deadline_are_hung() {
+        let t0 = Instant::now();
+        let mut p = PollSet::new(Some(I));
+        p.set_deadline(Duration::from_secs(8));
+        let s = |n| t0 + Duration::from_secs(n);
+        for id in 1..=2 {
+            p.add(id, Why::Limit, t0);
+        }
+        let (a, _) = p.issue(1).unwrap();
+        p.wait(1, a, s(0));
+        let (b, _) = p.issue(2).unwrap();
+        p.wait(2, b, s(5));
+        p.check_hung(s(7));
+        assert!(p.hung().0.is_empty());
+        assert!(p.next_deadline().unwrap() <= s(9), "looked at again by 9 s");
+        p.check_hung(s(8));
+        assert!(p.hung().0.is_empty(), "checked less than 2 s ago");
+        p.check_hung(s(9));
+        assert_eq!(p.hung().0.iter().copied().collect::<Vec<_>>(), [1]);
+        assert!(p.take_changed());
+        assert_eq!(p.take_finding(1, a), Finding::Apply);
+        p.check_hung(s(13));
+        assert_eq!(p.hung().0.iter().copied().collect::<Vec<_>>(), [2]);
+        assert!(p.take_changed());
+        assert_eq!(p.take_finding(2, b), Finding::Apply);
+        p.check_hung(s(15));
+        assert!(p.hung().0.is_empty() && p.take_changed());
+    }
+
     #[test]
     fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
         assert!(
@@ -697,7 +787,7 @@ mod tests {
             p.add(id, Why::Limit, t0);
             let (t, now) = p.issue(id).unwrap();
             assert!(now);
-            p.wait(id, t);
+            p.wait(id, t, t0);
         }
         p.outdate(2);
         p.remove(3);

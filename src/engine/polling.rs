@@ -160,7 +160,7 @@ impl Engine {
         self.index.get(id)?;
         let (token, now) = self.polls.issue(id)?;
         if now {
-            self.polls.wait(id, token);
+            self.polls.wait(id, token, self.clock.now());
         }
         Some(token)
     }
@@ -233,7 +233,7 @@ impl Engine {
             let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
             match self.polls.take_finding(f.dir, f.token) {
                 poll::Finding::Drop => {}
-                poll::Finding::Again(t) => self.polls.wait(f.dir, t),
+                poll::Finding::Again(t) => self.polls.wait(f.dir, t, self.clock.now()),
                 poll::Finding::Apply => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
@@ -248,7 +248,7 @@ impl Engine {
                         }
                     }
                     if let Some(t) = self.polls.follow_up(f.dir) {
-                        self.polls.wait(f.dir, t);
+                        self.polls.wait(f.dir, t, self.clock.now());
                     }
                 }
             }

@@ -62,10 +62,32 @@ impl Engine {
             .collect();
         let errors = self.problems.dirs(sid).filter(|e| !e.is_empty());
         let down = self.recovery.down();
-        let degraded = if missing.is_empty() && errors.is_none() && polled == 0 && down.is_none() {
+        let (hung, deadline) = self.polls.hung();
+        let hung: Vec<String> = hung
+            .iter()
+            .filter_map(|&id| self.index.get(id))
+            .filter(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
+            .map(|n| n.path().display().to_string())
+            .collect();
+        let degraded = if missing.is_empty()
+            && errors.is_none()
+            && polled == 0
+            && down.is_none()
+            && hung.is_empty()
+        {
             None
         } else {
             let mut parts = Vec::new();
+            if !hung.is_empty() {
+                let more = match hung.len() {
+                    n if n > 3 => format!(" (and {} more)", n - 3),
+                    _ => String::new(),
+                };
+                parts.push(format!(
+                    "storage not answering: a poll of {}{more} under way for more than {deadline:?}",
+                    hung[..hung.len().min(3)].join(", "),
+                ));
+            }
             if let Some(d) = down {
                 parts.push(format!(
                     "the event backend stopped ({}): nothing is reported until it is \

@@ -20,6 +20,7 @@ pub struct ManagerBuilder {
     git_excludes: engine::Excludes,
     max_queued_events: Option<usize>,
     backend_restart: Option<(Duration, Duration)>,
+    storage_deadline: Option<Duration>,
 }
 
 impl ManagerBuilder {
@@ -122,6 +123,20 @@ impl ManagerBuilder {
         self
     }
 
+    /// How long a poll's look at a directory may be under way before the
+    /// specs covering it go `Degraded` ("storage not answering: …"; a
+    /// network or FUSE mount whose server stopped answering), until the
+    /// look comes back (default [`DEFAULT_STORAGE_DEADLINE`], 10 s). The
+    /// engine goes on meanwhile: other specs' events, barriers and
+    /// statuses are served.
+    ///
+    /// [`DEFAULT_STORAGE_DEADLINE`]: crate::DEFAULT_STORAGE_DEADLINE
+    #[must_use]
+    pub fn storage_deadline(mut self, deadline: Duration) -> Self {
+        self.storage_deadline = Some(deadline);
+        self
+    }
+
     /// Git's global excludes file, for the specs that honour git's ignore
     /// files ([`IgnoreFiles::GIT`](crate::IgnoreFiles::GIT)): `Some(file)`
     /// this file, `None` none. By default git's own: `core.excludesFile`
@@ -162,6 +177,7 @@ impl ManagerBuilder {
             git_excludes: self.git_excludes,
             max_queued_events: self.max_queued_events,
             restart_backoff: self.backend_restart,
+            storage_deadline: self.storage_deadline,
         })?;
         Ok(Manager::with_engine(
             engine,
