@@ -8,7 +8,10 @@
 //! `-malloc_limit_mb`); a chart that parses has a name and version that
 //! are safe file names.
 #![no_main]
-#![allow(dead_code, reason = "only the parser of these modules (and ustar's headers) is used")]
+#![allow(
+    dead_code,
+    reason = "only the parser of these modules (and ustar's headers) is used"
+)]
 
 #[path = "../../examples/chart_index/chart.rs"]
 mod chart;
@@ -169,9 +172,12 @@ fn build(tar: &Tar) -> Vec<u8> {
         let name = name_of(&e.name);
         match &e.long {
             None => {}
-            Some(Long::GnuName) => {
-                out.entry(b"././@LongLink", b'L', None, &Data(name.clone().into_bytes(), 0))
-            }
+            Some(Long::GnuName) => out.entry(
+                b"././@LongLink",
+                b'L',
+                None,
+                &Data(name.clone().into_bytes(), 0),
+            ),
             Some(Long::Pax) => {
                 let rec = format!("path={name}\n");
                 let rec = format!(
@@ -180,9 +186,12 @@ fn build(tar: &Tar) -> Vec<u8> {
                 );
                 out.entry(b"PaxHeaders/x", b'x', None, &Data(rec.into_bytes(), 0));
             }
-            Some(Long::HugeGnuName(n)) => {
-                out.entry(b"././@LongLink", b'L', None, &Data(name.clone().into_bytes(), *n))
-            }
+            Some(Long::HugeGnuName(n)) => out.entry(
+                b"././@LongLink",
+                b'L',
+                None,
+                &Data(name.clone().into_bytes(), *n),
+            ),
             Some(Long::HugePax(n)) => out.entry(b"PaxHeaders/x", b'x', None, &Data(Vec::new(), *n)),
         }
         let data = match &e.body {
@@ -194,11 +203,19 @@ fn build(tar: &Tar) -> Vec<u8> {
                 tail,
             } => {
                 let api = if *api { "apiVersion: v2\n" } else { "" };
-                Data(format!("{api}name: {name}\nversion: {version}\n{tail}").into_bytes(), 0)
+                Data(
+                    format!("{api}name: {name}\nversion: {version}\n{tail}").into_bytes(),
+                    0,
+                )
             }
             Body::Zeros(n) => Data(Vec::new(), *n),
         };
-        out.entry(name.as_bytes(), e.kind.flag(), e.declared.map(u64::from), &data);
+        out.entry(
+            name.as_bytes(),
+            e.kind.flag(),
+            e.declared.map(u64::from),
+            &data,
+        );
     }
     if !tar.no_end {
         out.write(&[0; 1024]);

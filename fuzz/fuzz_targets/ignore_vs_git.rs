@@ -204,9 +204,17 @@ fn spec(root: &Path) -> WatchSpec {
         .vcs_ignores(false)
 }
 
+/// Classes of known disagreements, found and not fixed yet, skipped so
+/// that the fuzzer goes on (each one a bug, see the crate's CHANGELOG):
+/// a run of three or more `*` (git's wildmatch reads any run of two or
+/// more as `**`: `***/b` ignores `b`; the `ignore` crate does not).
+fn known(case: &Case) -> bool {
+    case.patterns.iter().any(|p| p.contains("***"))
+}
+
 fuzz_target!(|data: &[u8]| {
     let case = decode(data);
-    if case.nodes.is_empty() {
+    if case.nodes.is_empty() || known(&case) {
         return;
     }
     let root = repo();
