@@ -26,6 +26,7 @@ for t in "${targets[@]}"; do
     [ -f "dicts/$t.dict" ] && extra+=("-dict=dicts/$t.dict")
     echo "== $t: ${secs}s"
     start=$(date +%s)
+    touch "logs/$t.start"
     cargo +nightly fuzz run -a "$t" "corpus/$t" "seeds/$t" -- \
         -max_total_time="$secs" -print_final_stats=1 "${extra[@]}" >"logs/$t.log" 2>&1
     rc=$?
@@ -33,7 +34,8 @@ for t in "${targets[@]}"; do
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "logs/$t.log" | grep -o '[0-9]*$' | tail -1)
     rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "logs/$t.log" | grep -o '[0-9]*$' | tail -1)
     corpus=$(find "corpus/$t" -type f | wc -l)
-    crashes=$(find "artifacts/$t" -type f | wc -l)
+    # Only this run's: artifacts of earlier runs stay until removed.
+    crashes=$(find "artifacts/$t" -type f -newer "logs/$t.start" | wc -l)
     line="$t: ${execs:-?} execs, ${rate:-?}/s, $((end - start))s, corpus $corpus, crashes $crashes (exit $rc)"
     echo "$line"
     summary+=("$line")

@@ -207,9 +207,14 @@ fn spec(root: &Path) -> WatchSpec {
 /// Classes of known disagreements, found and not fixed yet, skipped so
 /// that the fuzzer goes on (each one a bug, see the crate's CHANGELOG):
 /// a run of three or more `*` (git's wildmatch reads any run of two or
-/// more as `**`: `***/b` ignores `b`; the `ignore` crate does not).
+/// more as `**`: `***/b` ignores `b`; the `ignore` crate does not), and a
+/// pattern ending in `\/` (git strips the `/` and matches nothing with
+/// the `\` left at the end; the `ignore` crate ignores every directory
+/// with `*\/`).
 fn known(case: &Case) -> bool {
-    case.patterns.iter().any(|p| p.contains("***"))
+    case.patterns
+        .iter()
+        .any(|p| p.contains("***") || p.ends_with("\\/"))
 }
 
 fuzz_target!(|data: &[u8]| {
