@@ -210,11 +210,12 @@ fn spec(root: &Path) -> WatchSpec {
 /// more as `**`: `***/b` ignores `b`; the `ignore` crate does not), and a
 /// pattern ending in `\/` (git strips the `/` and matches nothing with
 /// the `\` left at the end; the `ignore` crate ignores every directory
-/// with `*\/`).
+/// with `*\/`), and a `\` inside a `[...]` class (git's escape there, a
+/// member for the `ignore` crate: `[[.\.!]` ignores a file named `\`).
 fn known(case: &Case) -> bool {
-    case.patterns
-        .iter()
-        .any(|p| p.contains("***") || p.ends_with("\\/"))
+    case.patterns.iter().any(|p| {
+        p.contains("***") || p.ends_with("\\/") || p.split('[').skip(1).any(|c| c.contains('\\'))
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
