@@ -211,10 +211,17 @@ fn spec(root: &Path) -> WatchSpec {
 /// pattern ending in `\/` (git strips the `/` and matches nothing with
 /// the `\` left at the end; the `ignore` crate ignores every directory
 /// with `*\/`), and a `\` inside a `[...]` class (git's escape there, a
-/// member for the `ignore` crate: `[[.\.!]` ignores a file named `\`).
+/// member for the `ignore` crate: `[[.\.!]` ignores a file named `\`),
+/// and `**` after a character other than `/` (git matches the literal
+/// prefix first, then the rest with `**` as at a boundary: `b**/*`
+/// ignores a file `b`; the `ignore` crate does not).
 fn known(case: &Case) -> bool {
     case.patterns.iter().any(|p| {
-        p.contains("***") || p.ends_with("\\/") || p.split('[').skip(1).any(|c| c.contains('\\'))
+        p.contains("***")
+            || p.match_indices("**")
+                .any(|(i, _)| i > 0 && !p[..i].ends_with('/'))
+            || p.ends_with("\\/")
+            || p.split('[').skip(1).any(|c| c.contains('\\'))
     })
 }
 
