@@ -37,6 +37,18 @@ impl Matcher {
     pub fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
         self.0.is_ignored(path, is_dir)
     }
+    /// Whether the directory `dir` is pruned: ignored, and nothing below
+    /// it can be re-included (no OS watch, never read).
+    pub fn prunes(&self, dir: &Path) -> bool {
+        self.0.prunes(dir)
+    }
+    /// Sets the `.gitignore` applying in `dir` to `contents`, as the
+    /// engine does when it reads one (`ignore_files`); returns the lines
+    /// skipped as invalid patterns.
+    pub fn set_gitignore(&mut self, dir: &Path, contents: &str) -> Vec<String> {
+        let which = crate::ignore_files::IgnoreFile::Gitignore;
+        self.0.set_file(dir, which, Some(contents)).bad
+    }
 }
 
 /// A directory's indexed entries.

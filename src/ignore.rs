@@ -16,7 +16,7 @@ use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
-use crate::ignore_files::{FileRules, IgnoreFile, Set};
+use crate::ignore_files::{FileRules, IgnoreFile, Set, unclosed_class};
 
 /// Gitignore-style patterns relative to a base directory.
 ///
@@ -27,7 +27,9 @@ use crate::ignore_files::{FileRules, IgnoreFile, Set};
 /// - a pattern with a leading or inner `/` (`/build`, `doc/gen`) is anchored to
 ///   `base`;
 /// - a trailing `/` matches directories only;
-/// - `*`, `?`, `[...]` and `**` are globs; `*` does not cross `/`;
+/// - `*`, `?`, `[...]` and `**` are globs; `*` does not cross `/`; a `[`
+///   that no `]` closes is refused (git's pattern would match nothing; `\[`
+///   is the character itself);
 /// - `!pattern` re-includes what an earlier pattern ignored; among the
 ///   patterns that match a path, the **last one wins**;
 /// - for a path, the **deepest** of the path itself and its ancestors that some
@@ -37,6 +39,10 @@ use crate::ignore_files::{FileRules, IgnoreFile, Set};
 ///
 /// An ignored directory gets no OS watch at all unless some `!` pattern could
 /// match below it.
+///
+/// The fuzz target `ignore_vs_git` (`fuzz/`) compares these rules with
+/// `git check-ignore` on generated trees and patterns: the re-include
+/// below an ignored directory is the only difference it lets pass.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -257,6 +263,14 @@ fn compile_rule(rule: &IgnoreRule) -> std::result::Result<CompiledRule, (String,
                 pattern.clone(),
                 "it climbs out of its base directory (`..`); patterns match below their \
                  rule's base: give the rule a base higher up"
+                    .into(),
+            ));
+        }
+        if unclosed_class(pattern) {
+            return Err((
+                pattern.clone(),
+                "its `[` opens a character class that no `]` closes: git's pattern then \
+                 matches nothing (write `\\[` for the character itself)"
                     .into(),
             ));
         }

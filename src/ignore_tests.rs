@@ -576,3 +576,27 @@ fn an_entry_is_judged_as_its_path() {
         }
     }
 }
+
+/// Found by the `ignore_vs_git` fuzz target: git's matcher matches nothing
+/// with a pattern whose `[` no `]` closes (`**[`), where the `ignore`
+/// crate took the `[` literally (and ignored a file named `baa[`). A rule
+/// refuses such a pattern, saying why; a closed or escaped one is kept.
+#[test]
+fn a_pattern_with_an_unclosed_class_is_refused_as_git_matches_nothing_with_it() {
+    for p in ["**[", "a[b", "[!", "[]", "[!]", "[[:alpha:]", "x\\[[a"] {
+        let e = Matcher::new(
+            "t",
+            &[IgnoreRule::new("/r", [p])],
+            &["/r".into()],
+            false,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no `]` closes"), "{p}: {e}");
+    }
+    for p in ["a\\[", "[]]", "[!]]", "[[:alpha:]]", "[a]b", "\\[", "[\\]]"] {
+        assert!(!unclosed_class(p), "{p} is closed");
+    }
+    let m = matcher(&["[]]", "a\\["]);
+    assert!(ig(&m, "/r/]", false) && ig(&m, "/r/a[", false));
+}

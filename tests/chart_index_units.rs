@@ -29,3 +29,8 @@ mod provenance;
 mod routes;
 #[path = "../examples/chart_index/storage.rs"]
 mod storage;
+
+#[path = "chart_index_units/archives.rs"]
+mod archives;
+#[path = "chart_index_units/ustar.rs"]
+mod ustar;

@@ -40,6 +40,9 @@ const MAX_PACKAGE_BYTES: u64 = 256 << 20;
 const MAX_UNPACKED_BYTES: u64 = 1 << 30;
 /// A Chart.yaml larger than this is refused.
 const MAX_CHART_YAML_BYTES: u64 = 1 << 20;
+/// A GNU long name or link, or a pax header, may hold at most this much
+/// (as in Go's archive/tar, which Helm reads packages with).
+const MAX_TAR_HEADER_BYTES: u64 = 1 << 20;
 /// Nesting deeper than this in a Chart.yaml is refused.
 const MAX_YAML_DEPTH: usize = 64;
 
@@ -344,19 +347,55 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
+/// The archive of a gzip'd package, its unpacked size capped.
+fn unpack(bytes: &[u8]) -> tar::Archive<Capped<flate2::read::GzDecoder<&[u8]>>> {
+    tar::Archive::new(Capped {
+        inner: flate2::read::GzDecoder::new(bytes),
+        left: MAX_UNPACKED_BYTES,
+        what: "the unpacked archive",
+    })
+}
+
+fn corrupt(e: io::Error) -> String {
+    format!("not a valid gzip'd tar archive: {e}")
+}
+
+/// Refuses an archive with a GNU long name or link, or a pax header,
+/// larger than [`MAX_TAR_HEADER_BYTES`]. The tar crate reads each of
+/// them whole into memory: a run of zeros declared as one, which gzip
+/// shrinks to a thousandth, had it allocate up to the unpacked bound
+/// (1 GiB) for a package of a megabyte (seen in the tar crate's source;
+/// without this check the `chart_parse` fuzz target hits its 32 MiB
+/// malloc limit in tar's `read_all` within a thousand runs). Read raw,
+/// entry by entry, nothing held: a pass of its own (the archive is
+/// inflated twice).
+fn check_tar_headers(bytes: &[u8]) -> Result<(), String> {
+    for entry in unpack(bytes).entries().map_err(corrupt)?.raw(true) {
+        let entry = entry.map_err(corrupt)?;
+        let t = entry.header().entry_type();
+        let special = t.is_gnu_longname()
+            || t.is_gnu_longlink()
+            || t.is_pax_local_extensions()
+            || t.is_pax_global_extensions();
+        if special && entry.size() > MAX_TAR_HEADER_BYTES {
+            return Err(format!(
+                "not a valid gzip'd tar archive: a tar extension header (type {:?}) is \
+                 larger than 1 MiB",
+                t.as_byte() as char
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads a package's Chart.yaml (`<chart>/Chart.yaml`), checking that the
 /// whole archive is intact (a gzip stream cut short fails its trailer check).
 pub fn parse_chart(bytes: &[u8]) -> Result<(ChartMeta, semver::Version), String> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Err("not a gzip file (a chart package is a .tgz as `helm package` makes)".into());
     }
-    let gz = Capped {
-        inner: flate2::read::GzDecoder::new(bytes),
-        left: MAX_UNPACKED_BYTES,
-        what: "the unpacked archive",
-    };
-    let mut archive = tar::Archive::new(gz);
-    let corrupt = |e: io::Error| format!("not a valid gzip'd tar archive: {e}");
+    check_tar_headers(bytes)?;
+    let mut archive = unpack(bytes);
     let (mut chart_yaml, mut requirements) = (None, None);
     for entry in archive.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;

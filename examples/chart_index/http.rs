@@ -384,10 +384,15 @@ pub fn segments(path: &str) -> Result<Vec<String>, Reply> {
         while let Some(b) = it.next() {
             if b == b'%' {
                 let hex = [it.next(), it.next()];
+                // Two hex digits: `u8::from_str_radix` alone also takes
+                // a sign (`%+c` read as 0x0c; found by the `chart_request`
+                // fuzz target).
                 let v = match hex {
-                    [Some(h), Some(l)] => std::str::from_utf8(&[h, l])
-                        .ok()
-                        .and_then(|s| u8::from_str_radix(s, 16).ok()),
+                    [Some(h), Some(l)] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                        std::str::from_utf8(&[h, l])
+                            .ok()
+                            .and_then(|s| u8::from_str_radix(s, 16).ok())
+                    }
                     _ => None,
                 };
                 bytes.push(v.ok_or_else(|| error(400, "malformed percent-encoding"))?);
@@ -445,6 +450,10 @@ mod tests {
             "/%2",
             "/%ff",
             "x",
+            // A sign is no hex digit.
+            "/%+c",
+            "/a%+1b",
+            "/%-1",
         ] {
             assert!(segments(refused).is_err(), "{refused} is refused");
         }

@@ -1,0 +1,191 @@
+//! The chart server's request parsing, without a network: the path's
+//! segments (`http::segments`, checked against a strict percent-decoder
+//! written here), the route they name (`routes::route`, under every
+//! `--depth` and `--disable-delete`), the query's values, the
+//! `Authorization` header (`auth::Auth::check`, with Basic and Bearer
+//! credentials configured), the body-length and `Expect` headers, and a
+//! provenance file's body (`provenance::prov_chart`). Never a panic; a
+//! path that is accepted never names a parent or an empty segment, and a
+//! route's names are the path's.
+#![no_main]
+#![allow(
+    dead_code,
+    reason = "only the request parsing of these modules is used"
+)]
+
+#[path = "../../examples/chart_index/auth.rs"]
+mod auth;
+#[path = "../../examples/chart_index/http.rs"]
+mod http;
+#[path = "../../examples/chart_index/provenance.rs"]
+mod provenance;
+#[path = "../../examples/chart_index/routes.rs"]
+mod routes;
+#[path = "../../examples/chart_index/storage.rs"]
+mod storage;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use arbitrary::Arbitrary;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Arbitrary, Debug)]
+struct Request {
+    method: Method,
+    path: String,
+    query: Option<String>,
+    headers: Vec<(Header, Vec<u8>)>,
+    body: Vec<u8>,
+    depth: Option<u8>,
+    delete: bool,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Method {
+    Get,
+    Head,
+    Post,
+    Delete,
+    Put,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Header {
+    Authorization,
+    ContentLength,
+    ContentType,
+    Expect,
+}
+
+/// A strict percent-decoder (RFC 3986: `%` and two hex digits).
+fn strict_decode(raw: &str) -> Option<Vec<u8>> {
+    let b = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn credentials() -> &'static [auth::Auth; 3] {
+    static AUTH: OnceLock<[auth::Auth; 3]> = OnceLock::new();
+    AUTH.get_or_init(|| {
+        let mut basic = auth::Auth::default();
+        basic.set_basic("user", "pass");
+        let mut tokens = auth::Auth::default();
+        tokens
+            .add_tokens(Path::new("tokens"), "# tokens\n t0k3n \n\nother\n")
+            .expect("valid tokens");
+        tokens.anonymous_get = true;
+        let mut open = auth::Auth::default();
+        open.anonymous_write = true;
+        [basic, tokens, open]
+    })
+}
+
+fuzz_target!(|req: Request| {
+    let method = match req.method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Delete => "DELETE",
+        Method::Put => "PUT",
+    };
+    // The path: accepted segments are what a strict decoder reads, and
+    // never a parent, the current directory, empty, or holding a separator.
+    let segs = http::segments(&req.path);
+    if let Ok(segs) = &segs {
+        let raw: Vec<&str> = req.path[1..].split('/').collect();
+        if !req.path[1..].is_empty() {
+            assert_eq!(raw.len(), segs.len());
+            for (r, s) in raw.iter().zip(segs) {
+                let strict = strict_decode(r);
+                assert_eq!(
+                    strict.as_deref(),
+                    Some(s.as_bytes()),
+                    "segment {r:?} read as {s:?}"
+                );
+            }
+        }
+        for s in segs {
+            assert!(!s.is_empty() && s != "." && s != "..", "{s:?}");
+            assert!(!s.contains(['/', '\\', '\0']), "{s:?}");
+        }
+        let rules = routes::Rules {
+            depth: req.depth.map(usize::from),
+            delete: req.delete,
+        };
+        if let Ok(route) = routes::route(method, segs, rules) {
+            let names: Vec<&String> = match &route {
+                routes::Route::Health => vec![],
+                routes::Route::Index { tenant }
+                | routes::Route::Charts { tenant }
+                | routes::Route::Prov { tenant } => tenant.iter().collect(),
+                routes::Route::Package { tenant, file } => tenant.iter().chain([file]).collect(),
+                routes::Route::Chart { tenant, name } => tenant.iter().chain([name]).collect(),
+                routes::Route::Version {
+                    tenant,
+                    name,
+                    version,
+                } => tenant.iter().chain([name, version]).collect(),
+            };
+            for n in names {
+                assert!(segs.contains(n), "{n:?} is one of the path's segments");
+            }
+            if let (Some(d), Some(t)) = (rules.depth, tenant_len(&route)) {
+                assert_eq!(d, t, "--depth {d}: {route:?}");
+            }
+        }
+    }
+    for key in ["force", "offset", "limit"] {
+        let _ = http::query_value(req.query.as_deref(), key);
+    }
+    let mut headers = HeaderMap::new();
+    for (h, v) in req.headers.iter().take(8) {
+        let name = match h {
+            Header::Authorization => HeaderName::from_static("authorization"),
+            Header::ContentLength => HeaderName::from_static("content-length"),
+            Header::ContentType => HeaderName::from_static("content-type"),
+            Header::Expect => HeaderName::from_static("expect"),
+        };
+        if let Ok(v) = HeaderValue::from_bytes(v) {
+            headers.append(name, v);
+        }
+    }
+    let _ = http::declared_length(&headers);
+    let _ = http::expects_continue(&headers);
+    let authorization = headers.get("authorization").map(HeaderValue::as_bytes);
+    for a in credentials() {
+        for access in [auth::Access::Read, auth::Access::Write] {
+            let _ = a.check(access, authorization);
+        }
+    }
+    if let Ok((name, version)) = provenance::prov_chart(&req.body) {
+        assert!(storage::safe_name(&name) && storage::safe_name(&version));
+    }
+});
+
+fn tenant_len(route: &routes::Route) -> Option<usize> {
+    match route {
+        routes::Route::Health => None,
+        routes::Route::Index { tenant }
+        | routes::Route::Charts { tenant }
+        | routes::Route::Prov { tenant }
+        | routes::Route::Package { tenant, .. }
+        | routes::Route::Chart { tenant, .. }
+        | routes::Route::Version { tenant, .. } => Some(tenant.len()),
+    }
+}
