@@ -278,16 +278,8 @@ fn run(
     );
     let rss = |u: Usage| u.rss_kib.map_or(0, |k| k as i64);
     println!(
-        "summary: fds {:?} -> {:?} (warm {:?}), threads {:?} -> {:?} (warm {:?}), \
-         RSS warm {} KiB -> end {} KiB ({:+} KiB)",
-        start.fds,
-        end_u.fds,
-        warm.fds,
-        start.threads,
-        end_u.threads,
-        warm.threads,
-        rss(warm),
-        rss(end_u),
+        "summary: start {start}; after the first checkpoint {warm}; end {end_u}; \
+         after the drop {after}; RSS end - first checkpoint {:+} KiB",
         rss(end_u) - rss(warm)
     );
     if (end_u.fds, end_u.threads) != (warm.fds, warm.threads) {
