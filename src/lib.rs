@@ -273,7 +273,12 @@
 //!   prefix are never indexed or reported. Besides `sync`, an update of a
 //!   spec creates and at once removes one in each root (its barrier, see
 //!   [`Manager::apply`]): that changes the root directory's mtime, which
-//!   other watchers of it see.
+//!   other watchers of it see. Each cookie's name is new, and on Linux
+//!   each leaves a negative entry in the kernel's dentry cache of its
+//!   directory, which the kernel reclaims only under memory pressure and
+//!   walks whenever a watch is added on that directory: after 20,000
+//!   syncs or updates of one root, watching it again costs about 0.5 ms
+//!   (3 µs fresh).
 //! - **inotify limits** (Linux): one watch per watched directory counts
 //!   against `fs.inotify.max_user_watches` (often 8,192 on older systems,
 //!   about a million on newer ones), one instance per manager against

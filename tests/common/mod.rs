@@ -14,6 +14,8 @@ use specwatch::{
 };
 
 pub mod example;
+pub mod procstat;
+pub mod workload;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
