@@ -523,10 +523,20 @@ mod tests {
         c.take()
             .into_iter()
             .map(|c| {
-                let s = |p: &Path| p.to_string_lossy().into_owned();
+                // (Written with `/` whatever the platform joins with.)
+                let s = |p: &Path| p.to_string_lossy().replace('\\', "/");
                 (s(&c.path), c.kind, c.from.as_deref().map(s))
             })
             .collect()
+    }
+
+    /// `/`-separated `path` as the platform joins it (what an entry below
+    /// a moved directory is named by: its old parent joined with its
+    /// name).
+    fn p(path: &str) -> PathBuf {
+        path.split('/')
+            .filter(|c| !c.is_empty())
+            .fold(PathBuf::from("/"), |a, c| a.join(c))
     }
 
     fn moved(c: &mut Coalescer, t: Instant, from: &str, to: &str, ft: FileType, over: bool) {
@@ -642,14 +652,14 @@ mod tests {
     fn a_moved_directory_carries_its_entries() {
         let t0 = Instant::now();
         let tree = |c: &mut Coalescer| {
-            c.push(t0, "/a".into(), Removed, Dir, None);
-            c.push(t0, "/a/x".into(), Removed, File, None);
-            c.push(t0, "/a/s".into(), Removed, Dir, None);
-            c.push(t0, "/a/s/y".into(), Removed, File, None);
-            c.push(t0, "/b".into(), Created, Dir, None);
-            c.push(t0, "/b/x".into(), Created, File, None);
-            c.push(t0, "/b/s".into(), Created, Dir, None);
-            c.push(t0, "/b/s/y".into(), Created, File, None);
+            c.push(t0, p("/a"), Removed, Dir, None);
+            c.push(t0, p("/a/x"), Removed, File, None);
+            c.push(t0, p("/a/s"), Removed, Dir, None);
+            c.push(t0, p("/a/s/y"), Removed, File, None);
+            c.push(t0, p("/b"), Created, Dir, None);
+            c.push(t0, p("/b/x"), Created, File, None);
+            c.push(t0, p("/b/s"), Created, Dir, None);
+            c.push(t0, p("/b/s/y"), Created, File, None);
             c.moved(Path::new("/a"), Path::new("/b"));
         };
         let mut c = Coalescer::new(Q, M);
@@ -669,8 +679,8 @@ mod tests {
         );
         let mut c = Coalescer::new(Q, M).collapse_moves(true);
         tree(&mut c);
-        c.push(t0, "/b/x".into(), Modified, File, None);
-        c.push(t0, "/b/new".into(), Created, File, None);
+        c.push(t0, p("/b/x"), Modified, File, None);
+        c.push(t0, p("/b/new"), Created, File, None);
         assert_eq!(
             said(&mut c),
             vec![
