@@ -694,6 +694,12 @@ impl SpecTable {
         self.write_specs > 0
     }
 
+    /// Whether a spec that waits for writers covers `node/name`.
+    pub(super) fn holds_writes_at(&self, node: &DirNode, name: &OsStr) -> bool {
+        node.concerned(name)
+            .any(|s| self.get(s).is_some_and(|st| st.writes.is_some()))
+    }
+
     /// A raw change at `node/name` was routed at `now`: the specs it
     /// concerns that wait for writers and do not ignore it note a regular
     /// file `Created` or `Modified` as written (`meta`: what the look

@@ -29,6 +29,9 @@ impl Engine {
         let Some(node) = self.index.get(id) else {
             return;
         };
+        if !self.specs.holds_writes_at(node, name) {
+            return;
+        }
         // A file found by reading a directory (a new one's contents) was
         // not `stat`ed: its look needs a baseline to compare with.
         let stated;
