@@ -254,6 +254,14 @@
 //!   file system, judged by the root's own file system when it is
 //!   attached: another mount further below a root is not detected (give
 //!   it a spec of its own, or choose `Poll`).
+//! - A polled root's file system unmounted under a live watch is told by
+//!   the device its path then shows (the one below the mount): the spec is
+//!   `Degraded` ("storage gone"), keeps what it knew, and reports the net
+//!   changes once a file system is mounted there again. This is known for
+//!   polled roots only: a root watched by an event backend whose file
+//!   system is unmounted is reported emptied, then filled again. A file
+//!   system mounted again on a host where the directory below the mount
+//!   is on the same device as the one mounted is not told apart from it.
 //! - Polling (chosen per spec, by `Auto`, or for everything by
 //!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`) looks at
 //!   directories on one scanner thread per manager: a network mount that

@@ -133,6 +133,9 @@ impl Engine {
             return;
         }
         let path = node.path().join(name);
+        if self.mount_keeps_entry(&path) {
+            return; // a polled root whose file system is away: kept
+        }
         let (new, meta) = if self.rescans.tracks(id) {
             // A rescan compares against what events saw.
             let sig = fs::sig_of(&path);
@@ -312,6 +315,9 @@ impl Engine {
             return;
         };
         let path = node.path().clone();
+        if self.mount_keeps(&path) {
+            return; // its file system is away: kept as it was
+        }
         if self.links.contains(id) {
             // A followed link's directory moved or went: no event about the
             // link itself says so. Look where the link leads now.

@@ -130,6 +130,10 @@ impl Engine {
         let mode = decide(root, st.backend(), &self.backends, || {
             crate::backend::file_system(existing)
         });
+        if mode.poll.is_some() && root == existing {
+            // (Which file system it is on: what tells it unmounted.)
+            self.track_mount(sid, root);
+        }
         if self.specs.set_mode(sid, mode) {
             self.out.touch(sid);
             trace::traced! {

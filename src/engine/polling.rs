@@ -237,6 +237,8 @@ impl Engine {
                 poll::Finding::Apply => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
+                    } else if self.mount_holds(&f.path, &f.look) {
+                        // Its file system is away: what was there is kept.
                     } else if !self.polled_only(f.dir) {
                         self.poll_node(f.dir);
                     } else {
@@ -266,6 +268,7 @@ impl Engine {
     /// picture kept for the next poll.
     fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
         self.syncs.cookies_found(look.take_cookies(path));
+        self.keep_mount_points(path, &mut look.modified);
         self.apply_listing(id, &look.picture.listing(), &look.modified);
         self.polls.set_picture(id, look.picture);
     }
@@ -287,7 +290,11 @@ impl Engine {
         // Newer than any look of the scanner's under way.
         self.polls.outdate(id);
         let before = self.polls.picture(id);
-        match fs::look(&path, true, before, hash, self.clock.wall()) {
+        let look = fs::look(&path, true, before, hash, self.clock.wall());
+        if self.mount_holds(&path, &look) {
+            return; // its file system is away: what was there is kept
+        }
+        match look {
             Ok(look) => self.apply_look(id, &path, look),
             Err(e) if fs::gone(&e) => self.check_top(id, false),
             Err(_) => {}

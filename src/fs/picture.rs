@@ -58,6 +58,10 @@ pub(crate) struct Look {
     /// Entries written (`false`) or replaced (`true`) since the previous
     /// picture, sorted by name.
     pub modified: Vec<(OsString, bool)>,
+    /// The device of the directory looked at (Windows: its volume's
+    /// serial number), if known: another one than before tells that a file
+    /// system was mounted or unmounted there.
+    pub dev: Option<u64>,
 }
 
 fn by_name(a: &OsStr, b: &OsStr) -> std::cmp::Ordering {
@@ -288,6 +292,7 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
+    let dev = scan.dev;
     let mut picture = Picture {
         packed: Packed::of(scan.iter()),
         extra: None,
@@ -298,7 +303,11 @@ pub(crate) fn look(
     if before.is_none() {
         modified.clear();
     }
-    Ok(Look { picture, modified })
+    Ok(Look {
+        picture,
+        modified,
+        dev,
+    })
 }
 
 impl Look {

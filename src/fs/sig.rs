@@ -95,6 +95,10 @@ pub(crate) fn lstat(path: &Path) -> Option<(FileType, Meta)> {
 /// buffer: a scan allocates a few times, not once per entry.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
+    /// The device of the directory itself (Windows: its volume's serial
+    /// number), as the read found it: what tells that another file system
+    /// is now mounted there, or none (`None`: not known).
+    pub dev: Option<u64>,
     names: Vec<u8>,
     /// Each entry's name (where it begins in `names`, its length) and
     /// signature.
@@ -157,6 +161,10 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     // SAFETY: a plain C struct, filled by each `fstatat` before it is read.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut scan = Scan::default();
+    // SAFETY: a valid descriptor and a struct to fill.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0 {
+        scan.dev = Some(st.st_dev);
+    }
     each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
         // fill.
@@ -289,7 +297,10 @@ pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<
 #[cfg(windows)]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        dev: Some(listing.volume),
+        ..Scan::default()
+    };
     for (name, listed) in listing.entries {
         let s = if listed.kind == FileType::File && !super::is_cookie(&name) {
             match windows::stat(&dir.join(&name), false) {
@@ -316,7 +327,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
 #[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     // A directory (through a link only if `follow`), or an error.
-    identity(dir, follow)?;
+    let (dev, _) = identity(dir, follow)?;
     let mut cookies = Vec::new();
     let listing = read_listing(dir, &mut cookies)?;
     let names = listing.into_iter().map(|(n, _)| n).chain(
@@ -324,7 +335,10 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             .iter()
             .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
     );
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        dev: Some(dev),
+        ..Scan::default()
+    };
     for name in names {
         // One that vanished since the read is left out; one that cannot be
         // `stat`ed now is kept with a signature no entry has (see the
