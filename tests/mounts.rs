@@ -72,11 +72,18 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
         s.roots[0]
     );
 
+    assert_eq!(s.roots[0].unmounted_since, None);
+    let before = std::time::SystemTime::now();
     mount.unmount();
     c.wait("the spec Degraded: storage gone", |c| {
         matches!(phase(c, "charts"), Some(Phase::Degraded { reason })
             if reason.contains("storage gone") && reason.contains(&*root.to_string_lossy()))
     });
+    let since = m.status("charts").unwrap().roots[0].unmounted_since;
+    assert!(
+        since.is_some_and(|t| t >= before),
+        "the root says since when it is unmounted: {since:?}"
+    );
     // Another host writes to the storage while this one has it unmounted.
     fs::write(src.join("charts/new.tgz"), "v1").unwrap();
     fs::remove_file(src.join("charts/a.tgz")).unwrap();
@@ -101,6 +108,7 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
     c.wait("the spec Watching again once the storage is back", |c| {
         phase(c, "charts") == Some(Phase::Watching)
     });
+    assert_eq!(m.status("charts").unwrap().roots[0].unmounted_since, None);
     let want: BTreeMap<PathBuf, Vec<ChangeKind>> = [
         (charts.join("new.tgz"), ChangeKind::Created),
         (charts.join("a.tgz"), ChangeKind::Removed),

@@ -71,6 +71,7 @@ fn decide_choice(
         path: root.to_path_buf(),
         backend,
         reason,
+        unmounted_since: None,
     };
     match choice {
         Backend::Auto => match fs() {

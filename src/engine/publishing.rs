@@ -154,7 +154,13 @@ impl Engine {
             generation: st.generation(),
             watched_dirs: self.index.covered_dirs(sid),
             polled_dirs: polled,
-            roots: st.root_statuses(),
+            roots: {
+                let mut roots = st.root_statuses();
+                for r in &mut roots {
+                    r.unmounted_since = self.mounts.away(&r.path).map(|a| a.since);
+                }
+                roots
+            },
             progress: self.progress.progress_of(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
