@@ -1,7 +1,8 @@
 //! Shared storage unmounted and mounted again under a live watch (issue
-//! 22, item 3): a polled root's spec says its file system went, keeps what
-//! it knew, and once it is back reports exactly the net changes made while
-//! it was away: no "everything removed", then "everything created".
+//! 22, item 3): a polled or natively watched root's spec says its file
+//! system went, keeps what it knew, and once it is back reports exactly
+//! the net changes made while it was away: no "everything removed", then
+//! "everything created".
 //! The mounts are `bindfs` (FUSE) bind mounts, as in `tests/backends.rs`.
 
 mod common;
@@ -65,12 +66,11 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
     let m = b.build().unwrap();
     let mut c = Collector::new(m.subscribe());
     let s = start(&m, "charts", spec(&[&root]));
-    assert_eq!(
-        s.roots[0].backend,
-        Backend::Poll { interval: every },
-        "{}",
-        s.roots[0]
-    );
+    let want_backend = match backend {
+        Some(Backend::Native) => Backend::Native,
+        _ => Backend::Poll { interval: every },
+    };
+    assert_eq!(s.roots[0].backend, want_backend, "{}", s.roots[0]);
 
     assert_eq!(s.roots[0].unmounted_since, None);
     let before = std::time::SystemTime::now();
@@ -160,6 +160,16 @@ fn a_manager_that_polls_everything_keeps_an_unmounted_root_too() {
     let every = Duration::from_millis(20);
     unmounted_and_mounted_again(Some(Backend::Poll { interval: every }), false);
     unmounted_and_mounted_again(Some(Backend::Poll { interval: every }), true);
+}
+
+/// The native backend on the mount (by choice: `Auto` polls it): the
+/// unmount takes its watches, which tells that the file system went; a
+/// look at the root every poll interval tells when it is back, and the
+/// tree is then watched and read again.
+#[test]
+fn a_natively_watched_root_unmounted_and_mounted_again() {
+    unmounted_and_mounted_again(Some(Backend::Native), false);
+    unmounted_and_mounted_again(Some(Backend::Native), true);
 }
 
 /// A root that is simply deleted is no absent storage: its removal is

@@ -488,6 +488,7 @@ impl Engine {
             self.syncs.next_deadline(),
             self.rescans.next_deadline(),
             self.reloads.next_deadline(),
+            self.mounts.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -575,6 +576,7 @@ impl Engine {
         self.look_outside(false);
         self.refresh_modes();
         self.poll_due();
+        self.mounts_due();
         self.polls.check_hung(self.clock.now());
         self.restart_due();
         self.retry_due();

@@ -131,7 +131,7 @@ impl Engine {
         let mode = decide(root, st.backend(), &self.backends, || {
             crate::backend::file_system(existing)
         });
-        if mode.poll.is_some() && root == existing {
+        if root == existing {
             // (Which file system it is on: what tells it unmounted.)
             self.track_mount(sid, root);
         }

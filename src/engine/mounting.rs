@@ -20,7 +20,7 @@ fn nearest_device(root: &Path) -> Option<u64> {
 }
 
 impl Engine {
-    /// Root `root` of `sid` is polled: tracks which file system it is on
+    /// Root `root` of `sid` is attached: tracks which file system it is on
     /// (its device, and the nearest one above it: what its path shows once
     /// that file system is unmounted). A root missing now is tracked once
     /// it is there.
@@ -131,7 +131,7 @@ impl Engine {
                 && nearest_device(&path).is_some_and(|found| {
                     matches!(
                         self.mount_seen(&path, found),
-                        Seen::Went | Seen::Away | Seen::Back
+                        Seen::Went | Seen::Away | Seen::Back(_)
                     )
                 });
             if !mounted {
@@ -141,8 +141,9 @@ impl Engine {
         *modified = kept;
     }
 
-    /// Device `found` is at `root` now: what that tells (said, and a
-    /// root's file system back has its backend decided again).
+    /// Device `found` is at `root` now: what that tells (said; a root's
+    /// file system back has its backend decided again, and one that
+    /// nothing polls is watched and read again).
     fn mount_seen(&mut self, root: &Path, found: u64) -> Seen {
         let seen = self.mounts.seen(root, found, self.clock.wall());
         match seen {
@@ -151,21 +152,86 @@ impl Engine {
                     WARN,
                     root = %root.display(),
                     device = found,
-                    "file system of a polled root went away: its last known contents are kept"
+                    "file system of a root went away: its last known contents are kept"
                 );
+                if !self.root_polled(root) {
+                    // Its watches went with it: nothing tells when it is
+                    // back but a look.
+                    let at = self.clock.now() + self.backends.poll_interval;
+                    self.mounts.arm(at);
+                }
             }
-            Seen::Back => {
+            Seen::Back(since) => {
                 trace::event!(
                     INFO,
                     root = %root.display(),
                     device = found,
-                    "file system of a polled root is back: what changed meanwhile follows"
+                    "file system of a root is back: what changed meanwhile follows"
                 );
                 self.redecide(root);
+                if !self.root_polled(root) {
+                    // (With the margin of a lost event's: file times are
+                    // coarser than the clock.)
+                    let since = self.recovery.since(since);
+                    self.rewatch_under(root, since);
+                }
             }
             Seen::Here | Seen::Away | Seen::Other => {}
         }
         seen
+    }
+
+    /// Whether a spec with root `root` polls it (its own polls tell when
+    /// its file system is back).
+    fn root_polled(&self, root: &Path) -> bool {
+        self.mounts
+            .specs_of(root)
+            .iter()
+            .any(|s| self.specs.poll_of_root(*s, root).flatten().is_some())
+    }
+
+    /// Looks again, when due, at the roots away that nothing polls: one
+    /// whose file system is back is watched and read again.
+    pub(super) fn mounts_due(&mut self) {
+        let roots = self.mounts.due(self.clock.now());
+        let mut still = false;
+        for root in roots {
+            if self.root_polled(&root) {
+                continue;
+            }
+            let back = nearest_device(&root)
+                .is_some_and(|found| matches!(self.mount_seen(&root, found), Seen::Back(_)));
+            still |= !back;
+        }
+        if still {
+            let at = self.clock.now() + self.backends.poll_interval;
+            self.mounts.arm(at);
+        }
+    }
+
+    /// Root `root`'s file system, which an event backend watched, is back
+    /// after being away since `since`: every directory below it is watched
+    /// again (the unmount took their watches), then read again, what
+    /// changed reported (a file there before and after whose times moved
+    /// since `since`, modified).
+    fn rewatch_under(&mut self, root: &Path, since: std::time::SystemTime) {
+        if self.watches.per_directory() {
+            for id in self.index.ids_where(|_, n| n.path().starts_with(root)) {
+                let Some(node) = self.index.get(id) else {
+                    continue;
+                };
+                if node.is_unused() || !self.needs_watch(id) {
+                    continue;
+                }
+                let follow = node.full().is_empty();
+                let mut specs = node.full().to_vec();
+                specs.extend(node.partial().iter().map(|p| p.spec));
+                self.watch_node(id, follow, &specs);
+            }
+        } else {
+            self.reconcile_watches();
+        }
+        self.rescan_under(root, Some(since));
     }
 
     /// A root's file system is back: how each of its specs watches it is

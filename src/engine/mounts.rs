@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use crate::index::SpecId;
 
@@ -49,8 +49,8 @@ pub(super) enum Seen {
     Went,
     /// It is still away.
     Away,
-    /// It is back (after being away).
-    Back,
+    /// It is back, after being away since then.
+    Back(SystemTime),
     /// Another file system than before is there (mounted over the root,
     /// or mounted again while no look saw it away): what is there is
     /// compared with what was, as any poll.
@@ -79,6 +79,9 @@ pub(super) struct Mounts {
     /// How many roots each directory is the parent of.
     parents: BTreeMap<PathBuf, usize>,
     away: usize,
+    /// When to look again at the roots away that nothing polls (an event
+    /// backend's, whose watches went with the file system).
+    next: Option<Instant>,
     touched: Vec<SpecId>,
 }
 
@@ -238,17 +241,42 @@ impl Mounts {
                 Seen::Other
             }
             (Some(_), Some(b)) if found == b => Seen::Away,
-            (Some(_), _) => {
+            (Some(a), _) => {
+                let since = a.since;
                 m.away = None;
                 m.dev = found;
                 self.away -= 1;
-                Seen::Back
+                Seen::Back(since)
             }
         };
-        if matches!(seen, Seen::Went | Seen::Back) {
+        if matches!(seen, Seen::Went | Seen::Back(_)) {
             self.touched.extend(m.specs.iter().copied());
         }
         seen
+    }
+
+    /// The roots away, to be looked at again, if that is due at `now`.
+    pub(super) fn due(&mut self, now: Instant) -> Vec<PathBuf> {
+        if self.next.is_none_or(|t| t > now) {
+            return Vec::new();
+        }
+        self.next = None;
+        self.roots
+            .iter()
+            .filter(|(_, m)| m.away.is_some())
+            .map(|(r, _)| r.clone())
+            .collect()
+    }
+
+    /// Looks again at the roots away at `at` (or earlier, if asked so
+    /// already).
+    pub(super) fn arm(&mut self, at: Instant) {
+        self.next = Some(self.next.map_or(at, |t| t.min(at)));
+    }
+
+    /// When to look again at roots away.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.next
     }
 
     /// Since when `root`'s file system is away, and what is there instead
@@ -325,12 +353,31 @@ mod tests {
         assert!(m.take_touched().is_empty(), "still away: no news");
 
         // Mounted again (FUSE may hand out another device number).
-        assert_eq!(m.seen(Path::new("/srv/mnt"), 41, T), Seen::Back);
+        assert_eq!(m.seen(Path::new("/srv/mnt"), 41, T), Seen::Back(T));
         assert_eq!(m.take_touched(), vec![1]);
         assert_eq!(m.away(Path::new("/srv/mnt")), None);
         assert!(!m.holds(Path::new("/srv/mnt/a")));
         assert_eq!(m.seen(Path::new("/srv/mnt"), 41, T), Seen::Here);
         assert_eq!(m.seen(Path::new("/srv/mnt"), DISK, T), Seen::Went);
+    }
+
+    #[test]
+    fn roots_away_are_looked_at_again_when_due() {
+        let mut m = mounts();
+        let t0 = Instant::now();
+        assert!(m.due(t0).is_empty(), "nothing armed");
+        m.seen(Path::new("/srv/mnt"), DISK, T);
+        m.arm(t0 + std::time::Duration::from_secs(2));
+        m.arm(t0 + std::time::Duration::from_secs(1));
+        assert_eq!(
+            m.next_deadline(),
+            Some(t0 + std::time::Duration::from_secs(1))
+        );
+        assert!(m.due(t0).is_empty(), "not yet");
+        let later = t0 + std::time::Duration::from_secs(1);
+        assert_eq!(m.due(later), vec![PathBuf::from("/srv/mnt")]);
+        assert_eq!(m.next_deadline(), None, "armed again by the caller");
+        assert!(m.due(later).is_empty());
     }
 
     #[test]

@@ -143,18 +143,29 @@ impl BindMount {
 
     /// Unmounts it (as an administrator would, with `fusermount -u`):
     /// returns once the mount point shows the directory below it.
+    /// A mount in use at that instant (a poll's look holds a directory
+    /// open for a moment, as `ls` would) refuses with "busy": tried again
+    /// then, for up to 10 s.
     pub fn unmount(&mut self) {
-        let out = Command::new("fusermount")
-            .arg("-u")
-            .arg(&self.mnt)
-            .output()
-            .expect("cannot run fusermount");
-        assert!(
-            out.status.success(),
-            "fusermount -u {}: {}",
-            self.mnt.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = Command::new("fusermount")
+                .arg("-u")
+                .arg(&self.mnt)
+                .output()
+                .expect("cannot run fusermount");
+            if out.status.success() {
+                break;
+            }
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("busy") && std::time::Instant::now() < deadline,
+                "fusermount -u {}: {}",
+                self.mnt.display(),
+                err.trim()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert!(!self.mounted(), "{} still mounted", self.mnt.display());
     }
 
