@@ -215,22 +215,8 @@ impl Engine {
     /// changed reported (a file there before and after whose times moved
     /// since `since`, modified).
     fn rewatch_under(&mut self, root: &Path, since: std::time::SystemTime) {
-        if self.watches.per_directory() {
-            for id in self.index.ids_where(|_, n| n.path().starts_with(root)) {
-                let Some(node) = self.index.get(id) else {
-                    continue;
-                };
-                if node.is_unused() || !self.needs_watch(id) {
-                    continue;
-                }
-                let follow = node.full().is_empty();
-                let mut specs = node.full().to_vec();
-                specs.extend(node.partial().iter().map(|p| p.spec));
-                self.watch_node(id, follow, &specs);
-            }
-        } else {
-            self.reconcile_watches();
-        }
+        let below = self.index.ids_where(|_, n| n.path().starts_with(root));
+        self.watch_again(below);
         self.rescan_under(root, Some(since));
     }
 
