@@ -75,10 +75,12 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
     assert_eq!(s.roots[0].unmounted_since, None);
     let before = std::time::SystemTime::now();
     mount.unmount();
+    let unmounted = std::time::Instant::now();
     c.wait("the spec Degraded: storage gone", |c| {
         matches!(phase(c, "charts"), Some(Phase::Degraded { reason })
             if reason.contains("storage gone") && reason.contains(&*root.to_string_lossy()))
     });
+    let told_gone = unmounted.elapsed();
     let since = m.status("charts").unwrap().roots[0].unmounted_since;
     assert!(
         since.is_some_and(|t| t >= before),
@@ -105,6 +107,7 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
     );
 
     mount.mount_again();
+    let mounted = std::time::Instant::now();
     c.wait("the spec Watching again once the storage is back", |c| {
         phase(c, "charts") == Some(Phase::Watching)
     });
@@ -130,6 +133,17 @@ fn unmounted_and_mounted_again(backend: Option<Backend>, below: bool) {
     c.wait("the net changes made while the storage was away", |c| {
         files(c) == want
     });
+    note(&format!(
+        "{} root {}, polls every {every:?}: said gone {told_gone:?} after the unmount; \
+         the net changes reported {:?} after it was mounted again",
+        s.roots[0].backend,
+        if below {
+            "below the mount point"
+        } else {
+            "at the mount point"
+        },
+        mounted.elapsed()
+    ));
     m.sync("charts", WAIT).unwrap();
     c.drain();
     assert_eq!(files(&c), want, "exactly the net changes, once each");
