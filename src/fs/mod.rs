@@ -19,7 +19,9 @@ mod vcs;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
-pub(crate) use sig::{Sig, content_hash, lstat, racy, scan_dir, sig_of, sigs_of};
+pub(crate) use sig::{
+    Sig, content_hash, lstat, lstat_found, racy, scan_dir, sig_found, sig_of, sigs_of,
+};
 pub(crate) use vcs::vcs_lock;
 
 /// What tells two directories apart: device and inode (on Windows, volume
@@ -317,6 +319,12 @@ pub(crate) fn is_cookie(name: &OsStr) -> bool {
 /// Whether anything is at `path` (a symlink counts as itself).
 pub(crate) fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
+}
+
+/// Whether nothing is at `path`, as far as an `lstat` can tell: one that
+/// fails otherwise (`EIO`, `ESTALE`: storage that fails) says neither.
+pub(crate) fn absent(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| gone(&e))
 }
 
 /// Where a sync cookie for `root` goes: `root` if it is a directory (not
