@@ -122,24 +122,31 @@ impl FaultFs {
             .collect()
     }
 
-    /// Waits until `n` operations on `path` (in the mount: `/`, `/sub`)
-    /// failed after the first `since` failures (see
-    /// [`failures`](Self::failures)): a look at it began after the
-    /// failure before those, and failed. Panics naming `what` at the
-    /// deadline.
+    /// How many operations on `path` (in the mount: `/`, `/sub`) failed
+    /// after the first `since` failures (see [`failures`](Self::failures)).
+    /// Two mean that a look at it began after the first of them, and
+    /// failed.
+    pub fn failed_since(&self, since: usize, path: &str) -> usize {
+        let all = self.failures();
+        all.iter().skip(since).filter(|(_, p)| p == path).count()
+    }
+
+    /// Waits until `n` operations on `path` failed after the first `since`
+    /// failures ([`failed_since`](Self::failed_since)). Panics naming
+    /// `what` at the deadline.
     pub fn wait_failed(&self, since: usize, path: &str, n: usize, what: &str) {
         let began = Instant::now();
         loop {
-            let all = self.failures();
-            let seen = all.iter().skip(since).filter(|(_, p)| p == path).count();
+            let seen = self.failed_since(since, path);
             if seen >= n {
                 return;
             }
             assert!(
                 began.elapsed() < super::common::WAIT,
                 "timed out after {:?} waiting for {what} ({n} failed operations on {path} \
-                 after the first {since}; {seen} so far; all: {all:?})",
-                super::common::WAIT
+                 after the first {since}; {seen} so far; all: {:?})",
+                super::common::WAIT,
+                self.failures()
             );
             std::thread::sleep(Duration::from_millis(1));
         }
