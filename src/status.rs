@@ -248,8 +248,10 @@ pub struct WatchStatus {
     /// [`state`](crate::WatchOptions::state) file whose last save failed,
     /// `state not saved: ...`, until a save succeeds.
     pub last_error: Option<String>,
-    /// When `last_error` was seen (wall clock), so that a consumer can
-    /// tell a fresh error from an old one.
+    /// When `last_error` was first seen (wall clock), so that a consumer
+    /// can tell a fresh error from an old one. An error that stands (a
+    /// directory whose every poll or retry fails alike) keeps its time: it
+    /// is not published again at each attempt.
     pub last_error_time: Option<SystemTime>,
     /// For a spec with
     /// [`vcs_settle`](crate::WatchOptions::vcs_settle): the

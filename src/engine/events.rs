@@ -137,13 +137,20 @@ impl Engine {
         if self.mount_keeps_entry(&path) {
             return; // a root whose file system is away: kept
         }
-        let (new, meta) = if self.rescans.tracks(id) {
+        let found = if self.rescans.tracks(id) {
             // A rescan compares against what events saw.
-            let sig = fs::sig_of(&path);
-            self.rescans.saw(id, name, sig);
-            (sig.map(|s| s.kind), sig.and_then(|s| s.meta()))
+            fs::sig_found(&path).map(|sig| {
+                self.rescans.saw(id, name, sig);
+                (sig.map(|s| s.kind), sig.and_then(|s| s.meta()))
+            })
         } else {
-            fs::lstat(&path).map_or((None, None), |(t, m)| (Some(t), Some(m)))
+            fs::lstat_found(&path).map(|l| l.map_or((None, None), |(t, m)| (Some(t), Some(m))))
+        };
+        // One that cannot be `stat`ed though it may be there (`EIO`,
+        // `ESTALE`: storage that fails) tells nothing: the index keeps
+        // what it knew (not "removed"), and the next event or look tells.
+        let Ok((new, meta)) = found else {
+            return;
         };
         if new.is_none() && was_dir && self.mount_keeps(&path) {
             // A directory gone with its file system (an unmount): kept.

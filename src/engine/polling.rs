@@ -245,8 +245,7 @@ impl Engine {
                         match f.look {
                             Ok(look) => self.apply_look(f.dir, &f.path, look),
                             Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
-                            // Possibly transient: the next poll reads it again.
-                            Err(_) => {}
+                            Err(e) => self.look_failed(f.dir, &f.path, &e),
                         }
                     }
                     if let Some(t) = self.polls.follow_up(f.dir) {
@@ -263,10 +262,12 @@ impl Engine {
         }
     }
 
-    /// Applies a poll's look at directory `id` (at `path`): cookies to the
-    /// sync table, the listing and the modified entries to the index, the
-    /// picture kept for the next poll.
+    /// Applies a poll's look at directory `id` (at `path`): a read error
+    /// noted for it goes, cookies to the sync table, the listing and the
+    /// modified entries to the index, the picture kept for the next poll.
     fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
+        let specs = self.polled_for(id);
+        self.problems.clear(&specs, path);
         self.syncs.cookies_found(look.take_cookies(path));
         self.keep_mount_points(path, &mut look.modified);
         self.apply_listing(id, &look.picture.listing(), &look.modified);
@@ -297,8 +298,32 @@ impl Engine {
         match look {
             Ok(look) => self.apply_look(id, &path, look),
             Err(e) if fs::gone(&e) => self.check_top(id, false),
-            Err(_) => {}
+            Err(e) => self.look_failed(id, &path, &e),
         }
+    }
+
+    /// A poll's look at directory `id` (at `path`) failed, though the
+    /// directory is there (`EIO`, `ESTALE`: storage that fails; `EACCES`):
+    /// nothing is concluded from it (the index and the picture stay as
+    /// they were, nothing is reported), and the specs it is polled for say
+    /// so until a look succeeds ([`apply_look`](Self::apply_look)); the
+    /// next poll looks again.
+    fn look_failed(&mut self, id: DirId, path: &std::path::Path, e: &std::io::Error) {
+        let specs = self.polled_for(id);
+        self.record_error(&specs, path, &format!("cannot read: {e}"));
+    }
+
+    /// The specs directory `id` is polled for: those covering it, and
+    /// those whose roots it holds.
+    fn polled_for(&self, id: DirId) -> Vec<SpecId> {
+        let Some(node) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let mut specs: Vec<SpecId> = node.full().to_vec();
+        specs.extend(node.partial().iter().map(|p| p.spec));
+        specs.sort_unstable();
+        specs.dedup();
+        specs
     }
 
     /// A directory entry of `id` that lost its node, or whose node has

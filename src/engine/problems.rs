@@ -1,7 +1,10 @@
 //! Per-spec problems: the directories a spec could not watch or read, the
 //! ignore files with lines that are not patterns, and its last runtime
 //! error. The only writer of both; status derives its
-//! `Degraded` reason and `last_error` from here.
+//! `Degraded` reason and `last_error` from here. An error that stands
+//! (a directory whose every poll fails) is recorded once, with the time
+//! it was first seen: statuses change when problems do, not at each
+//! attempt.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -9,13 +12,23 @@ use std::time::SystemTime;
 
 use crate::index::SpecId;
 
+/// What went wrong at a directory.
+#[derive(Debug)]
+pub(super) struct DirProblem {
+    pub msg: String,
+    /// When it was first seen so (the same error again changes nothing:
+    /// a failing poll is not a new status every interval).
+    since: SystemTime,
+    /// Its place among the problems recorded (the last error is the
+    /// newest's).
+    order: u64,
+}
+
 #[derive(Debug, Default)]
 struct SpecProblems {
-    /// Directory -> what went wrong there.
-    dirs: BTreeMap<PathBuf, String>,
-    /// The most recent error, naming its path, and when; goes once every
-    /// directory is fine again.
-    last: Option<(String, SystemTime)>,
+    /// Directory -> what went wrong there. The newest is the spec's last
+    /// error while there is any.
+    dirs: BTreeMap<PathBuf, DirProblem>,
     /// Why the last save of its state file failed, and when; goes with
     /// the next save that succeeds.
     state: Option<(String, SystemTime)>,
@@ -28,17 +41,38 @@ struct SpecProblems {
 pub(super) struct Problems {
     by_spec: HashMap<SpecId, SpecProblems>,
     touched: Vec<SpecId>,
+    /// Problems recorded so far (each one's `order`).
+    recorded: u64,
 }
 
 impl Problems {
     /// `path` could not be watched or read, for `specs`, at `wall`.
-    pub(super) fn record(&mut self, specs: &[SpecId], path: &Path, msg: &str, wall: SystemTime) {
+    /// Whether that is news for any of them (the same error at the same
+    /// path again is not).
+    pub(super) fn record(
+        &mut self,
+        specs: &[SpecId],
+        path: &Path,
+        msg: &str,
+        wall: SystemTime,
+    ) -> bool {
+        let mut news = false;
         for &s in specs {
             let p = self.by_spec.entry(s).or_default();
-            p.dirs.insert(path.to_path_buf(), msg.to_owned());
-            p.last = Some((format!("{}: {msg}", path.display()), wall));
+            if p.dirs.get(path).is_some_and(|d| d.msg == msg) {
+                continue;
+            }
+            self.recorded += 1;
+            let problem = DirProblem {
+                msg: msg.to_owned(),
+                since: wall,
+                order: self.recorded,
+            };
+            p.dirs.insert(path.to_path_buf(), problem);
             self.touched.push(s);
+            news = true;
         }
+        news
     }
 
     /// `path` is fine again, for `specs`.
@@ -47,16 +81,13 @@ impl Problems {
             if let Some(p) = self.by_spec.get_mut(&s)
                 && p.dirs.remove(path).is_some()
             {
-                if p.dirs.is_empty() {
-                    p.last = None; // healthy again
-                }
                 self.touched.push(s);
             }
         }
     }
 
     /// The directories of `sid` with a problem, by path.
-    pub(super) fn dirs(&self, sid: SpecId) -> Option<&BTreeMap<PathBuf, String>> {
+    pub(super) fn dirs(&self, sid: SpecId) -> Option<&BTreeMap<PathBuf, DirProblem>> {
         self.by_spec.get(&sid).map(|p| &p.dirs)
     }
 
@@ -100,14 +131,17 @@ impl Problems {
         }
     }
 
-    /// The last error of `sid` while it has any (a directory's, else an
-    /// ignore file's, else its state file's), and when it was seen.
-    pub(super) fn last(&self, sid: SpecId) -> Option<&(String, SystemTime)> {
+    /// The last error of `sid` while it has any (the newest of its
+    /// directories', naming the path, else an ignore file's, else its
+    /// state file's), and when it was seen.
+    pub(super) fn last(&self, sid: SpecId) -> Option<(String, SystemTime)> {
         let p = self.by_spec.get(&sid)?;
-        p.last
-            .as_ref()
-            .or_else(|| p.files.values().max_by_key(|(_, t)| *t))
-            .or(p.state.as_ref())
+        p.dirs
+            .iter()
+            .max_by_key(|(_, d)| d.order)
+            .map(|(path, d)| (format!("{}: {}", path.display(), d.msg), d.since))
+            .or_else(|| p.files.values().max_by_key(|(_, t)| *t).cloned())
+            .or_else(|| p.state.clone())
     }
 
     pub(super) fn forget(&mut self, sid: SpecId) {
@@ -194,5 +228,29 @@ mod tests {
         );
         p.forget(1);
         assert!(p.dirs(1).is_none() && p.last(1).is_none());
+    }
+
+    #[test]
+    fn the_same_error_again_is_no_news_and_the_last_error_is_one_that_stands() {
+        let mut p = Problems::default();
+        let t0 = SystemTime::UNIX_EPOCH;
+        let t1 = t0 + std::time::Duration::from_secs(1);
+        assert!(p.record(&[1], Path::new("/a"), "cannot read: EIO", t0));
+        assert!(p.record(&[1], Path::new("/b"), "cannot read: EIO", t0));
+        p.take_touched();
+        // A failing poll, every interval: nothing new to publish.
+        assert!(!p.record(&[1], Path::new("/a"), "cannot read: EIO", t1));
+        assert!(p.take_touched().is_empty(), "no news, no status");
+        assert_eq!(
+            p.last(1),
+            Some(("/b: cannot read: EIO".to_owned(), t0)),
+            "the newest problem, since when it stands"
+        );
+        // /b heals: the last error is /a's, which still stands.
+        p.clear(&[1], Path::new("/b"));
+        assert_eq!(p.last(1), Some(("/a: cannot read: EIO".to_owned(), t0)));
+        // Another error at /a is news.
+        assert!(p.record(&[1], Path::new("/a"), "cannot read: ESTALE", t1));
+        assert_eq!(p.last(1), Some(("/a: cannot read: ESTALE".to_owned(), t1)));
     }
 }

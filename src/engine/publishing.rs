@@ -133,7 +133,7 @@ impl Engine {
                 let list: Vec<String> = errors
                     .iter()
                     .take(5)
-                    .map(|(p, e)| format!("{}: {e}", p.display()))
+                    .map(|(p, e)| format!("{}: {}", p.display(), e.msg))
                     .collect();
                 let more = errors.len().saturating_sub(5);
                 let tail = if more > 0 {
@@ -165,7 +165,7 @@ impl Engine {
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
             missed_by_os: self.rescans.missed(sid),
-            last_error: self.problems.last(sid).cloned(),
+            last_error: self.problems.last(sid),
             degraded,
             vcs_lock: st.vcs_lock(),
         })

@@ -13,7 +13,8 @@
 //! likewise waits for the rescan's looks), its links looked at
 //! again, its open batch closed, and the caller answered. A cookie that
 //! cannot be created costs a rescan of its root instead. Cookies are
-//! removed before the answer and never indexed.
+//! removed before the answer and never indexed. A root that cannot be
+//! `stat`ed (storage that fails) gets no cookie and its barrier times out.
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
@@ -65,13 +66,25 @@ impl Engine {
         // is exact (nothing is there to be stale).
         let (roots, missing): (Vec<PathBuf>, Vec<PathBuf>) =
             all.into_iter().partition(|r| fs::exists(r));
+        // A root that cannot be `stat`ed though it may be there (`EIO`,
+        // `ESTALE`: storage that fails) is neither missing (its entry
+        // stays) nor a place for a cookie: the barrier waits for one that
+        // is never made, and times out, as for a mount that hangs: nothing
+        // can be said of what changed there.
+        let (missing, failing): (Vec<PathBuf>, Vec<PathBuf>) =
+            missing.into_iter().partition(|r| fs::absent(r));
         for root in missing {
             self.look_for_missing_root(sid, &root);
         }
         let cookies = cookies_for(roots);
+        let never: Vec<PathBuf> = cookies_for(failing).into_iter().map(|(c, _)| c).collect();
         self.syncs.begin(
             name,
-            cookies.iter().map(|(c, _)| c.clone()).collect(),
+            cookies
+                .iter()
+                .map(|(c, _)| c.clone())
+                .chain(never)
+                .collect(),
             deadline,
             reply,
             rescan,

@@ -646,5 +646,6 @@ fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
 }
 
 mod polling;
+mod storage_errors;
 mod updates;
 mod walks;

@@ -167,20 +167,21 @@ impl Engine {
     }
 
     /// Records that directory `path` could not be watched or read, for the
-    /// specs (still applied) among `specs`.
+    /// specs (still applied) among `specs` (traced when it is news).
     pub(super) fn record_error(&mut self, specs: &[SpecId], path: &Path, msg: &str) {
         let live: Vec<SpecId> = specs
             .iter()
             .copied()
             .filter(|s| self.specs.contains(*s))
             .collect();
-        trace::event!(
-            WARN,
-            path = %path.display(),
-            error = msg,
-            specs = %self.specs.names_of(&live),
-            "directory not watched or read"
-        );
-        self.problems.record(&live, path, msg, self.clock.wall());
+        if self.problems.record(&live, path, msg, self.clock.wall()) {
+            trace::event!(
+                WARN,
+                path = %path.display(),
+                error = msg,
+                specs = %self.specs.names_of(&live),
+                "directory not watched or read"
+            );
+        }
     }
 }

@@ -19,7 +19,9 @@ mod vcs;
 #[cfg(windows)]
 mod windows;
 pub(crate) use picture::{Look, Picture, look};
-pub(crate) use sig::{Sig, content_hash, lstat, racy, scan_dir, sig_of, sigs_of};
+pub(crate) use sig::{
+    Sig, content_hash, lstat, lstat_found, racy, scan_dir, sig_found, sig_of, sigs_of,
+};
 pub(crate) use vcs::vcs_lock;
 
 /// What tells two directories apart: device and inode (on Windows, volume
@@ -71,6 +73,23 @@ pub(crate) fn gone(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
     )
+}
+
+/// Whether an error of a `stat` means that the storage fails (it tells
+/// nothing of the entry, which may well be there): `EIO`, `ESTALE`,
+/// `ENOTCONN`, `ETIMEDOUT` (a network or FUSE file system in trouble); on
+/// Windows, a network drive's "unexpected network error" and "network name
+/// no longer available". Any other error reads as "not there", as it did
+/// before: an entry that cannot be `stat`ed for want of permission, or
+/// (Windows) one whose deletion is pending while a handle is open, which
+/// is as good as gone and gets no further event.
+pub(crate) fn failing(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    let codes = [libc::EIO, libc::ESTALE, libc::ENOTCONN, libc::ETIMEDOUT];
+    // ERROR_UNEXP_NET_ERR, ERROR_NETNAME_DELETED.
+    #[cfg(windows)]
+    let codes = [59, 64];
+    e.raw_os_error().is_some_and(|c| codes.contains(&c))
 }
 
 /// The type of `path` without following a final symlink; `None` if absent.
@@ -317,6 +336,12 @@ pub(crate) fn is_cookie(name: &OsStr) -> bool {
 /// Whether anything is at `path` (a symlink counts as itself).
 pub(crate) fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
+}
+
+/// Whether nothing is at `path`, as far as an `lstat` can tell: one that
+/// fails otherwise (`EIO`, `ESTALE`: storage that fails) says neither.
+pub(crate) fn absent(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| !failing(&e))
 }
 
 /// Where a sync cookie for `root` goes: `root` if it is a directory (not

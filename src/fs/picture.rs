@@ -254,7 +254,9 @@ fn compare(
         {
             // Racy at the last look, and its signature did not move: only
             // its content can tell.
-            now_hash = content_hash(&dir.join(name));
+            // (One that cannot be read now keeps the hash it had: a
+            // failing read is not a write.)
+            now_hash = Some(content_hash(&dir.join(name)).unwrap_or(h0));
             if now_hash != Some(h0) {
                 modified.push((name.to_os_string(), false));
             }
@@ -280,6 +282,14 @@ fn compare(
 /// look, nothing modified). `hash`: compare racy files' contents, and keep
 /// the hashes of those racy at `wall` (the time of the look).
 ///
+/// An entry listed but not `stat`able now (`EIO`, `ESTALE`: storage that
+/// fails) tells nothing of what it is: it keeps the signature `before`
+/// had for it (unless its listing gives another type: then it was
+/// replaced), so that a failing `stat` is neither a write nor a
+/// replacement (a directory "replaced" is covered again: everything below
+/// it reported removed), and once it can be `stat`ed again it is compared
+/// with what it was.
+///
 /// # Errors
 ///
 /// Those of reading the directory (an entry that vanishes between the read
@@ -294,7 +304,10 @@ pub(crate) fn look(
     let scan = scan_dir(dir, follow)?;
     let dev = scan.dev;
     let mut picture = Picture {
-        packed: Packed::of(scan.iter()),
+        packed: Packed::of(
+            scan.iter()
+                .map(|(n, now)| (n, known(now, before.and_then(|b| b.get(n))))),
+        ),
         extra: None,
     };
     drop(scan);
@@ -308,6 +321,22 @@ pub(crate) fn look(
         modified,
         dev,
     })
+}
+
+/// What an entry is as far as a look can tell: `now`, what its `stat`
+/// said; or, where that failed (`now` is [unread](Sig::unread)) and the
+/// listing gives no other type than it had, what it was `before`.
+fn known(now: Sig, before: Option<Sig>) -> Sig {
+    match before {
+        Some(b)
+            if now.unread()
+                && !b.unread()
+                && (now.kind == b.kind || now.kind == FileType::Other) =>
+        {
+            b
+        }
+        _ => now,
+    }
 }
 
 impl Look {
@@ -345,6 +374,51 @@ mod tests {
 
     fn n(s: &str) -> OsString {
         OsString::from(s)
+    }
+
+    /// An entry listed that cannot be `stat`ed now (`EIO`, `ESTALE`) is
+    /// what it was: neither written nor replaced (a directory "replaced"
+    /// is covered again, everything below it reported removed), and it is
+    /// compared with what it was once it can be `stat`ed again. One whose
+    /// listing gives another type was replaced.
+    #[test]
+    fn an_entry_that_cannot_be_stated_is_what_it_was() {
+        let unread = |kind| Sig {
+            kind,
+            ..Sig::UNKNOWN
+        };
+        let dir = Sig {
+            kind: FileType::Dir,
+            ..sig(7, 4096)
+        };
+        let file = sig(8, 3);
+        assert!(unread(FileType::Dir).unread() && !dir.unread());
+        assert_eq!(known(unread(FileType::Dir), Some(dir)), dir);
+        assert_eq!(
+            known(unread(FileType::Other), Some(file)),
+            file,
+            "no type in the listing (d_type unknown)"
+        );
+        assert_eq!(
+            known(unread(FileType::File), Some(dir)),
+            unread(FileType::File),
+            "another type: replaced"
+        );
+        assert_eq!(known(unread(FileType::Dir), None), unread(FileType::Dir));
+        assert_eq!(
+            known(unread(FileType::Dir), Some(Sig::UNKNOWN)),
+            unread(FileType::Dir),
+            "nothing known before either"
+        );
+        assert_eq!(known(file, Some(sig(8, 9))), file, "a stat is the truth");
+        // Compared with the picture before: nothing written or replaced.
+        let old = Picture::of(vec![(n("d"), dir), (n("f"), file)]);
+        let mut now = Picture::of(vec![
+            (n("d"), known(unread(FileType::Dir), Some(dir))),
+            (n("f"), known(unread(FileType::File), Some(file))),
+        ]);
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        assert!(compare(Path::new("/nowhere"), &old, &mut now, false, wall).is_empty());
     }
 
     #[test]

@@ -7,13 +7,15 @@ use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::file_type_of;
+#[cfg(not(target_os = "linux"))]
+use super::gone;
+#[cfg(windows)]
+use super::windows;
 #[cfg(target_os = "linux")]
 use super::{d_type_kind, each_entry, open_dir};
+use super::{failing, file_type_of};
 #[cfg(not(any(target_os = "linux", windows)))]
-use super::{gone, identity, read_listing};
-#[cfg(windows)]
-use super::{gone, windows};
+use super::{identity, read_listing};
 use crate::change::{FileType, Meta};
 use crate::content::ContentHash;
 
@@ -39,6 +41,13 @@ impl Sig {
         ctime: (i64::MIN, 0),
         ino: 0,
     };
+
+    /// Whether this is the signature of an entry that could not be
+    /// `stat`ed ([`UNKNOWN`](Self::UNKNOWN)'s, with the type its listing
+    /// gave, if any).
+    pub(crate) fn unread(&self) -> bool {
+        self.size == Sig::UNKNOWN.size && self.mtime == Sig::UNKNOWN.mtime && self.ino == 0
+    }
 
     /// Whether `self` (before) and `now` differ in what says an entry was
     /// written or replaced. For a directory only its type and inode count:
@@ -80,13 +89,24 @@ impl Sig {
 /// The type of the entry at `path` (not followed) and what a change
 /// reports of it, from one `lstat`; `None` if it cannot be `stat`ed.
 pub(crate) fn lstat(path: &Path) -> Option<(FileType, Meta)> {
-    let m = std::fs::symlink_metadata(path).ok()?;
+    lstat_found(path).ok().flatten()
+}
+
+/// [`lstat`], telling what is not there (`None`) from what cannot be
+/// `stat`ed though it may be there (an error of storage that fails,
+/// [`failing`]: `EIO`, `ESTALE`: it tells nothing of the entry).
+pub(crate) fn lstat_found(path: &Path) -> io::Result<Option<(FileType, Meta)>> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if failing(&e) => return Err(e),
+        Err(_) => return Ok(None),
+    };
     #[cfg(unix)]
     let inode = Some(std::os::unix::fs::MetadataExt::ino(&m));
     #[cfg(not(unix))]
     let inode = None;
     let meta = Meta::new(m.len(), m.modified().ok(), inode);
-    Some((file_type_of(m.file_type()), meta))
+    Ok(Some((file_type_of(m.file_type()), meta)))
 }
 
 /// What one poll of a directory sees: every entry with its signature,
@@ -403,27 +423,36 @@ pub(crate) fn racy(mtime: (i64, i64), looked: SystemTime) -> bool {
 /// The stat signature of the entry at `path` (not followed); `None` if it
 /// cannot be `stat`ed.
 pub(crate) fn sig_of(path: &Path) -> Option<Sig> {
+    sig_found(path).ok().flatten()
+}
+
+/// [`sig_of`], telling what is not there (`None`) from what cannot be
+/// `stat`ed though it may be there (an error, as for [`lstat_found`]).
+pub(crate) fn sig_found(path: &Path) -> io::Result<Option<Sig>> {
+    let found = |r: io::Result<Sig>| match r {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if failing(&e) => Err(e),
+        Err(_) => Ok(None),
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(path).ok()?;
-        Some(Sig {
+        found(std::fs::symlink_metadata(path).map(|m| Sig {
             kind: file_type_of(m.file_type()),
             size: m.size(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
             ino: m.ino(),
-        })
+        }))
     }
     #[cfg(windows)]
     {
-        let s = windows::stat(path, false).ok()?;
-        Some(Sig {
+        found(windows::stat(path, false).map(|s| Sig {
             kind: s.kind,
             size: s.size,
             mtime: s.mtime,
             ctime: s.ctime,
             ino: s.ident.1,
-        })
+        }))
     }
 }
