@@ -1,9 +1,10 @@
 //! The poll set: the only writer of "this directory is polled, and why",
-//! of the picture a poll compares with, of the scanner's look under way,
-//! and of when the next poll is due. The steps that poll are
-//! `polling.rs`'s.
+//! of the picture a poll compares with (and the file systems the look
+//! that took it touched: the scanner's lane for the next), of
+//! the scanner's look under way, and of when the next poll is due. The
+//! steps that poll are `polling.rs`'s.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -39,7 +40,8 @@ pub(super) enum Why {
 
 /// A polled directory: 16 bytes beside its picture (the poll set's whole
 /// cost per directory, with the map's slot; a look under way has its
-/// bookkeeping in [`Looking`], apart).
+/// bookkeeping in [`Looking`], apart). Its file systems are a number (in
+/// what would be padding), the set's name for their key.
 #[derive(Debug)]
 pub(super) struct Polled {
     /// What the last look saw: entries' signatures, racy files' content
@@ -53,6 +55,9 @@ pub(super) struct Polled {
     chosen: Option<NonZeroU32>,
     /// Polled in place of an OS watch, and why (`Link` wins over `Limit`).
     instead: Option<Why>,
+    /// The file systems the last look at it touched: an index into
+    /// [`PollSet`]'s `keys`, plus one (0: not known).
+    fs: u16,
 }
 
 /// The scanner's look at a directory, while one is under way or asked for.
@@ -82,9 +87,18 @@ pub(super) struct PollSet {
     dirs: BTreeMap<DirId, Polled>,
     /// The looks under way or asked for (of polled directories only).
     looks: BTreeMap<DirId, Looking>,
-    /// Looks under way that wait for room at the scanner, in the order
+    /// Looks under way that wait for room at the scanner, per file
+    /// systems' key (each has its own lane there, and its own room: a
+    /// lane that is full, its file system hung, holds up no other's), in
+    /// the order
     /// they were issued (see [`Scanner::room`](crate::scanner::Scanner::room)).
-    waiting: VecDeque<(DirId, u64)>,
+    waiting: BTreeMap<u16, VecDeque<(DirId, u64)>>,
+    /// The file systems' keys looks at polled directories found
+    /// (`Polled::fs` minus one indexes it), and each one's number: a few
+    /// entries, about one per file system, never more than `u16::MAX - 1`
+    /// (the rest count as not known).
+    keys: Vec<u64>,
+    numbers: HashMap<u64, u16>,
     /// The interval of polling in place of OS watches.
     interval: Duration,
     /// The next poll of each interval in use.
@@ -118,6 +132,7 @@ impl Polled {
             picture: Arc::default(),
             chosen: None,
             instead: None,
+            fs: 0,
         }
     }
 
@@ -139,7 +154,9 @@ impl PollSet {
         PollSet {
             dirs: BTreeMap::new(),
             looks: BTreeMap::new(),
-            waiting: VecDeque::new(),
+            waiting: BTreeMap::new(),
+            keys: Vec::new(),
+            numbers: HashMap::new(),
             interval: interval
                 .unwrap_or(DEFAULT_POLL_INTERVAL)
                 .max(Duration::from_millis(1)),
@@ -302,18 +319,29 @@ impl PollSet {
     }
 
     /// Look `token` at `id`, under way from `now` on, waits for room at
-    /// the scanner.
+    /// the scanner (in its file systems' queue).
     pub(super) fn wait(&mut self, id: DirId, token: u64, now: Instant) {
         if let Some(l) = self.looks.get_mut(&id) {
             l.since = Some(now);
         }
-        self.waiting.push_back((id, token));
+        let fs = self.dirs.get(&id).map_or(0, |p| p.fs);
+        self.waiting.entry(fs).or_default().push_back((id, token));
     }
 
-    /// The next look waiting for room at the scanner that is still under
-    /// way (those overtaken meanwhile are left out).
-    pub(super) fn next_waiting(&mut self) -> Option<(DirId, u64)> {
-        while let Some((id, token)) = self.waiting.pop_front() {
+    /// The queues of looks waiting for room at the scanner: each one's
+    /// number here and its file systems' key (`None`: not known).
+    pub(super) fn waiting_file_systems(&self) -> Vec<(u16, Option<u64>)> {
+        self.waiting
+            .keys()
+            .map(|&fs| (fs, self.key_of(fs)))
+            .collect()
+    }
+
+    /// The next look of queue `fs` waiting for room at the scanner that
+    /// is still under way (those overtaken meanwhile are left out).
+    pub(super) fn next_waiting(&mut self, fs: u16) -> Option<(DirId, u64)> {
+        let queue = self.waiting.get_mut(&fs)?;
+        while let Some((id, token)) = queue.pop_front() {
             if self
                 .looks
                 .get(&id)
@@ -322,8 +350,44 @@ impl PollSet {
                 return Some((id, token));
             }
         }
-        self.waiting = VecDeque::new(); // (the memory of a big round goes)
+        self.waiting.remove(&fs); // (the memory of a big round goes)
         None
+    }
+
+    /// The key numbered `fs`.
+    fn key_of(&self, fs: u16) -> Option<u64> {
+        self.keys.get(usize::from(fs).checked_sub(1)?).copied()
+    }
+
+    /// The file systems the last look at `id` touched, as a key (see
+    /// `fs::Look::fs_key`), if it is polled and that is known: the
+    /// scanner's lane for its next.
+    #[cfg(test)]
+    pub(super) fn fs_key(&self, id: DirId) -> Option<u64> {
+        self.key_of(self.dirs.get(&id)?.fs)
+    }
+
+    /// A look at `id` touched the file systems of `key` (`None`: it does
+    /// not tell).
+    pub(super) fn seen_on(&mut self, id: DirId, key: Option<u64>) {
+        let Some(key) = key else {
+            return;
+        };
+        let Some(p) = self.dirs.get_mut(&id) else {
+            return;
+        };
+        let fs = match self.numbers.get(&key) {
+            Some(&n) => n,
+            None => match u16::try_from(self.keys.len() + 1) {
+                Ok(n) if n < u16::MAX => {
+                    self.keys.push(key);
+                    self.numbers.insert(key, n);
+                    n
+                }
+                _ => 0,
+            },
+        };
+        p.fs = fs;
     }
 
     /// Whether the scanner is looking at `id`.

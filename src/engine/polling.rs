@@ -64,6 +64,7 @@ impl Engine {
         let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
             Ok(mut look) => {
                 self.syncs.cookies_found(look.take_cookies(&path));
+                self.polls.seen_on(id, look.fs_key);
                 look.picture
             }
             Err(_) => Picture::of(
@@ -89,6 +90,7 @@ impl Engine {
         let mut look = fs::look(path, true, None, hash, self.clock.wall())?;
         self.syncs.cookies_found(look.take_cookies(path));
         let listing = look.picture.listing();
+        self.polls.seen_on(id, look.fs_key);
         self.polls.set_picture(id, look.picture);
         Ok(listing)
     }
@@ -166,19 +168,26 @@ impl Engine {
     }
 
     /// Hands the scanner the looks that wait for room at it, as many as
-    /// it takes (a round of a million directories is not a million jobs
-    /// at once: the rest wait as tokens).
+    /// each file system's lane takes (a round of a million directories is
+    /// not a million jobs at once: the rest wait as tokens; a lane whose
+    /// file system hangs takes none, and holds up no other's).
     fn feed(&mut self) {
         loop {
-            let room = self.scanner.room();
             let mut jobs = Vec::new();
-            while jobs.len() < room
-                && let Some((id, token)) = self.polls.next_waiting()
-            {
-                match self.job(id, token) {
-                    Some(job) => jobs.push(job),
-                    // Gone from the index: no look to wait for.
-                    None => self.polls.outdate(id),
+            for (fs, key) in self.polls.waiting_file_systems() {
+                let room = self.scanner.room(key);
+                let mut taken = 0;
+                while taken < room
+                    && let Some((id, token)) = self.polls.next_waiting(fs)
+                {
+                    match self.job(id, token, key) {
+                        Some(job) => {
+                            jobs.push(job);
+                            taken += 1;
+                        }
+                        // Gone from the index: no look to wait for.
+                        None => self.polls.outdate(id),
+                    }
                 }
             }
             if jobs.is_empty() {
@@ -190,13 +199,15 @@ impl Engine {
         }
     }
 
-    /// The job of look `token` at directory `id`.
-    fn job(&self, id: DirId, token: u64) -> Option<Job> {
+    /// The job of look `token` at directory `id`, on the lane of key
+    /// `fs_key`.
+    fn job(&self, id: DirId, token: u64, fs_key: Option<u64>) -> Option<Job> {
         Some(Job {
             purpose: Purpose::Poll,
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
+            fs_key,
             before: self.polls.shared_picture(id).unwrap_or_default(),
             hash: self.wants_hash(id),
             wall: self.clock.wall(),
@@ -223,7 +234,7 @@ impl Engine {
     /// than the look) is replaced by a poll here. A rescan's look goes to
     /// [`rescan_found`](Self::rescan_found).
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
-        self.scanner.returned(findings.len());
+        self.scanner.returned(&findings);
         let mut next = Vec::new();
         for f in findings {
             if f.purpose == Purpose::Rescan {
@@ -266,6 +277,7 @@ impl Engine {
     /// picture kept for the next poll.
     fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
         self.syncs.cookies_found(look.take_cookies(path));
+        self.polls.seen_on(id, look.fs_key);
         self.apply_listing(id, &look.picture.listing(), &look.modified);
         self.polls.set_picture(id, look.picture);
     }
@@ -321,7 +333,8 @@ impl Engine {
     /// Polls the polled directories spec `sid` covers (a sync's barrier:
     /// they have no events to wait for). Returns the looks handed to the
     /// scanner and not done yet, which the barrier waits for: the last
-    /// handed over first (they are done in the order handed over).
+    /// handed over first (each lane is done with them in the order handed
+    /// over).
     pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(Purpose, DirId, u64)> {
         let ids: Vec<DirId> = self
             .polls

@@ -63,6 +63,7 @@ impl Engine {
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
+            fs_key: self.rescans.fs_key(id),
             before: self.rescans.shared_picture(id),
             hash: self.wants_hash(id),
             wall: self.clock.wall(),
@@ -101,6 +102,7 @@ impl Engine {
         // after every event queued before it. The look may have seen one
         // whose event (and those before it) the engine has not read yet.
         look.take_cookies(path);
+        self.rescans.seen_on(id, look.fs_key);
         let Some(node) = self.index.get(id) else {
             return 0;
         };

@@ -58,6 +58,13 @@ pub(crate) struct Look {
     /// Entries written (`false`) or replaced (`true`) since the previous
     /// picture, sorted by name.
     pub modified: Vec<(OsString, bool)>,
+    /// The file systems the look touched, as one key: the device of the
+    /// directory (Windows: its volume's serial number) from the handle it
+    /// was read through; on Linux mixed with the devices of its entries
+    /// that are mount points of other file systems (their `stat` crossed
+    /// into them, and hangs with them). The scanner's lane for the next
+    /// look (`scanner.rs`).
+    pub fs_key: Option<u64>,
 }
 
 fn by_name(a: &OsStr, b: &OsStr) -> std::cmp::Ordering {
@@ -288,6 +295,7 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
+    let fs_key = scan.fs_key;
     let mut picture = Picture {
         packed: Packed::of(scan.iter()),
         extra: None,
@@ -298,7 +306,11 @@ pub(crate) fn look(
     if before.is_none() {
         modified.clear();
     }
-    Ok(Look { picture, modified })
+    Ok(Look {
+        picture,
+        modified,
+        fs_key,
+    })
 }
 
 impl Look {

@@ -95,6 +95,9 @@ pub(crate) fn lstat(path: &Path) -> Option<(FileType, Meta)> {
 /// buffer: a scan allocates a few times, not once per entry.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
+    /// The file systems the scan touched, as one key (see
+    /// [`Look::fs_key`](super::Look::fs_key)).
+    pub fs_key: Option<u64>,
     names: Vec<u8>,
     /// Each entry's name (where it begins in `names`, its length) and
     /// signature.
@@ -157,6 +160,10 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     // SAFETY: a plain C struct, filled by each `fstatat` before it is read.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut scan = Scan::default();
+    // SAFETY: a valid descriptor and a struct to fill.
+    let own = (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_dev);
+    // The devices of entries that are mount points of other file systems.
+    let mut mounts: Vec<u64> = Vec::new();
     each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
         // fill.
@@ -187,10 +194,29 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             );
             return Ok(());
         }
+        if own.is_some_and(|d| d != st.st_dev) && !mounts.contains(&st.st_dev) {
+            mounts.push(st.st_dev);
+        }
         scan.push(name.to_bytes(), sig_of_stat(&st));
         Ok(())
     })?;
+    scan.fs_key = own.map(|d| fs_key(d, mounts));
     Ok(scan.sorted())
+}
+
+/// The key of the file systems a scan of a directory on device `own`
+/// touched, `mounts` the devices of its entries that are mount points of
+/// other file systems: `own` alone when there are none (the usual case).
+#[cfg(target_os = "linux")]
+fn fs_key(own: u64, mut mounts: Vec<u64>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    if mounts.is_empty() {
+        return own;
+    }
+    mounts.sort_unstable();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (own, mounts).hash(&mut h);
+    h.finish()
 }
 
 /// The signature in a `stat` buffer.
@@ -289,7 +315,10 @@ pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<
 #[cfg(windows)]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        fs_key: Some(listing.volume),
+        ..Scan::default()
+    };
     for (name, listed) in listing.entries {
         let s = if listed.kind == FileType::File && !super::is_cookie(&name) {
             match windows::stat(&dir.join(&name), false) {
@@ -316,7 +345,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
 #[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     // A directory (through a link only if `follow`), or an error.
-    identity(dir, follow)?;
+    let (device, _) = identity(dir, follow)?;
     let mut cookies = Vec::new();
     let listing = read_listing(dir, &mut cookies)?;
     let names = listing.into_iter().map(|(n, _)| n).chain(
@@ -324,7 +353,10 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             .iter()
             .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
     );
-    let mut scan = Scan::default();
+    let mut scan = Scan {
+        fs_key: Some(device),
+        ..Scan::default()
+    };
     for name in names {
         // One that vanished since the read is left out; one that cannot be
         // `stat`ed now is kept with a signature no entry has (see the

@@ -126,6 +126,8 @@ fn open(path: &Path, follow: bool, access: u32) -> io::Result<std::fs::File> {
 /// A directory's entries, as [`list`] read them.
 pub(super) struct Listing {
     pub entries: Vec<(OsString, Stat)>,
+    /// The volume serial number of the directory listed.
+    pub volume: u64,
 }
 
 /// `IsReparseTagNameSurrogate` (winnt.h): a symlink's or a junction's tag.
@@ -181,7 +183,10 @@ pub(super) fn list(dir: &Path, follow: bool) -> io::Result<Listing> {
         if ok == 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(ERROR_NO_MORE_FILES as i32) {
-                return Ok(Listing { entries: out });
+                return Ok(Listing {
+                    entries: out,
+                    volume,
+                });
             }
             return Err(e);
         }
@@ -321,7 +326,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("sub")).unwrap();
         std::fs::write(d.path().join("f"), "five!").unwrap();
-        let Listing { mut entries } = list(d.path(), false).unwrap();
+        let Listing { mut entries, .. } = list(d.path(), false).unwrap();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let names: Vec<_> = entries.iter().map(|(n, _)| n.to_str().unwrap()).collect();
         assert_eq!(names, ["f", "sub"]);

@@ -241,14 +241,54 @@ fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
     }
     p.outdate(2);
     p.remove(3);
-    let (a, _) = p.next_waiting().unwrap();
-    let (b, _) = p.next_waiting().unwrap();
+    assert_eq!(p.waiting_file_systems(), vec![(0, None)], "not known yet");
+    let (a, _) = p.next_waiting(0).unwrap();
+    let (b, _) = p.next_waiting(0).unwrap();
     assert_eq!((a, b), (1, 4), "2 was read by the engine, 3 went");
-    assert_eq!(p.next_waiting(), None);
+    assert_eq!(p.next_waiting(0), None);
+    assert!(p.waiting_file_systems().is_empty());
     assert!(p.looks.len() == 2 && p.in_flight(1) && p.in_flight(4));
     let (t1, t4) = (p.looks[&1].issued, p.looks[&4].issued);
     assert_eq!(p.take_finding(1, t1), Finding::Apply);
     assert_eq!(p.take_finding(4, t4), Finding::Apply);
     assert!(p.looks.is_empty(), "nothing kept once every look is done");
     assert!(p.done(1, t1) && p.done(4, t4));
+}
+
+/// Each file system's looks wait in a queue of their own (a full lane,
+/// its file system hung, holds up no other's), named by the key of the
+/// file systems the last look touched; one not looked at yet waits with
+/// the unknown.
+#[test]
+fn looks_wait_per_file_system_as_the_last_look_found_it() {
+    let t0 = Instant::now();
+    let mut p = PollSet::new(Some(I));
+    for id in 1..=3 {
+        p.add(id, Why::Limit, t0);
+    }
+    p.seen_on(1, Some(70));
+    p.seen_on(2, Some(80));
+    p.seen_on(2, None);
+    p.seen_on(9, Some(90)); // not polled: nothing kept
+    assert_eq!(
+        (p.fs_key(1), p.fs_key(2), p.fs_key(3)),
+        (Some(70), Some(80), None)
+    );
+    for id in 1..=3 {
+        let (t, _) = p.issue(id).unwrap();
+        p.wait(id, t, t0);
+    }
+    assert_eq!(
+        p.waiting_file_systems(),
+        vec![(0, None), (1, Some(70)), (2, Some(80))]
+    );
+    assert_eq!(p.next_waiting(2).map(|w| w.0), Some(2));
+    assert_eq!(p.next_waiting(2), None);
+    assert_eq!(p.next_waiting(1).map(|w| w.0), Some(1));
+    assert_eq!(p.next_waiting(0).map(|w| w.0), Some(3));
+    assert!(p.waiting_file_systems().is_empty() || p.next_waiting(0).is_none());
+    // A directory that moved to another file system (a mount over it).
+    p.seen_on(1, Some(80));
+    assert_eq!(p.fs_key(1), Some(80));
+    assert_eq!(p.keys.len(), 2, "one number per key");
 }
