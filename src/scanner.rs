@@ -1,9 +1,10 @@
 //! The scanner: the threads that look at the directories the engine
-//! polls without an OS watch ([`fs::look`]: a listing, a `stat` of every
-//! entry, the comparison with the previous picture): those of a spec's
-//! `Poll`, of `Auto` on a shared file system, of the watch limit's
-//! fallback, and every directory of a manager that polls everything; and
-//! at the directories a `rescan_every` rescans (which hold OS watches).
+//! polls ([`fs::look`]: a listing, a `stat` of every entry, the comparison
+//! with the previous picture): those of a spec's `Poll`, of `Auto` on a
+//! shared file system, of the watch limit's fallback, and every directory
+//! of a manager that polls everything, with an OS watch for another spec
+//! or without; and at the directories a `rescan_every` rescans (which
+//! hold OS watches).
 //! It looks on threads of its own so that a slow or hung file system (a
 //! network mount whose server stopped answering) never holds up the
 //! engine: events, statuses, and the barriers of specs without polled

@@ -32,6 +32,19 @@ fn storage(d: &Path, name: &str) -> Option<(PathBuf, PathBuf, BindMount)> {
     Some((src, mnt, mount))
 }
 
+/// A manager whose `Auto` polls every `every`, and whose looks under way
+/// for 500 ms say their storage is not answering; its events collected.
+fn polling_manager(every: Duration) -> (Manager, Collector) {
+    let m = Manager::builder()
+        .poll_interval(every)
+        .storage_deadline(Duration::from_millis(500))
+        .git_excludes_file(None)
+        .build()
+        .unwrap();
+    let c = Collector::new(m.subscribe());
+    (m, c)
+}
+
 /// The last phase `name` published.
 fn phase(c: &Collector, name: &str) -> Option<Phase> {
     c.statuses
@@ -89,13 +102,7 @@ fn a_hung_mount_holds_up_only_itself_beside_another_polled_mount() {
     fs::write(hung_src.join("pre"), "1").unwrap();
     fs::write(hung_src.join("gone"), "1").unwrap();
     let every = Duration::from_millis(20);
-    let m = Manager::builder()
-        .poll_interval(every)
-        .storage_deadline(Duration::from_millis(500))
-        .git_excludes_file(None)
-        .build()
-        .unwrap();
-    let mut c = Collector::new(m.subscribe());
+    let (m, mut c) = polling_manager(every);
     for (name, mnt) in [("hung", &hung_mnt), ("healthy", &ok_mnt)] {
         let s = start(&m, name, spec(&[mnt]));
         assert_eq!(s.roots[0].backend, Backend::Poll { interval: every });
@@ -187,4 +194,64 @@ fn a_hung_mount_holds_up_only_itself_beside_another_polled_mount() {
         "each once: {:?}",
         &c.changes("hung")[reported_before..]
     );
+}
+
+/// A directory on a mount that one spec polls (`Auto`) and another
+/// watches with the event backend (`Native`): its polls ran on the
+/// engine's thread (its events and the look cross), so a hang of the
+/// mount stalled the engine. They run on the scanner now, the names its
+/// events look at meanwhile keeping the engine's view: while the mount
+/// hangs, the polled spec says so, and a local spec's writes are
+/// reported and its barriers pass; once the server answers again, the
+/// polled spec reports what changed meanwhile.
+#[test]
+fn a_hung_mount_watched_and_polled_holds_up_its_polls_not_the_engine() {
+    let d = tmp();
+    let Some((src, mnt, mut mount)) = storage(d.path(), "shared") else {
+        return;
+    };
+    let local = d.path().join("local");
+    fs::create_dir(&local).unwrap();
+    let every = Duration::from_millis(20);
+    let (m, mut c) = polling_manager(every);
+    let s = start(&m, "polled", spec(&[&mnt]));
+    assert_eq!(s.roots[0].backend, Backend::Poll { interval: every });
+    let s = start(&m, "watched", spec(&[&mnt]).backend(Backend::Native));
+    assert_eq!(s.roots[0].backend, Backend::Native);
+    start(&m, "local", spec(&[&local]));
+    let before = latencies(&mut c, "local", (&local, &local), "before", 10);
+    // (Resumed after 60 s whatever happens to this process.)
+    mount.pause(Duration::from_secs(60));
+    let during = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        c.wait("the polled spec Degraded: storage not answering", |c| {
+            matches!(phase(c, "polled"), Some(Phase::Degraded { reason })
+                if reason.contains("storage not answering"))
+        });
+        fs::write(src.join("late"), "x").unwrap();
+        let during = latencies(&mut c, "local", (&local, &local), "during", 20);
+        m.sync("local", Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("the local spec's barrier with the mount hung: {e}"));
+        during
+    }));
+    let during = match during {
+        Ok(d) => d,
+        Err(e) => {
+            mount.resume();
+            std::panic::resume_unwind(e);
+        }
+    };
+    mount.resume();
+    let ((bm, bx), (dm, dx)) = (median_max(&before), median_max(&during));
+    note(&format!(
+        "local writes reported beside a watched and polled mount (quiet window 10 ms): \
+         before it hung: median {bm:?}, max {bx:?}; while it hung: median {dm:?}, max {dx:?}"
+    ));
+    let late = mnt.join("late");
+    c.wait("the write below the mount, once it answers again", |c| {
+        c.has("polled", &late, ChangeKind::Created)
+    });
+    m.sync("polled", WAIT).unwrap();
+    c.wait("the polled spec Watching again", |c| {
+        phase(c, "polled") == Some(Phase::Watching)
+    });
 }

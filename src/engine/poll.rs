@@ -5,7 +5,7 @@
 //! steps that poll are `polling.rs`'s.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,11 +19,13 @@ use crate::index::DirId;
 pub(super) enum Finding {
     /// Not the look to apply (overtaken, or the directory is not polled).
     Drop,
-    /// Apply it; then hand over the look asked for meanwhile, if any
-    /// ([`PollSet::follow_up`]).
-    Apply,
-    /// Do not apply it (the engine looked at a name since it began): hand
-    /// over a new look, with this token.
+    /// Apply it, but for the names the engine looked at since it began
+    /// (a directory with an OS watch too: its events go on meanwhile),
+    /// for which the engine's view stands; then hand over the look asked
+    /// for meanwhile, if any ([`PollSet::follow_up`]).
+    Apply(BTreeSet<OsString>),
+    /// Do not apply it (a directory polled only: the engine looked at a
+    /// name since it began): hand over a new look, with this token.
     Again(u64),
 }
 
@@ -70,9 +72,17 @@ struct Looking {
     /// A look asked for while one was under way (a barrier's): issued
     /// once that one is done with.
     again: Option<u64>,
-    /// The engine looked at one of its names while the look was under way:
-    /// that look may be older, and is made again rather than applied.
-    stale: bool,
+    /// The names the engine looked at while the look was under way (an
+    /// event's, mostly): the look may be older than that. For a directory
+    /// polled only, the look is made again rather than applied; for one
+    /// with an OS watch too (whose events go on), it is applied but for
+    /// these names, for which the engine's view stands.
+    #[expect(
+        clippy::box_collection,
+        reason = "8 bytes a look where the set takes 24: a round of a million looks has a \
+                  million of these, and almost none has a name in it"
+    )]
+    touched: Option<Box<BTreeSet<OsString>>>,
     /// The newest look asked for, and the newest one done with (applied,
     /// or overtaken by a read of the engine's own).
     issued: u64,
@@ -303,7 +313,7 @@ impl PollSet {
         let l = self.looks.entry(id).or_insert(Looking {
             in_flight: None,
             again: None,
-            stale: false,
+            touched: None,
             issued: token,
             // Done with every look handed out before this one.
             applied: token - 1,
@@ -402,21 +412,25 @@ impl PollSet {
         self.looks.remove(&id);
     }
 
-    /// The engine looked at one name of `id`: a look under way may be
-    /// older than that, and is made again when it comes.
-    pub(super) fn touched(&mut self, id: DirId) {
-        if let Some(l) = self.looks.get_mut(&id)
+    /// The engine looked at entry `name` of `id`: a look under way may be
+    /// older than that (see [`take_finding`](Self::take_finding)).
+    pub(super) fn touched(&mut self, id: DirId, name: &OsStr) {
+        if !self.looks.is_empty()
+            && let Some(l) = self.looks.get_mut(&id)
             && l.in_flight.is_some()
         {
-            l.stale = true;
+            l.touched
+                .get_or_insert_default()
+                .insert(name.to_os_string());
         }
     }
 
-    /// The scanner's look `token` at `id` came back: what to do with it.
-    /// A look made again is in flight at once (its token is in the answer,
-    /// for the caller to hand over); after a look applied, the one asked
-    /// for meanwhile is the caller's to [`follow_up`](Self::follow_up).
-    pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> Finding {
+    /// The scanner's look `token` at `id` came back: what to do with it
+    /// (`watched`: `id` has an OS watch too). A look made again is in
+    /// flight at once (its token is in the answer, for the caller to hand
+    /// over); after a look applied, the one asked for meanwhile is the
+    /// caller's to [`follow_up`](Self::follow_up).
+    pub(super) fn take_finding(&mut self, id: DirId, token: u64, watched: bool) -> Finding {
         let Some(l) = self.looks.get_mut(&id) else {
             return Finding::Drop;
         };
@@ -424,7 +438,8 @@ impl PollSet {
             return Finding::Drop;
         }
         l.in_flight = None;
-        if std::mem::take(&mut l.stale) {
+        let touched = l.touched.take();
+        if touched.is_some() && !watched {
             let next = match l.again.take() {
                 Some(t) => t,
                 None => {
@@ -441,7 +456,7 @@ impl PollSet {
             // Done with every look it was handed.
             self.looks.remove(&id);
         }
-        Finding::Apply
+        Finding::Apply(touched.map(|t| *t).unwrap_or_default())
     }
 
     /// After a look of `id` was applied: the look asked for meanwhile, now
@@ -491,7 +506,7 @@ impl PollSet {
     /// Replaces the picture of `id`, if it is polled. One equal to the
     /// picture it has (a directory where nothing changed) is dropped, and
     /// the one it has kept: the memory a picture holds stays where it was,
-    /// not freed and taken again at every poll (by the scanner's thread,
+    /// not freed and taken again at every poll (by the scanner's threads,
     /// whose allocations go elsewhere).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id)

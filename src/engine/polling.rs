@@ -1,14 +1,16 @@
-//! The steps that poll: a poll of a directory (on the scanner's thread for one
-//! without an OS watch, here for the others), the findings applied, the
-//! first picture taken, a sync barrier's polls, and the move of directories
-//! back to OS watches when watches free up. The poll set itself (what is
-//! polled, why, when, the pictures) is `poll.rs`'s.
+//! The steps that poll: a poll of a directory (on the scanner's lanes; here
+//! only the last poll of a directory that goes back to its OS watch), the
+//! findings applied, the first picture taken, a sync barrier's polls, and
+//! the move of directories back to OS watches when watches free up. The
+//! poll set itself (what is polled, why, when, the pictures) is
+//! `poll.rs`'s.
 
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use super::Engine;
 use super::poll::{self, Why};
+use super::rescanning::keep_engine_view;
 use super::trace;
 use crate::backend::WatchError;
 use crate::change::FileType;
@@ -125,9 +127,10 @@ impl Engine {
         })
     }
 
-    /// Polls the polled directories whose interval is up: those without an
-    /// OS watch on the scanner (one whose previous look is still under way
-    /// waits for it), the others here.
+    /// Polls the polled directories whose interval is up, on the scanner
+    /// (one whose previous look is still under way waits for it), those
+    /// with an OS watch too included: a hung file system never holds up
+    /// the engine.
     pub(super) fn poll_due(&mut self) {
         let (ids, due) = self.polls.due(self.clock.now());
         if due.is_empty() {
@@ -135,9 +138,7 @@ impl Engine {
         }
         self.now = self.clock.now();
         for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if !self.polls.in_flight(id) {
+            if !self.polls.in_flight(id) {
                 self.poll_look(id);
             }
         }
@@ -228,11 +229,13 @@ impl Engine {
 
     /// The scanner's findings: each applied as a poll of the directory if
     /// it is still the look to apply (the directory still polled at the
-    /// same path, no newer look of the engine's own since). One made while
-    /// the engine looked at one of its names is made again; one of a
-    /// directory that got an OS watch meanwhile (whose events may be newer
-    /// than the look) is replaced by a poll here. A rescan's look goes to
-    /// [`rescan_found`](Self::rescan_found).
+    /// same path, no newer look of the engine's own since). For the names
+    /// the engine looked at while it was under way, the look may be older
+    /// than the engine's view: in a directory polled only, the look is
+    /// made again; in one with an OS watch too (whose events go on), the
+    /// engine's view of those names stands and the rest is applied
+    /// ([`apply_watched_look`](Self::apply_watched_look)). A rescan's look
+    /// goes to [`rescan_found`](Self::rescan_found).
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
         self.scanner.returned(&findings);
         let mut next = Vec::new();
@@ -242,16 +245,18 @@ impl Engine {
                 continue;
             }
             let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
-            match self.polls.take_finding(f.dir, f.token) {
+            let watched = !self.polled_only(f.dir);
+            match self.polls.take_finding(f.dir, f.token, watched) {
                 poll::Finding::Drop => {}
                 poll::Finding::Again(t) => self.polls.wait(f.dir, t, self.clock.now()),
-                poll::Finding::Apply => {
+                poll::Finding::Apply(touched) => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
-                    } else if !self.polled_only(f.dir) {
-                        self.poll_node(f.dir);
                     } else {
                         match f.look {
+                            Ok(look) if watched => {
+                                self.apply_watched_look(f.dir, &f.path, look, &touched);
+                            }
                             Ok(look) => self.apply_look(f.dir, &f.path, look),
                             Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
                             // Possibly transient: the next poll reads it again.
@@ -282,8 +287,42 @@ impl Engine {
         self.polls.set_picture(id, look.picture);
     }
 
-    /// One poll of a directory here, on the engine's thread (one that has an
-    /// OS watch too, a last poll before polling stops, a barrier's): read
+    /// Applies a poll's look at directory `id` (at `path`), which has an
+    /// OS watch too, its events going on while the look was under way:
+    /// the names they looked at meanwhile (`touched`) keep the engine's
+    /// view, the rest is applied as any poll's look (as a rescan's look
+    /// is). Sync cookies are left to their events: the look may have seen
+    /// one whose event, and those queued before it, are still to be read.
+    fn apply_watched_look(
+        &mut self,
+        id: DirId,
+        path: &std::path::Path,
+        mut look: fs::Look,
+        touched: &std::collections::BTreeSet<OsString>,
+    ) {
+        look.take_cookies(path);
+        self.polls.seen_on(id, look.fs_key);
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let (mut picture, mut modified) = (look.picture, look.modified);
+        let mut listing = picture.listing();
+        let seen = |name: &OsStr| node.entries().get(name);
+        let old = self.polls.picture(id);
+        keep_engine_view(
+            touched,
+            seen,
+            old,
+            &mut picture,
+            &mut listing,
+            &mut modified,
+        );
+        self.apply_listing(id, &listing, &modified);
+        self.polls.set_picture(id, picture);
+    }
+
+    /// One poll of a directory here, on the engine's thread (the last poll
+    /// of a directory that goes back to its OS watch): read
     /// it, tell from the picture which entries were written or replaced
     /// since the previous poll, and apply that as the scanner's looks are
     /// applied, as a listing ([`apply_listing`](Engine::apply_listing)):
@@ -348,9 +387,7 @@ impl Engine {
             .collect();
         let mut asked = Vec::new();
         for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if let Some(token) = self.poll_look(id) {
+            if let Some(token) = self.poll_look(id) {
                 // (A look under way may have begun before the barrier: the
                 // barrier waits for the one that follows it.)
                 asked.push((id, token));
