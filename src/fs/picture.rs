@@ -1,6 +1,6 @@
 //! A directory's picture, and what changed since the last one: the one
 //! read-and-stat and the one comparison that every kind of polling uses
-//! (the directories the engine polls, on the scanner's thread or its own,
+//! (the directories the engine polls, on the scanner's lanes or its own,
 //! a manager that polls everything included, and `rescan_every`'s safety
 //! net).
 //!
