@@ -14,8 +14,8 @@
 //! `specwatch-scan`), with its own queue and its own window of jobs under
 //! way ([`WINDOW`]). A job names the file systems a look at its directory
 //! touches, as the previous look found them (`Job::fs_key`: the
-//! directory's device, mixed with the devices of mount points among its
-//! entries, whose `stat` crosses into them; `None` for a directory never
+//! directory's device, on Linux mixed with the devices of mount points
+//! among its entries, whose `stat` crosses into them; `None` for one never
 //! looked at, whose looks share the lane of the unknown): the engine never
 //! `stat`s for it. So a look that hangs holds up the looks of its own file
 //! system only (and those of directories holding its mount point), and
@@ -51,7 +51,8 @@ use crate::fs::{self, Look, Picture};
 /// kind of look has its own tokens).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Purpose {
-    /// A poll of a directory polled without an OS watch.
+    /// A poll of a polled directory (with an OS watch for another spec,
+    /// or without).
     Poll,
     /// A `rescan_every` rescan of a directory with an OS watch.
     Rescan,
