@@ -277,7 +277,9 @@ impl Lanes {
             },
         };
         let n = jobs.len();
-        let l = &mut self.lanes[lane];
+        let Some(l) = self.lanes.get_mut(lane) else {
+            return Err(jobs);
+        };
         l.jobs.send(jobs).map_err(|e| e.into_inner())?;
         l.out += n;
         self.bound.entry(key).or_insert((lane, 0)).1 += n;
@@ -345,7 +347,10 @@ impl Scanner {
     pub(crate) fn room(&self, key: Option<u64>) -> usize {
         match self {
             Scanner::Lanes(l) => match l.choose(key) {
-                Some(lane) => WINDOW.saturating_sub(l.lanes[lane].out),
+                Some(lane) => l
+                    .lanes
+                    .get(lane)
+                    .map_or(WINDOW, |l| WINDOW.saturating_sub(l.out)),
                 None => WINDOW,
             },
             _ => usize::MAX,
@@ -399,11 +404,13 @@ impl Scanner {
         let mut groups: Vec<(Option<u64>, Vec<Job>)> = Vec::new();
         let mut at: HashMap<Option<u64>, usize> = HashMap::new();
         for j in jobs {
-            let i = *at.entry(j.fs_key).or_insert_with(|| {
-                groups.push((j.fs_key, Vec::new()));
-                groups.len() - 1
-            });
-            groups[i].1.push(j);
+            match at.get(&j.fs_key).and_then(|&i| groups.get_mut(i)) {
+                Some(g) => g.1.push(j),
+                None => {
+                    at.insert(j.fs_key, groups.len());
+                    groups.push((j.fs_key, vec![j]));
+                }
+            }
         }
         let mut inline = Vec::new();
         for (key, jobs) in groups {
