@@ -254,6 +254,17 @@
 //!   file system, judged by the root's own file system when it is
 //!   attached: another mount further below a root is not detected (give
 //!   it a spec of its own, or choose `Poll`).
+//! - A root's file system unmounted under a live watch is told by the
+//!   device its path then shows (the one below the mount): the spec is
+//!   `Degraded` ("storage gone", [`RootStatus::unmounted_since`]), keeps
+//!   what it knew, and reports the net changes once a file system is
+//!   mounted there again (a polled root's polls tell; for the native
+//!   backend, whose watches go with the unmount, the root is looked at
+//!   every poll interval, then watched and read again). The portable
+//!   backend is not told of the unmount (notify drops its watches without
+//!   an event): a spec on it sees nothing of that tree until it is applied
+//!   again. Another file system mounted over a root that an event backend
+//!   watches is not noticed either.
 //! - Polling (chosen per spec, by `Auto`, or for everything by
 //!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`) looks at
 //!   directories on the scanner's lanes, one thread per file system: a

@@ -79,6 +79,14 @@ pub struct RootStatus {
     pub backend: Backend,
     /// Why.
     pub reason: BackendReason,
+    /// Since when the file system the root is on has been unmounted: its
+    /// path leads to the file system below the mount. Known for polled
+    /// roots (`Poll`, or `Auto` on a shared file system). Meanwhile the
+    /// spec is `Degraded`, nothing below the root is reported, and what
+    /// was known of it is kept; once a file system is mounted there again,
+    /// the changes made meanwhile are reported and this is `None` again.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub unmounted_since: Option<SystemTime>,
 }
 
 /// Why a root is watched the way [`RootStatus::backend`] says.

@@ -281,6 +281,12 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             return refuse(req, unauthorized(denied));
         }
     }
+    if !matches!(method, Method::GET | Method::HEAD)
+        && route != Route::Health
+        && let Some(why) = unmounted(&repo)
+    {
+        return refuse(req, error(503, &why));
+    }
     let query = req.uri().query();
     let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
     let result = match route {
@@ -384,6 +390,19 @@ fn health(repo: &Repo) -> Reply {
             Some(("error", "the storage directory is not watched")),
         ),
     }
+}
+
+/// Why a write is refused now: the storage's file system is unmounted
+/// (a write would land in the directory below the mount, and be hidden
+/// once it is mounted again); the index stays as it was meanwhile.
+fn unmounted(repo: &Repo) -> Option<String> {
+    let status = repo.manager.status(SPEC)?;
+    let root = status.roots.iter().find(|r| r.unmounted_since.is_some())?;
+    Some(format!(
+        "the storage {} is not mounted: writes are refused until it is back \
+         (the index keeps what it had)",
+        root.path.display()
+    ))
 }
 
 /// Runs `f` over the packages of `tenant` (404 if there is no such

@@ -59,6 +59,14 @@
 //! - `DELETE /api/<tenant>/charts/<name>/<version>`: removes the package,
 //!   then its provenance file: 200 `{"deleted":true,"indexed":true}` or
 //!   404. With `--disable-delete`: 404, as chartmuseum answers.
+//! - While the storage's file system is unmounted (a polled `DIR` on NFS
+//!   or FUSE whose mount went away: [`RootStatus::unmounted_since`]),
+//!   every write is refused with 503 `{"error":...}` saying so (it would
+//!   land in the directory below the mount), `/health` answers 503 with
+//!   the watch's reason ("storage gone"), and the index keeps serving what
+//!   it had: the watch reports nothing meanwhile, and once the storage is
+//!   mounted again it reports the changes made there meanwhile, which the
+//!   index applies as any.
 //!
 //! **Authentication** (the `auth` module). `--basic-auth-user` and
 //! `--basic-auth-pass` (or `BASIC_AUTH_USER` and `BASIC_AUTH_PASS` in the

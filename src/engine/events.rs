@@ -133,6 +133,10 @@ impl Engine {
             return;
         }
         let path = node.path().join(name);
+        let was_dir = node.entries().get(name) == Some(FileType::Dir);
+        if self.mount_keeps_entry(&path) {
+            return; // a root whose file system is away: kept
+        }
         let (new, meta) = if self.rescans.tracks(id) {
             // A rescan compares against what events saw.
             let sig = fs::sig_of(&path);
@@ -141,6 +145,10 @@ impl Engine {
         } else {
             fs::lstat(&path).map_or((None, None), |(t, m)| (Some(t), Some(m)))
         };
+        if new.is_none() && was_dir && self.mount_keeps(&path) {
+            // A directory gone with its file system (an unmount): kept.
+            return;
+        }
         self.see(id, name, hint, new, meta.as_ref(), true);
         self.hinted_write(id, name, hint);
     }
@@ -312,6 +320,9 @@ impl Engine {
             return;
         };
         let path = node.path().clone();
+        if self.mount_keeps(&path) {
+            return; // its file system is away: kept as it was
+        }
         if self.links.contains(id) {
             // A followed link's directory moved or went: no event about the
             // link itself says so. Look where the link leads now.

@@ -22,6 +22,7 @@ impl Engine {
             specs: _,    // the rules of its ignore files live in matchers (above)
             problems: _, // per spec and path: cleared by `remove_tree`
             roots: _,    // by path: `remove_tree` queues the roots that lived there
+            mounts: _,   // by root and spec: goes with the spec (`forget_spec`)
             // By path: the files that went were reported `Removed`, which
             // drops their hashes.
             contents: _,
@@ -67,6 +68,7 @@ impl Engine {
             reloads,
             rescans,
             contents,
+            mounts,
             out,
             // Keep nothing per spec, or let go of it by themselves:
             links: _,    // per directory (its directories are freed)
@@ -95,6 +97,7 @@ impl Engine {
         reloads.unfollow(sid, None);
         rescans.forget(sid);
         contents.forget(sid);
+        mounts.untrack(sid);
         out.forget(sid);
     }
 }

@@ -23,6 +23,7 @@
 //! | `recovery.rs` | retries with back-off, read times for overflow margins, recovery counters |
 //! | `problems.rs` | per-spec errors (directories not watched or read) |
 //! | `links.rs` | followed symlinks and where they led |
+//! | `mounts.rs` | which file system each polled root is on, and the roots whose file system went away |
 //! | `roots.rs` | roots waiting to be attached again |
 //! | `sync.rs` | sync barriers, the cookies seen, the scanner's looks a parked barrier waits for |
 //! | `publish.rs` | batches' sequence numbers, subscribers, and every `WatchStatus` |
@@ -39,7 +40,8 @@
 //! `applying.rs` (specs created, replaced, deleted), `batching.rs`
 //! (changes routed into batches, batches closed), `attaching.rs` (roots
 //! attached, and again when their watching point changes),
-//! `following.rs` (symlinks looked at again), `ignoring.rs` (ignore files
+//! `following.rs` (symlinks looked at again), `mounting.rs` (a polled
+//! root's file system unmounted and mounted again), `ignoring.rs` (ignore files
 //! read and their changes applied), `publishing.rs` (status facts
 //! gathered), `retrying.rs` (retries with back-off), `rereading.rs`
 //! (directories read again and diffed; everything after an overflow),
@@ -82,6 +84,8 @@ mod ignoring;
 mod inbox;
 mod links;
 mod modes;
+mod mounting;
+mod mounts;
 mod poll;
 mod polling;
 mod problems;
@@ -346,6 +350,7 @@ pub(crate) struct Engine {
     walk_threads: usize,
     problems: Problems,
     links: Links,
+    mounts: mounts::Mounts,
     roots: Roots,
     syncs: Syncs,
     out: Publisher,
@@ -405,6 +410,7 @@ impl Engine {
             walk_threads: 0,
             problems: Problems::default(),
             links: Links::default(),
+            mounts: mounts::Mounts::default(),
             roots: Roots::default(),
             syncs: Syncs::default(),
             out,
@@ -482,6 +488,7 @@ impl Engine {
             self.syncs.next_deadline(),
             self.rescans.next_deadline(),
             self.reloads.next_deadline(),
+            self.mounts.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -569,6 +576,7 @@ impl Engine {
         self.look_outside(false);
         self.refresh_modes();
         self.poll_due();
+        self.mounts_due();
         self.polls.check_hung(self.clock.now());
         self.restart_due();
         self.retry_due();

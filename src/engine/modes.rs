@@ -71,6 +71,7 @@ fn decide_choice(
         path: root.to_path_buf(),
         backend,
         reason,
+        unmounted_since: None,
     };
     match choice {
         Backend::Auto => match fs() {
@@ -130,6 +131,10 @@ impl Engine {
         let mode = decide(root, st.backend(), &self.backends, || {
             crate::backend::file_system(existing)
         });
+        if root == existing {
+            // (Which file system it is on: what tells it unmounted.)
+            self.track_mount(sid, root);
+        }
         if self.specs.set_mode(sid, mode) {
             self.out.touch(sid);
             trace::traced! {

@@ -252,6 +252,8 @@ impl Engine {
                 poll::Finding::Apply(touched) => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
+                    } else if self.mount_holds(&f.path, &f.look) {
+                        // Its file system is away: what was there is kept.
                     } else {
                         match f.look {
                             Ok(look) if watched => {
@@ -283,6 +285,7 @@ impl Engine {
     fn apply_look(&mut self, id: DirId, path: &std::path::Path, mut look: fs::Look) {
         self.syncs.cookies_found(look.take_cookies(path));
         self.polls.seen_on(id, look.fs_key);
+        self.keep_mount_points(path, &mut look.modified);
         self.apply_listing(id, &look.picture.listing(), &look.modified);
         self.polls.set_picture(id, look.picture);
     }
@@ -302,6 +305,7 @@ impl Engine {
     ) {
         look.take_cookies(path);
         self.polls.seen_on(id, look.fs_key);
+        self.keep_mount_points(path, &mut look.modified);
         let Some(node) = self.index.get(id) else {
             return;
         };
@@ -338,7 +342,11 @@ impl Engine {
         // Newer than any look of the scanner's under way.
         self.polls.outdate(id);
         let before = self.polls.picture(id);
-        match fs::look(&path, true, before, hash, self.clock.wall()) {
+        let look = fs::look(&path, true, before, hash, self.clock.wall());
+        if self.mount_holds(&path, &look) {
+            return; // its file system is away: what was there is kept
+        }
+        match look {
             Ok(look) => self.apply_look(id, &path, look),
             Err(e) if fs::gone(&e) => self.check_top(id, false),
             Err(_) => {}

@@ -13,6 +13,7 @@ impl Engine {
         let mut touched = self.out.take_touched();
         touched.extend(self.index.take_touched());
         touched.extend(self.problems.take_touched());
+        touched.extend(self.mounts.take_touched());
         touched.extend(self.recovery.take_touched());
         touched.extend(self.rescans.take_touched());
         touched.extend(self.specs.take_touched());
@@ -69,7 +70,14 @@ impl Engine {
             .filter(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
             .map(|n| n.path().display().to_string())
             .collect();
+        let away: Vec<String> = st
+            .roots()
+            .iter()
+            .filter(|r| self.mounts.away(r).is_some())
+            .map(|r| r.display().to_string())
+            .collect();
         let degraded = if missing.is_empty()
+            && away.is_empty()
             && errors.is_none()
             && polled == 0
             && down.is_none()
@@ -86,6 +94,14 @@ impl Engine {
                 parts.push(format!(
                     "storage not answering: a poll of {}{more} under way for more than {deadline:?}",
                     hung[..hung.len().min(3)].join(", "),
+                ));
+            }
+            if !away.is_empty() {
+                parts.push(format!(
+                    "storage gone: the file system holding {} is no longer mounted (the \
+                     path leads to the one below it); the last known contents are kept, and \
+                     what changed meanwhile is reported once it is back",
+                    away.join(", ")
                 ));
             }
             if let Some(d) = down {
@@ -138,7 +154,13 @@ impl Engine {
             generation: st.generation(),
             watched_dirs: self.index.covered_dirs(sid),
             polled_dirs: polled,
-            roots: st.root_statuses(),
+            roots: {
+                let mut roots = st.root_statuses();
+                for r in &mut roots {
+                    r.unmounted_since = self.mounts.away(&r.path).map(|a| a.since);
+                }
+                roots
+            },
             progress: self.progress.progress_of(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),

@@ -51,22 +51,8 @@ impl Engine {
         };
         trace::event!(INFO, attempts = down.attempts, "event backend restarted");
         drop(self.watches.replace_backend(os));
-        if self.watches.per_directory() {
-            for id in self.index.ids() {
-                let Some(node) = self.index.get(id) else {
-                    continue;
-                };
-                if node.is_unused() || !self.needs_watch(id) {
-                    continue;
-                }
-                let follow = node.full().is_empty();
-                let mut specs = node.full().to_vec();
-                specs.extend(node.partial().iter().map(|p| p.spec));
-                self.watch_node(id, follow, &specs);
-            }
-        } else {
-            self.reconcile_watches();
-        }
+        let dirs = self.index.ids();
+        self.watch_again(dirs);
         self.recovery.backend_up(&all);
         // Nothing was read since the last complete read: what changed
         // since is found as after lost events.

@@ -54,7 +54,11 @@ impl Engine {
             }
             return;
         };
-        let all = self.specs.get(sid).expect("named spec").roots().to_vec();
+        let mut all = self.specs.get(sid).expect("named spec").roots().to_vec();
+        // A root whose file system is away reports nothing until it is
+        // back: nothing to wait for there (and no cookie left in the
+        // directory below its mount).
+        all.retain(|r| !self.mounts.holds(r));
         // A root that does not exist gets no cookie (it would go in an
         // ancestor, outside the spec's paths, even `/`): the name its
         // nearest existing ancestor waits for is looked at instead, which
@@ -111,7 +115,7 @@ impl Engine {
         let roots: Vec<PathBuf> = st
             .roots()
             .iter()
-            .filter(|r| fs::exists(r))
+            .filter(|r| fs::exists(r) && !self.mounts.holds(r))
             .cloned()
             .collect();
         let mut created = Vec::new();

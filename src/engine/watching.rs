@@ -75,6 +75,29 @@ impl Engine {
         }
     }
 
+    /// Asks again for the OS watch of each of `ids` that needs one and
+    /// has none (their watches went: a backend restarted, a file system
+    /// unmounted and mounted again); a path backend reconciles its watches
+    /// with the index instead.
+    pub(super) fn watch_again(&mut self, ids: Vec<DirId>) {
+        if !self.watches.per_directory() {
+            self.reconcile_watches();
+            return;
+        }
+        for id in ids {
+            let Some(node) = self.index.get(id) else {
+                continue;
+            };
+            if node.is_unused() || !self.needs_watch(id) {
+                continue;
+            }
+            let follow = node.full().is_empty();
+            let mut specs = node.full().to_vec();
+            specs.extend(node.partial().iter().map(|p| p.spec));
+            self.watch_node(id, follow, &specs);
+        }
+    }
+
     /// A watch call for node `id` returned `w`, which other nodes hold: the
     /// same directory under other paths. Those whose path still leads to it
     /// (through followed links) stay as its aliases; the others are stale

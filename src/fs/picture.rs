@@ -58,6 +58,10 @@ pub(crate) struct Look {
     /// Entries written (`false`) or replaced (`true`) since the previous
     /// picture, sorted by name.
     pub modified: Vec<(OsString, bool)>,
+    /// The device of the directory looked at (Windows: its volume's
+    /// serial number), if known: another one than before tells that a file
+    /// system was mounted or unmounted there.
+    pub dev: Option<u64>,
     /// The file systems the look touched, as one key: the device of the
     /// directory (Windows: its volume's serial number) from the handle it
     /// was read through; on Linux mixed with the devices of its entries
@@ -295,6 +299,7 @@ pub(crate) fn look(
     wall: SystemTime,
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
+    let dev = scan.dev;
     let fs_key = scan.fs_key;
     let mut picture = Picture {
         packed: Packed::of(scan.iter()),
@@ -309,6 +314,7 @@ pub(crate) fn look(
     Ok(Look {
         picture,
         modified,
+        dev,
         fs_key,
     })
 }

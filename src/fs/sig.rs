@@ -95,6 +95,10 @@ pub(crate) fn lstat(path: &Path) -> Option<(FileType, Meta)> {
 /// buffer: a scan allocates a few times, not once per entry.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
+    /// The device of the directory itself (Windows: its volume's serial
+    /// number), as the read found it: what tells that another file system
+    /// is now mounted there, or none (`None`: not known).
+    pub dev: Option<u64>,
     /// The file systems the scan touched, as one key (see
     /// [`Look::fs_key`](super::Look::fs_key)).
     pub fs_key: Option<u64>,
@@ -162,6 +166,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let mut scan = Scan::default();
     // SAFETY: a valid descriptor and a struct to fill.
     let own = (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_dev);
+    scan.dev = own;
     // The devices of entries that are mount points of other file systems.
     let mut mounts: Vec<u64> = Vec::new();
     each_entry(&fd, |name, d_type| {
@@ -316,6 +321,7 @@ pub(crate) fn sigs_of(dir: &Path, names: &[(OsString, FileType)]) -> Vec<Option<
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
     let mut scan = Scan {
+        dev: Some(listing.volume),
         fs_key: Some(listing.volume),
         ..Scan::default()
     };
@@ -345,7 +351,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
 #[cfg(not(any(target_os = "linux", windows)))]
 pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     // A directory (through a link only if `follow`), or an error.
-    let (device, _) = identity(dir, follow)?;
+    let (dev, _) = identity(dir, follow)?;
     let mut cookies = Vec::new();
     let listing = read_listing(dir, &mut cookies)?;
     let names = listing.into_iter().map(|(n, _)| n).chain(
@@ -354,7 +360,8 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             .filter_map(|c| c.file_name().map(OsStr::to_os_string)),
     );
     let mut scan = Scan {
-        fs_key: Some(device),
+        dev: Some(dev),
+        fs_key: Some(dev),
         ..Scan::default()
     };
     for name in names {

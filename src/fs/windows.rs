@@ -126,7 +126,7 @@ fn open(path: &Path, follow: bool, access: u32) -> io::Result<std::fs::File> {
 /// A directory's entries, as [`list`] read them.
 pub(super) struct Listing {
     pub entries: Vec<(OsString, Stat)>,
-    /// The volume serial number of the directory listed.
+    /// The directory's volume serial number.
     pub volume: u64,
 }
 

@@ -240,3 +240,85 @@ fn two_replicas_share_one_storage_directory() {
         &[("directly in DIR", &dir)],
     );
 }
+
+/// Issue 22, item 3: the storage of a replica on a FUSE mount is unmounted
+/// under it, changed meanwhile (by another host, directly in the storage
+/// directory), and mounted again. While it is away the replica keeps
+/// serving the last good index (no batch applied, nothing removed),
+/// `/health` says why, and writes are refused (they would land below the
+/// mount); once it is back, the index converges on the storage.
+#[test]
+fn a_replica_keeps_its_index_while_its_storage_is_unmounted() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().canonicalize().unwrap();
+    let dir = base.join("charts");
+    let mnt = base.join("mnt");
+    std::fs::create_dir_all(dir.join("org")).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let (keep, gone, new) = (
+        chart("keep", "1.0.0"),
+        chart("gone", "1.0.0"),
+        chart("new", "1.0.0"),
+    );
+    std::fs::write(dir.join("org/keep-1.0.0.tgz"), &keep).unwrap();
+    std::fs::write(dir.join("org/gone-1.0.0.tgz"), &gone).unwrap();
+    let Some(mut mount) = bind_mount(&dir, &mnt) else {
+        return;
+    };
+    let every = 50;
+    let b = Server::start(
+        "b",
+        &mnt,
+        &["--backend", "auto", "--poll-interval", &every.to_string()],
+    );
+    let (_, before) = b.index("org");
+    let before = before.unwrap();
+    let names = |l: &Listing| -> Vec<String> { l.keys().map(|(n, _)| n.clone()).collect() };
+    assert_eq!(names(&before), ["gone", "keep"], "listed at LISTENING");
+
+    mount.unmount();
+    let log = b.wait_log("the watch saying the storage went", |l| {
+        l.contains("watch degraded: storage gone")
+    });
+    eprintln!("b: {log}");
+    let r = b.wait_status(
+        "/health",
+        503,
+        "/health unhealthy while the storage is away",
+    );
+    assert!(r.text().contains("storage gone"), "{}", r.text());
+    // Another host changes the storage meanwhile.
+    std::fs::write(dir.join("org/new-1.0.0.tgz"), &new).unwrap();
+    std::fs::remove_file(dir.join("org/gone-1.0.0.tgz")).unwrap();
+    let r = b.post("/api/org/charts", &chart("late", "1.0.0"));
+    assert_eq!(r.status, 503, "a write while away: {}", r.text());
+    assert!(r.text().contains("not mounted"), "{}", r.text());
+    assert!(
+        !mnt.join("org").exists(),
+        "nothing written below the mount point"
+    );
+    // The index is served as it was, through many polls (20 intervals:
+    // each would have applied a batch, and printed a line, before).
+    let lines = b.output().len();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(20 * every) {
+        let (r, l) = b.index("org");
+        let l = l.unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+        assert_eq!(l, before, "the last good index, while the storage is away");
+    }
+    assert_eq!(
+        b.output()[lines..].to_vec(),
+        Vec::<String>::new(),
+        "no batch applied while the storage is away"
+    );
+
+    mount.mount_again();
+    let l = b.wait_index("org", "the index converged once the storage is back", |l| {
+        names(l) == ["keep", "new"]
+    });
+    assert_eq!(l[&nv("new", "1.0.0")].digest, sha256(&new));
+    assert_eq!(l[&nv("keep", "1.0.0")], before[&nv("keep", "1.0.0")]);
+    b.wait_status("/health", 200, "/health healthy again");
+    let r = b.post("/api/org/charts", &chart("late", "1.0.0"));
+    assert_eq!(r.status, 201, "a write once it is back: {}", r.text());
+}

@@ -8,6 +8,12 @@ use std::process::Command;
 /// itself are what another host's writes look like through a shared
 /// mount (no event on the mount). Unmounted on drop.
 pub struct BindMount {
+    /// The directory mounted (kept to mount it again).
+    #[allow(
+        dead_code,
+        reason = "used by some of the test binaries that include this file"
+    )]
+    src: PathBuf,
     mnt: PathBuf,
     /// Stopped with SIGSTOP (a server that stopped answering).
     paused: bool,
@@ -29,6 +35,7 @@ impl BindMount {
             ));
         }
         Ok(BindMount {
+            src: src.to_path_buf(),
             mnt: mnt.to_path_buf(),
             paused: false,
         })
@@ -100,6 +107,74 @@ impl BindMount {
         if std::mem::take(&mut self.paused) {
             self.signal("-CONT");
         }
+    }
+}
+
+/// The device of what is at `path`.
+#[allow(
+    dead_code,
+    reason = "used by some of the test binaries that include this file"
+)]
+fn device(path: &Path) -> u64 {
+    let m = std::fs::metadata(path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        m.dev()
+    }
+    // (No bind mount is made elsewhere: `bind_mount` skips.)
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0
+    }
+}
+
+#[allow(
+    dead_code,
+    reason = "used by some of the test binaries that include this file"
+)]
+impl BindMount {
+    /// Whether the mount is there: its mount point is on another device
+    /// than the directory holding it.
+    pub fn mounted(&self) -> bool {
+        device(&self.mnt) != device(self.mnt.parent().unwrap())
+    }
+
+    /// Unmounts it (as an administrator would, with `fusermount -u`):
+    /// returns once the mount point shows the directory below it.
+    /// A mount in use at that instant (a poll's look holds a directory
+    /// open for a moment, as `ls` would) refuses with "busy": tried again
+    /// then, for up to 10 s.
+    pub fn unmount(&mut self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = Command::new("fusermount")
+                .arg("-u")
+                .arg(&self.mnt)
+                .output()
+                .expect("cannot run fusermount");
+            if out.status.success() {
+                break;
+            }
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("busy") && std::time::Instant::now() < deadline,
+                "fusermount -u {}: {}",
+                self.mnt.display(),
+                err.trim()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!self.mounted(), "{} still mounted", self.mnt.display());
+    }
+
+    /// Mounts it again (after [`unmount`](Self::unmount)).
+    pub fn mount_again(&mut self) {
+        let again = BindMount::mount(&self.src, &self.mnt)
+            .unwrap_or_else(|e| panic!("mounting again: {e}"));
+        std::mem::forget(again); // (this handle unmounts it on drop)
+        assert!(self.mounted(), "{} not mounted again", self.mnt.display());
     }
 }
 
