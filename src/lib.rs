@@ -267,11 +267,21 @@
 //!   watches is not noticed either.
 //! - Polling (chosen per spec, by `Auto`, or for everything by
 //!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`) looks at
-//!   directories on one scanner thread per manager: a network mount that
-//!   hangs never holds up the engine (events, statuses, the barriers of
-//!   specs that poll nothing go on), but the looks at other polled
-//!   directories wait behind the hung one, and a `sync` that needs them
-//!   times out. Give storage that may hang a manager of its own.
+//!   directories on the scanner's lanes, one thread per file system: a
+//!   network mount that hangs holds up neither the engine (events,
+//!   statuses, the barriers of specs that poll nothing there go on) nor
+//!   the polls of other file systems; the specs covering its directories
+//!   go `Degraded` ("storage not answering") after
+//!   [`ManagerBuilder::storage_deadline`], and a `sync` that needs its
+//!   looks times out. The directory holding a polled root's mount point
+//!   (polled for the root's registration when nothing watches it) hangs
+//!   with the mount, since its look `stat`s the mount point: two mount
+//!   points side by side in one directory share that look, and a hang of
+//!   either says so for both specs (their own polls go on). At most 16
+//!   lanes run at once; past that, file systems share them. The first
+//!   look at a directory whose file system the engine does not know yet
+//!   (a rescan's first, a polled directory whose first read failed) waits
+//!   on the lane of those, which a hang there holds up.
 //! - A poll compares each entry's type, size, mtime and ctime (to the
 //!   nanosecond) and inode: a file rewritten with the same size within the
 //!   file system's timestamp granularity and put back under the same inode
@@ -329,8 +339,9 @@
 //! one small contract and only hint. `ARCHITECTURE.md` in the repository
 //! draws the modules, says which state each owns, and walks one change
 //! from the kernel to a subscriber. The other threads only read the disk:
-//! polled directories are looked at on one scanner thread per manager
-//! (`specwatch-scan`, started at the first poll); a walk past 4,096
+//! polled directories are looked at on the scanner's lanes, a thread per
+//! file system (`specwatch-scan`, started when first needed, at most 16);
+//! a walk past 4,096
 //! directories (native backend) reads on a thread of its own
 //! (`specwatch-walk`) while the engine places the watches, and an
 //! overflow's rescan on short-lived `specwatch-read` threads.

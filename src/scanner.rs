@@ -1,29 +1,49 @@
-//! The scanner: the thread that looks at the directories the engine polls
-//! without an OS watch ([`fs::look`]: a listing, a `stat` of every entry,
-//! the comparison with the previous picture): those of a spec's `Poll`,
-//! of `Auto` on a shared file system, of the watch limit's fallback, and
-//! every directory of a manager that polls everything; and at the
-//! directories a `rescan_every` rescans (which hold OS watches). It looks on a
-//! thread of its own so that a slow or hung file system (a network mount
-//! whose server stopped answering) never holds up the engine: events,
-//! statuses, and the barriers of specs without polled directories go on.
-//! One thread serves every polled directory: a look that hangs holds up
-//! the looks queued behind it (of any spec) until it returns; a scanner
-//! per file system is the next step (issue 22).
+//! The scanner: the threads that look at the directories the engine
+//! polls ([`fs::look`]: a listing, a `stat` of every entry, the comparison
+//! with the previous picture): those of a spec's `Poll`, of `Auto` on a
+//! shared file system, of the watch limit's fallback, and every directory
+//! of a manager that polls everything, with an OS watch for another spec
+//! or without; and at the directories a `rescan_every` rescans (which
+//! hold OS watches).
+//! It looks on threads of its own so that a slow or hung file system (a
+//! network mount whose server stopped answering) never holds up the
+//! engine: events, statuses, and the barriers of specs without polled
+//! directories go on.
+//!
+//! **Lanes.** Each file system has a lane of its own: a thread (named
+//! `specwatch-scan`), with its own queue and its own window of jobs under
+//! way ([`WINDOW`]). A job names the file systems a look at its directory
+//! touches, as the previous look found them (`Job::fs_key`: the
+//! directory's device, on Linux mixed with the devices of mount points
+//! among its entries, whose `stat` crosses into them; `None` for one never
+//! looked at, whose looks share the lane of the unknown): the engine never
+//! `stat`s for it. So a look that hangs holds up the looks of its own file
+//! system only (and those of directories holding its mount point), and
+//! every other file system's polls keep their pace. A key is bound to a
+//! lane while it has looks under way, in the order handed over (so a
+//! directory's looks, one at a time, come back in order); one with none
+//! is free to take any lane. Threads start when first needed, are kept
+//! for the next key that needs one (the one of lowest number first: a
+//! manager polling one file system runs one thread), and end when the
+//! engine lets go of the scanner; there are at most [`MAX_LANES`]. Once
+//! that many keys have looks under way at once, a further one shares a
+//! lane (by the key's hash) with those already on it.
 //!
 //! The engine keeps the schedule (with its clock) and the pictures; it
 //! hands the scanner [`Job`]s and applies the [`Finding`]s that come back,
-//! in order, as any poll's. Pure I/O: no index, no engine state. In the
-//! engine's own tests the scanner runs inline ([`Scanner::inline`]), so
-//! that a manual clock drives polls deterministically.
+//! in order per lane, as any poll's. Pure I/O: no index, no engine state.
+//! In the engine's own tests the scanner runs inline ([`Scanner::inline`]),
+//! so that a manual clock drives polls deterministically.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use crossbeam_channel::{Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use crate::fs::{self, Look, Picture};
 
@@ -31,7 +51,8 @@ use crate::fs::{self, Look, Picture};
 /// kind of look has its own tokens).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Purpose {
-    /// A poll of a directory polled without an OS watch.
+    /// A poll of a polled directory (with an OS watch for another spec,
+    /// or without).
     Poll,
     /// A `rescan_every` rescan of a directory with an OS watch.
     Rescan,
@@ -45,6 +66,10 @@ pub(crate) struct Job {
     pub dir: usize,
     pub token: u64,
     pub path: PathBuf,
+    /// The file systems the previous look at the directory touched (see
+    /// [`Look::fs_key`]; `None`: never looked at): the lane it is looked
+    /// at on.
+    pub fs_key: Option<u64>,
     /// The picture to compare with (the engine's, shared).
     pub before: Arc<Picture>,
     /// Compare racy files' contents too.
@@ -54,7 +79,8 @@ pub(crate) struct Job {
     pub wall: SystemTime,
 }
 
-/// What a look found.
+/// What a look found (the file systems it touched are the look's
+/// `fs_key`).
 #[derive(Debug)]
 pub(crate) struct Finding {
     pub purpose: Purpose,
@@ -62,10 +88,29 @@ pub(crate) struct Finding {
     pub token: u64,
     pub path: PathBuf,
     pub look: io::Result<Look>,
+    /// The lane it was looked at on and the job's key (`None`: looked
+    /// at inline).
+    via: Option<(usize, Option<u64>)>,
 }
 
-/// Where findings go (false once nobody listens).
-type Deliver = Box<dyn Fn(Vec<Finding>) -> bool + Send>;
+impl Finding {
+    /// What look `j` finds when it fails with `error` (for the engine's
+    /// tests: storage that fails).
+    #[cfg(test)]
+    pub(crate) fn failed(j: Job, error: io::Error) -> Finding {
+        Finding {
+            purpose: j.purpose,
+            dir: j.dir,
+            token: j.token,
+            path: j.path,
+            look: Err(error),
+            via: None,
+        }
+    }
+}
+
+/// Where findings go (false once nobody listens), from every lane.
+type Deliver = Arc<dyn Fn(Vec<Finding>) -> bool + Send + Sync>;
 
 /// Looks at directory `j`. A look that panics is an error of that look
 /// (the directory is looked at again at its next poll), not the end of the
@@ -81,13 +126,14 @@ fn look(j: Job) -> Finding {
         dir: j.dir,
         token: j.token,
         path: j.path,
+        via: None,
     }
 }
 
-/// Findings not handed back yet: the scanner hands them back together
-/// (one message for the engine to wake up to, not one per directory), as
-/// soon as it has nothing more to look at, or has held some for [`HOLD`],
-/// or [`HOLD_MAX`] of them.
+/// Findings not handed back yet: a lane hands them back together (one
+/// message for the engine to wake up to, not one per directory), as soon
+/// as it has nothing more to look at, or has held some for [`HOLD`], or
+/// [`HOLD_MAX`] of them.
 #[derive(Default)]
 struct Held {
     findings: Vec<Finding>,
@@ -95,7 +141,8 @@ struct Held {
 }
 
 /// How long a finding may wait for others while more looks are queued (a
-/// look that hangs holds back those made at most this long before it).
+/// look that hangs holds back those of its lane made at most this long
+/// before it).
 const HOLD: Duration = Duration::from_millis(1);
 
 /// How many findings go back at most in one message.
@@ -130,31 +177,147 @@ pub(crate) enum Scanner {
     /// the looks under way for as long as the test wants.
     #[cfg(test)]
     Held(Vec<Job>),
-    /// Looks on a thread of its own, started at the first job; findings
-    /// go to `deliver`.
-    Thread {
-        deliver: Option<Deliver>,
-        jobs: Option<Sender<Vec<Job>>>,
-        /// Set when the engine lets go: the jobs still queued are dropped.
-        stop: Arc<AtomicBool>,
-        /// Jobs handed to the thread whose findings have not come back.
-        out: usize,
-        /// Findings come back since the thread last had nothing to do.
-        round: usize,
-    },
+    /// Looks on lanes of its own, started when first needed; findings go
+    /// to `deliver`.
+    Lanes(Lanes),
 }
 
-/// How many jobs the thread holds at most (queued or under way): enough
-/// to keep it busy while the engine applies what it handed back (at most
+/// The lanes (see the module's documentation).
+pub(crate) struct Lanes {
+    deliver: Deliver,
+    lanes: Vec<Lane>,
+    /// The keys (file systems) with looks under way: the lane each is
+    /// bound to, and how many of its jobs are out.
+    bound: HashMap<Option<u64>, (usize, usize)>,
+    /// Set when the engine lets go: the jobs still queued are dropped.
+    stop: Arc<AtomicBool>,
+    /// A lane ran out of work after a round of more than [`WINDOW`] looks
+    /// (see [`Scanner::big_round_over`]).
+    big_round: bool,
+}
+
+/// One lane: its thread's queue.
+struct Lane {
+    jobs: Sender<Vec<Job>>,
+    /// Jobs handed to it whose findings have not come back.
+    out: usize,
+    /// Findings come back since it last had nothing to do.
+    round: usize,
+}
+
+/// How many jobs a lane holds at most (queued or under way): enough to
+/// keep it busy while the engine applies what it handed back (at most
 /// [`HOLD_MAX`] findings a message), few enough that a poll of a million
 /// directories costs no more memory under way than one of a thousand.
 /// The engine keeps the rest as tokens ([`Scanner::room`]).
 pub(crate) const WINDOW: usize = 4 * HOLD_MAX;
 
+/// How many lanes (threads) the scanner runs at most.
+pub(crate) const MAX_LANES: usize = 16;
+
 impl Drop for Scanner {
     fn drop(&mut self) {
-        if let Scanner::Thread { stop, .. } = self {
-            stop.store(true, Ordering::Relaxed);
+        if let Scanner::Lanes(l) = self {
+            l.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A lane's thread: looks at the jobs queued, in order, until the engine
+/// drops its handle (or stops listening). A look that hangs holds up the
+/// looks queued behind it on this lane only.
+fn serve(lane: usize, recv: &Receiver<Vec<Job>>, stop: &AtomicBool, deliver: &Deliver) {
+    let mut held = Held::default();
+    for batch in recv.iter() {
+        let n = batch.len();
+        for (i, job) in batch.into_iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let key = job.fs_key;
+            let mut f = look(job);
+            f.via = Some((lane, key));
+            held.push(f);
+            let idle = i + 1 == n && recv.is_empty();
+            if (idle || held.full()) && !deliver(held.take()) {
+                return;
+            }
+        }
+    }
+}
+
+impl Lanes {
+    /// The lane the jobs of key `key` go to now: the one it is
+    /// bound to, a free one, or (`None`) a new one; past [`MAX_LANES`], a
+    /// shared one.
+    fn choose(&self, key: Option<u64>) -> Option<usize> {
+        if let Some((lane, _)) = self.bound.get(&key) {
+            return Some(*lane);
+        }
+        if let Some(free) = self.lanes.iter().position(|l| l.out == 0) {
+            return Some(free);
+        }
+        if self.lanes.len() < MAX_LANES {
+            return None;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        Some((h.finish() % self.lanes.len() as u64) as usize)
+    }
+
+    /// A new lane, its thread started (`None`: the OS refused it).
+    fn start(&mut self) -> Option<usize> {
+        let (send, recv) = unbounded::<Vec<Job>>();
+        let (stop, deliver) = (self.stop.clone(), self.deliver.clone());
+        let lane = self.lanes.len();
+        std::thread::Builder::new()
+            .name("specwatch-scan".into())
+            .spawn(move || serve(lane, &recv, &stop, &deliver))
+            .ok()?;
+        self.lanes.push(Lane {
+            jobs: send,
+            out: 0,
+            round: 0,
+        });
+        Some(lane)
+    }
+
+    /// Hands `jobs` (all of key `key`) to its lane; handed
+    /// back if no lane takes them.
+    fn send(&mut self, key: Option<u64>, jobs: Vec<Job>) -> Result<(), Vec<Job>> {
+        let lane = match self.choose(key) {
+            Some(lane) => lane,
+            None => match self.start() {
+                Some(lane) => lane,
+                None => return Err(jobs),
+            },
+        };
+        let n = jobs.len();
+        let Some(l) = self.lanes.get_mut(lane) else {
+            return Err(jobs);
+        };
+        l.jobs.send(jobs).map_err(|e| e.into_inner())?;
+        l.out += n;
+        self.bound.entry(key).or_insert((lane, 0)).1 += n;
+        Ok(())
+    }
+
+    /// The findings `found` came back.
+    fn returned(&mut self, found: &[Finding]) {
+        for (lane, key) in found.iter().filter_map(|f| f.via) {
+            if let Some(b) = self.bound.get_mut(&key) {
+                b.1 = b.1.saturating_sub(1);
+                if b.1 == 0 {
+                    self.bound.remove(&key);
+                }
+            }
+            if let Some(l) = self.lanes.get_mut(lane) {
+                l.out = l.out.saturating_sub(1);
+                l.round += 1;
+                if l.out == 0 && std::mem::take(&mut l.round) > WINDOW {
+                    self.big_round = true;
+                }
+            }
         }
     }
 }
@@ -180,49 +343,67 @@ impl Scanner {
         }
     }
 
-    /// A scanner with a thread of its own (started when first needed),
-    /// whose findings go to `deliver` (which must not block).
-    pub(crate) fn threaded(deliver: impl Fn(Vec<Finding>) -> bool + Send + 'static) -> Scanner {
-        Scanner::Thread {
-            deliver: Some(Box::new(deliver)),
-            jobs: None,
+    /// A scanner with lanes of its own (started when first needed), whose
+    /// findings go to `deliver` (which must not block).
+    pub(crate) fn threaded(
+        deliver: impl Fn(Vec<Finding>) -> bool + Send + Sync + 'static,
+    ) -> Scanner {
+        Scanner::Lanes(Lanes {
+            deliver: Arc::new(deliver),
+            lanes: Vec::new(),
+            bound: HashMap::new(),
             stop: Arc::new(AtomicBool::new(false)),
-            out: 0,
-            round: 0,
-        }
+            big_round: false,
+        })
     }
 
-    /// How many more jobs to hand over now ([`WINDOW`] at most under way
-    /// on the thread; without limit inline or held).
-    pub(crate) fn room(&self) -> usize {
+    /// How many more jobs of key `key` (see [`Job::fs_key`]) to hand over now
+    /// ([`WINDOW`] at most under way on its lane; without limit inline or
+    /// held).
+    pub(crate) fn room(&self, key: Option<u64>) -> usize {
         match self {
-            Scanner::Thread { out, .. } => WINDOW.saturating_sub(*out),
+            Scanner::Lanes(l) => match l.choose(key) {
+                Some(lane) => l
+                    .lanes
+                    .get(lane)
+                    .map_or(WINDOW, |l| WINDOW.saturating_sub(l.out)),
+                None => WINDOW,
+            },
             _ => usize::MAX,
         }
     }
 
-    /// `n` findings of the thread's came back.
-    pub(crate) fn returned(&mut self, n: usize) {
-        if let Scanner::Thread { out, round, .. } = self {
-            *out = out.saturating_sub(n);
-            *round += n;
+    /// The findings `found` came back (each lane's count of jobs out goes
+    /// down).
+    pub(crate) fn returned(&mut self, found: &[Finding]) {
+        if let Scanner::Lanes(l) = self {
+            l.returned(found);
         }
     }
 
-    /// Whether the thread has nothing to do after a round of more than
-    /// [`WINDOW`] looks (the memory the round's bookkeeping freed is then
-    /// worth giving back); the count of the round starts again whenever
-    /// it has nothing to do.
+    /// Whether a lane has nothing to do after a round of more than
+    /// [`WINDOW`] looks since it last had nothing to do (the memory the
+    /// round's bookkeeping freed is then worth giving back); told once.
     pub(crate) fn big_round_over(&mut self) -> bool {
         match self {
-            Scanner::Thread { out: 0, round, .. } => std::mem::take(round) > WINDOW,
+            Scanner::Lanes(l) => std::mem::take(&mut l.big_round),
             _ => false,
         }
     }
 
-    /// Looks at `jobs`: inline, the findings are returned; on the thread,
-    /// they are delivered later (in order), and `None` is returned. A
-    /// thread the OS refuses leaves the scanner inline.
+    /// How many lanes have a thread (the scanner's tests).
+    #[cfg(test)]
+    fn threads(&self) -> usize {
+        match self {
+            Scanner::Lanes(l) => l.lanes.len(),
+            _ => 0,
+        }
+    }
+
+    /// Looks at `jobs`: inline, the findings are returned; on the lanes,
+    /// they are delivered later (in order per file system), and `None` is
+    /// returned. Jobs no lane takes (the OS refused a thread) are looked
+    /// at inline, and their findings returned.
     pub(crate) fn submit(&mut self, jobs: Vec<Job>) -> Option<Vec<Finding>> {
         if jobs.is_empty() {
             return Some(Vec::new());
@@ -232,57 +413,28 @@ impl Scanner {
             held.extend(jobs);
             return None;
         }
-        let Scanner::Thread {
-            deliver,
-            jobs: tx,
-            stop,
-            out,
-            ..
-        } = self
-        else {
+        let Scanner::Lanes(lanes) = self else {
             return Some(run(jobs));
         };
-        if tx.is_none()
-            && let Some(d) = deliver.take()
-        {
-            let (send, recv) = unbounded::<Vec<Job>>();
-            let stop = stop.clone();
-            let started = std::thread::Builder::new()
-                .name("specwatch-scan".into())
-                .spawn(move || {
-                    // Ends when the engine drops its handle (or stops
-                    // listening). A look that hangs holds up the looks
-                    // queued behind it on this thread.
-                    let mut held = Held::default();
-                    for batch in recv.iter() {
-                        let n = batch.len();
-                        for (i, job) in batch.into_iter().enumerate() {
-                            if stop.load(Ordering::Relaxed) {
-                                return;
-                            }
-                            held.push(look(job));
-                            let idle = i + 1 == n && recv.is_empty();
-                            if (idle || held.full()) && !d(held.take()) {
-                                return;
-                            }
-                        }
-                    }
-                });
-            if started.is_ok() {
-                *tx = Some(send);
+        // Per file system, in the order handed over.
+        let mut groups: Vec<(Option<u64>, Vec<Job>)> = Vec::new();
+        let mut at: HashMap<Option<u64>, usize> = HashMap::new();
+        for j in jobs {
+            match at.get(&j.fs_key).and_then(|&i| groups.get_mut(i)) {
+                Some(g) => g.1.push(j),
+                None => {
+                    at.insert(j.fs_key, groups.len());
+                    groups.push((j.fs_key, vec![j]));
+                }
             }
         }
-        let n = jobs.len();
-        match tx {
-            Some(t) => match t.send(jobs) {
-                Ok(()) => {
-                    *out += n;
-                    None
-                }
-                Err(e) => Some(run(e.into_inner())),
-            },
-            None => Some(run(jobs)),
+        let mut inline = Vec::new();
+        for (key, jobs) in groups {
+            if let Err(jobs) = lanes.send(key, jobs) {
+                inline.extend(run(jobs));
+            }
         }
+        (!inline.is_empty()).then_some(inline)
     }
 }
 
@@ -291,11 +443,18 @@ mod tests {
     use super::*;
 
     fn job(dir: &std::path::Path, token: u64) -> Job {
+        on(dir, token, None)
+    }
+
+    /// A job of directory `dir` (`token` for its engine name too) on file
+    /// system `key`.
+    fn on(dir: &std::path::Path, token: u64, key: Option<u64>) -> Job {
         Job {
             purpose: Purpose::Poll,
-            dir: 7,
+            dir: token as usize,
             token,
             path: dir.to_path_buf(),
+            fs_key: key,
             before: Arc::default(),
             hash: false,
             wall: SystemTime::now(),
@@ -308,8 +467,14 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         let found = Scanner::inline().submit(vec![job(d.path(), 1)]).unwrap();
         assert_eq!(found.len(), 1);
-        let names = found[0].look.as_ref().unwrap().picture.listing();
+        let look = found[0].look.as_ref().unwrap();
+        let names = look.picture.listing();
         assert_eq!(names.len(), 1, "{names:?}");
+        assert_eq!(
+            look.fs_key,
+            fs::device_of(d.path()), // (no mount point below it)
+            "a look tells the file system it found the directory on"
+        );
 
         let (tx, rx) = unbounded();
         let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
@@ -335,25 +500,34 @@ mod tests {
     #[test]
     fn the_window_counts_jobs_out_and_tells_a_big_round_over() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(Scanner::inline().room(), usize::MAX, "inline: no window");
+        assert_eq!(
+            Scanner::inline().room(None),
+            usize::MAX,
+            "inline: no window"
+        );
         let (tx, rx) = unbounded();
         let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
-        assert_eq!(s.room(), WINDOW);
+        assert_eq!(s.room(None), WINDOW);
         let jobs: Vec<Job> = (0..WINDOW as u64).map(|t| job(d.path(), t)).collect();
         assert!(s.submit(jobs).is_none());
-        assert_eq!(s.room(), 0, "the window is full");
+        assert_eq!(s.room(None), 0, "the window is full");
+        assert_eq!(
+            s.room(Some(1)),
+            WINDOW,
+            "another file system: a lane of its own"
+        );
         let mut back = 0;
         while back < WINDOW {
             let batch = rx
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the scanner's findings within 10 s");
             back += batch.len();
-            s.returned(batch.len());
+            s.returned(&batch);
             if back < WINDOW {
                 assert!(!s.big_round_over(), "jobs still out after {back}");
             }
         }
-        assert_eq!(s.room(), WINDOW, "all came back");
+        assert_eq!(s.room(None), WINDOW, "all came back");
         assert!(
             !s.big_round_over(),
             "a round of the window's size is not big"
@@ -368,9 +542,65 @@ mod tests {
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the scanner's findings within 10 s");
             back += batch.len();
-            s.returned(batch.len());
+            s.returned(&batch);
         }
         assert!(s.big_round_over(), "a round bigger than the window is over");
         assert!(!s.big_round_over(), "told once");
+    }
+
+    /// A lane held up (its thread stuck, as in a look at a hung mount)
+    /// holds up the jobs of its own file system only; a file system with
+    /// nothing under way takes a free lane (one thread for one file
+    /// system at a time), and past [`MAX_LANES`] file systems share.
+    #[test]
+    fn a_lane_held_up_holds_up_only_its_own_file_system() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, rx) = unbounded();
+        let (let_go, held) = unbounded::<()>();
+        // Findings of directory 1 wait until the test lets go: lane 0's
+        // thread is stuck in the meantime.
+        let mut s = Scanner::threaded(move |f: Vec<Finding>| {
+            if f.iter().any(|f| f.dir == 1) {
+                let _ = held.recv();
+            }
+            tx.send(f).is_ok()
+        });
+        assert!(s.submit(vec![on(d.path(), 1, Some(10))]).is_none());
+        assert!(s.submit(vec![on(d.path(), 2, Some(10))]).is_none());
+        assert_eq!(s.room(Some(10)), WINDOW - 2, "its lane's window");
+        assert_eq!(s.room(Some(20)), WINDOW, "a lane of its own");
+        for t in 3..6 {
+            assert!(s.submit(vec![on(d.path(), t, Some(20))]).is_none());
+            let f = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("file system 20 is served while 10's lane is stuck");
+            assert_eq!(f.iter().map(|f| f.token).collect::<Vec<_>>(), vec![t]);
+            s.returned(&f);
+        }
+        assert_eq!(s.threads(), 2, "one lane each, the free one reused");
+        let_go.send(()).unwrap();
+        let mut tokens = Vec::new();
+        while tokens.len() < 2 {
+            let f = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            tokens.extend(f.iter().map(|f| f.token));
+            s.returned(&f);
+        }
+        assert_eq!(tokens, vec![1, 2], "in order on its lane");
+        assert_eq!(s.room(Some(10)), WINDOW);
+        // Many file systems with looks under way at once: at most
+        // `MAX_LANES` threads.
+        let n = MAX_LANES as u64 + 4;
+        let jobs = (0..n)
+            .map(|t| on(d.path(), 100 + t, Some(100 + t)))
+            .collect();
+        assert!(s.submit(jobs).is_none());
+        assert!(s.threads() <= MAX_LANES, "{} lanes", s.threads());
+        let mut back = 0;
+        while back < n as usize {
+            let f = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            back += f.len();
+            s.returned(&f);
+        }
+        assert_eq!(s.room(Some(100)), WINDOW, "every lane free again");
     }
 }

@@ -34,7 +34,7 @@
 //!    engine's watch table speaks both; a new backend implements one of
 //!    the two traits in a new file here and gets an arm in [`start`].
 //!    Polling is not a backend: the engine polls (`engine/polling.rs`,
-//!    on the scanner's thread), and a manager that polls everything runs
+//!    on the scanner's lanes), and a manager that polls everything runs
 //!    [`poll::Poll`], which holds no watch.
 //!
 //! Test hooks (`Fault`) make the next watch calls fail as the OS would,

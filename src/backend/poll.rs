@@ -5,7 +5,7 @@
 //! Such a manager polls every root of every spec at its interval, as if
 //! each spec had chosen `Poll` (`engine/modes.rs`), and the engine polls
 //! each directory the way it polls any directory without an OS watch: on
-//! the scanner's thread (`scanner.rs`), one look ([`fs::look`]: a read,
+//! the scanner's lanes (`scanner.rs`), one look ([`fs::look`]: a read,
 //! a `stat` of every entry, the comparison with the previous picture) per
 //! directory, applied as a listing. What that polling guarantees:
 //!

@@ -178,7 +178,7 @@ impl Engine {
             return;
         };
         // A look of the scanner's under way may be older than this one.
-        self.polls.touched(id);
+        self.polls.touched(id, name);
         self.rescans.touched(id, name);
         let path = node.path().join(name);
         let old = node.entries().get(name);

@@ -1,10 +1,11 @@
 //! The poll set: the only writer of "this directory is polled, and why",
-//! of the picture a poll compares with, of the scanner's look under way,
-//! and of when the next poll is due. The steps that poll are
-//! `polling.rs`'s.
+//! of the picture a poll compares with (and the file systems the look
+//! that took it touched: the scanner's lane for the next), of
+//! the scanner's look under way, and of when the next poll is due. The
+//! steps that poll are `polling.rs`'s.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::ffi::OsStr;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,11 +19,13 @@ use crate::index::DirId;
 pub(super) enum Finding {
     /// Not the look to apply (overtaken, or the directory is not polled).
     Drop,
-    /// Apply it; then hand over the look asked for meanwhile, if any
-    /// ([`PollSet::follow_up`]).
-    Apply,
-    /// Do not apply it (the engine looked at a name since it began): hand
-    /// over a new look, with this token.
+    /// Apply it, but for the names the engine looked at since it began
+    /// (a directory with an OS watch too: its events go on meanwhile),
+    /// for which the engine's view stands; then hand over the look asked
+    /// for meanwhile, if any ([`PollSet::follow_up`]).
+    Apply(BTreeSet<OsString>),
+    /// Do not apply it (a directory polled only: the engine looked at a
+    /// name since it began): hand over a new look, with this token.
     Again(u64),
 }
 
@@ -39,7 +42,8 @@ pub(super) enum Why {
 
 /// A polled directory: 16 bytes beside its picture (the poll set's whole
 /// cost per directory, with the map's slot; a look under way has its
-/// bookkeeping in [`Looking`], apart).
+/// bookkeeping in [`Looking`], apart). Its file systems are a number (in
+/// what would be padding), the set's name for their key.
 #[derive(Debug)]
 pub(super) struct Polled {
     /// What the last look saw: entries' signatures, racy files' content
@@ -53,6 +57,9 @@ pub(super) struct Polled {
     chosen: Option<NonZeroU32>,
     /// Polled in place of an OS watch, and why (`Link` wins over `Limit`).
     instead: Option<Why>,
+    /// The file systems the last look at it touched: an index into
+    /// [`PollSet`]'s `keys`, plus one (0: not known).
+    fs: u16,
 }
 
 /// The scanner's look at a directory, while one is under way or asked for.
@@ -65,9 +72,17 @@ struct Looking {
     /// A look asked for while one was under way (a barrier's): issued
     /// once that one is done with.
     again: Option<u64>,
-    /// The engine looked at one of its names while the look was under way:
-    /// that look may be older, and is made again rather than applied.
-    stale: bool,
+    /// The names the engine looked at while the look was under way (an
+    /// event's, mostly): the look may be older than that. For a directory
+    /// polled only, the look is made again rather than applied; for one
+    /// with an OS watch too (whose events go on), it is applied but for
+    /// these names, for which the engine's view stands.
+    #[expect(
+        clippy::box_collection,
+        reason = "8 bytes a look where the set takes 24: a round of a million looks has a \
+                  million of these, and almost none has a name in it"
+    )]
+    touched: Option<Box<BTreeSet<OsString>>>,
     /// The newest look asked for, and the newest one done with (applied,
     /// or overtaken by a read of the engine's own).
     issued: u64,
@@ -82,9 +97,18 @@ pub(super) struct PollSet {
     dirs: BTreeMap<DirId, Polled>,
     /// The looks under way or asked for (of polled directories only).
     looks: BTreeMap<DirId, Looking>,
-    /// Looks under way that wait for room at the scanner, in the order
+    /// Looks under way that wait for room at the scanner, per file
+    /// systems' key (each has its own lane there, and its own room: a
+    /// lane that is full, its file system hung, holds up no other's), in
+    /// the order
     /// they were issued (see [`Scanner::room`](crate::scanner::Scanner::room)).
-    waiting: VecDeque<(DirId, u64)>,
+    waiting: BTreeMap<u16, VecDeque<(DirId, u64)>>,
+    /// The file systems' keys looks at polled directories found
+    /// (`Polled::fs` minus one indexes it), and each one's number: a few
+    /// entries, about one per file system, never more than `u16::MAX - 1`
+    /// (the rest count as not known).
+    keys: Vec<u64>,
+    numbers: HashMap<u64, u16>,
     /// The interval of polling in place of OS watches.
     interval: Duration,
     /// The next poll of each interval in use.
@@ -118,6 +142,7 @@ impl Polled {
             picture: Arc::default(),
             chosen: None,
             instead: None,
+            fs: 0,
         }
     }
 
@@ -139,7 +164,9 @@ impl PollSet {
         PollSet {
             dirs: BTreeMap::new(),
             looks: BTreeMap::new(),
-            waiting: VecDeque::new(),
+            waiting: BTreeMap::new(),
+            keys: Vec::new(),
+            numbers: HashMap::new(),
             interval: interval
                 .unwrap_or(DEFAULT_POLL_INTERVAL)
                 .max(Duration::from_millis(1)),
@@ -286,7 +313,7 @@ impl PollSet {
         let l = self.looks.entry(id).or_insert(Looking {
             in_flight: None,
             again: None,
-            stale: false,
+            touched: None,
             issued: token,
             // Done with every look handed out before this one.
             applied: token - 1,
@@ -302,18 +329,29 @@ impl PollSet {
     }
 
     /// Look `token` at `id`, under way from `now` on, waits for room at
-    /// the scanner.
+    /// the scanner (in its file systems' queue).
     pub(super) fn wait(&mut self, id: DirId, token: u64, now: Instant) {
         if let Some(l) = self.looks.get_mut(&id) {
             l.since = Some(now);
         }
-        self.waiting.push_back((id, token));
+        let fs = self.dirs.get(&id).map_or(0, |p| p.fs);
+        self.waiting.entry(fs).or_default().push_back((id, token));
     }
 
-    /// The next look waiting for room at the scanner that is still under
-    /// way (those overtaken meanwhile are left out).
-    pub(super) fn next_waiting(&mut self) -> Option<(DirId, u64)> {
-        while let Some((id, token)) = self.waiting.pop_front() {
+    /// The queues of looks waiting for room at the scanner: each one's
+    /// number here and its file systems' key (`None`: not known).
+    pub(super) fn waiting_file_systems(&self) -> Vec<(u16, Option<u64>)> {
+        self.waiting
+            .keys()
+            .map(|&fs| (fs, self.key_of(fs)))
+            .collect()
+    }
+
+    /// The next look of queue `fs` waiting for room at the scanner that
+    /// is still under way (those overtaken meanwhile are left out).
+    pub(super) fn next_waiting(&mut self, fs: u16) -> Option<(DirId, u64)> {
+        let queue = self.waiting.get_mut(&fs)?;
+        while let Some((id, token)) = queue.pop_front() {
             if self
                 .looks
                 .get(&id)
@@ -322,8 +360,44 @@ impl PollSet {
                 return Some((id, token));
             }
         }
-        self.waiting = VecDeque::new(); // (the memory of a big round goes)
+        self.waiting.remove(&fs); // (the memory of a big round goes)
         None
+    }
+
+    /// The key numbered `fs`.
+    fn key_of(&self, fs: u16) -> Option<u64> {
+        self.keys.get(usize::from(fs).checked_sub(1)?).copied()
+    }
+
+    /// The file systems the last look at `id` touched, as a key (see
+    /// `fs::Look::fs_key`), if it is polled and that is known: the
+    /// scanner's lane for its next.
+    #[cfg(test)]
+    pub(super) fn fs_key(&self, id: DirId) -> Option<u64> {
+        self.key_of(self.dirs.get(&id)?.fs)
+    }
+
+    /// A look at `id` touched the file systems of `key` (`None`: it does
+    /// not tell).
+    pub(super) fn seen_on(&mut self, id: DirId, key: Option<u64>) {
+        let Some(key) = key else {
+            return;
+        };
+        let Some(p) = self.dirs.get_mut(&id) else {
+            return;
+        };
+        let fs = match self.numbers.get(&key) {
+            Some(&n) => n,
+            None => match u16::try_from(self.keys.len() + 1) {
+                Ok(n) if n < u16::MAX => {
+                    self.keys.push(key);
+                    self.numbers.insert(key, n);
+                    n
+                }
+                _ => 0,
+            },
+        };
+        p.fs = fs;
     }
 
     /// Whether the scanner is looking at `id`.
@@ -338,21 +412,25 @@ impl PollSet {
         self.looks.remove(&id);
     }
 
-    /// The engine looked at one name of `id`: a look under way may be
-    /// older than that, and is made again when it comes.
-    pub(super) fn touched(&mut self, id: DirId) {
-        if let Some(l) = self.looks.get_mut(&id)
+    /// The engine looked at entry `name` of `id`: a look under way may be
+    /// older than that (see [`take_finding`](Self::take_finding)).
+    pub(super) fn touched(&mut self, id: DirId, name: &OsStr) {
+        if !self.looks.is_empty()
+            && let Some(l) = self.looks.get_mut(&id)
             && l.in_flight.is_some()
         {
-            l.stale = true;
+            l.touched
+                .get_or_insert_default()
+                .insert(name.to_os_string());
         }
     }
 
-    /// The scanner's look `token` at `id` came back: what to do with it.
-    /// A look made again is in flight at once (its token is in the answer,
-    /// for the caller to hand over); after a look applied, the one asked
-    /// for meanwhile is the caller's to [`follow_up`](Self::follow_up).
-    pub(super) fn take_finding(&mut self, id: DirId, token: u64) -> Finding {
+    /// The scanner's look `token` at `id` came back: what to do with it
+    /// (`watched`: `id` has an OS watch too). A look made again is in
+    /// flight at once (its token is in the answer, for the caller to hand
+    /// over); after a look applied, the one asked for meanwhile is the
+    /// caller's to [`follow_up`](Self::follow_up).
+    pub(super) fn take_finding(&mut self, id: DirId, token: u64, watched: bool) -> Finding {
         let Some(l) = self.looks.get_mut(&id) else {
             return Finding::Drop;
         };
@@ -360,7 +438,8 @@ impl PollSet {
             return Finding::Drop;
         }
         l.in_flight = None;
-        if std::mem::take(&mut l.stale) {
+        let touched = l.touched.take();
+        if touched.is_some() && !watched {
             let next = match l.again.take() {
                 Some(t) => t,
                 None => {
@@ -377,7 +456,7 @@ impl PollSet {
             // Done with every look it was handed.
             self.looks.remove(&id);
         }
-        Finding::Apply
+        Finding::Apply(touched.map(|t| *t).unwrap_or_default())
     }
 
     /// After a look of `id` was applied: the look asked for meanwhile, now
@@ -427,7 +506,7 @@ impl PollSet {
     /// Replaces the picture of `id`, if it is polled. One equal to the
     /// picture it has (a directory where nothing changed) is dropped, and
     /// the one it has kept: the memory a picture holds stays where it was,
-    /// not freed and taken again at every poll (by the scanner's thread,
+    /// not freed and taken again at every poll (by the scanner's threads,
     /// whose allocations go elsewhere).
     pub(super) fn set_picture(&mut self, id: DirId, picture: Picture) {
         if let Some(p) = self.dirs.get_mut(&id)

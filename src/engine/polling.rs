@@ -1,14 +1,16 @@
-//! The steps that poll: a poll of a directory (on the scanner's thread for one
-//! without an OS watch, here for the others), the findings applied, the
-//! first picture taken, a sync barrier's polls, and the move of directories
-//! back to OS watches when watches free up. The poll set itself (what is
-//! polled, why, when, the pictures) is `poll.rs`'s.
+//! The steps that poll: a poll of a directory (on the scanner's lanes; here
+//! only the last poll of a directory that goes back to its OS watch), the
+//! findings applied, the first picture taken, a sync barrier's polls, and
+//! the move of directories back to OS watches when watches free up. The
+//! poll set itself (what is polled, why, when, the pictures) is
+//! `poll.rs`'s.
 
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use super::Engine;
 use super::poll::{self, Why};
+use super::rescanning::keep_engine_view;
 use super::trace;
 use crate::backend::WatchError;
 use crate::change::FileType;
@@ -64,6 +66,7 @@ impl Engine {
         let picture = match fs::look(&path, true, None, hash, self.clock.wall()) {
             Ok(mut look) => {
                 self.syncs.cookies_found(look.take_cookies(&path));
+                self.polls.seen_on(id, look.fs_key);
                 look.picture
             }
             Err(_) => Picture::of(
@@ -89,6 +92,7 @@ impl Engine {
         let mut look = fs::look(path, true, None, hash, self.clock.wall())?;
         self.syncs.cookies_found(look.take_cookies(path));
         let listing = look.picture.listing();
+        self.polls.seen_on(id, look.fs_key);
         self.polls.set_picture(id, look.picture);
         Ok(listing)
     }
@@ -123,9 +127,10 @@ impl Engine {
         })
     }
 
-    /// Polls the polled directories whose interval is up: those without an
-    /// OS watch on the scanner (one whose previous look is still under way
-    /// waits for it), the others here.
+    /// Polls the polled directories whose interval is up, on the scanner
+    /// (one whose previous look is still under way waits for it), those
+    /// with an OS watch too included: a hung file system never holds up
+    /// the engine.
     pub(super) fn poll_due(&mut self) {
         let (ids, due) = self.polls.due(self.clock.now());
         if due.is_empty() {
@@ -133,9 +138,7 @@ impl Engine {
         }
         self.now = self.clock.now();
         for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if !self.polls.in_flight(id) {
+            if !self.polls.in_flight(id) {
                 self.poll_look(id);
             }
         }
@@ -166,19 +169,26 @@ impl Engine {
     }
 
     /// Hands the scanner the looks that wait for room at it, as many as
-    /// it takes (a round of a million directories is not a million jobs
-    /// at once: the rest wait as tokens).
+    /// each file system's lane takes (a round of a million directories is
+    /// not a million jobs at once: the rest wait as tokens; a lane whose
+    /// file system hangs takes none, and holds up no other's).
     fn feed(&mut self) {
         loop {
-            let room = self.scanner.room();
             let mut jobs = Vec::new();
-            while jobs.len() < room
-                && let Some((id, token)) = self.polls.next_waiting()
-            {
-                match self.job(id, token) {
-                    Some(job) => jobs.push(job),
-                    // Gone from the index: no look to wait for.
-                    None => self.polls.outdate(id),
+            for (fs, key) in self.polls.waiting_file_systems() {
+                let room = self.scanner.room(key);
+                let mut taken = 0;
+                while taken < room
+                    && let Some((id, token)) = self.polls.next_waiting(fs)
+                {
+                    match self.job(id, token, key) {
+                        Some(job) => {
+                            jobs.push(job);
+                            taken += 1;
+                        }
+                        // Gone from the index: no look to wait for.
+                        None => self.polls.outdate(id),
+                    }
                 }
             }
             if jobs.is_empty() {
@@ -190,13 +200,15 @@ impl Engine {
         }
     }
 
-    /// The job of look `token` at directory `id`.
-    fn job(&self, id: DirId, token: u64) -> Option<Job> {
+    /// The job of look `token` at directory `id`, on the lane of key
+    /// `fs_key`.
+    fn job(&self, id: DirId, token: u64, fs_key: Option<u64>) -> Option<Job> {
         Some(Job {
             purpose: Purpose::Poll,
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
+            fs_key,
             before: self.polls.shared_picture(id).unwrap_or_default(),
             hash: self.wants_hash(id),
             wall: self.clock.wall(),
@@ -217,13 +229,15 @@ impl Engine {
 
     /// The scanner's findings: each applied as a poll of the directory if
     /// it is still the look to apply (the directory still polled at the
-    /// same path, no newer look of the engine's own since). One made while
-    /// the engine looked at one of its names is made again; one of a
-    /// directory that got an OS watch meanwhile (whose events may be newer
-    /// than the look) is replaced by a poll here. A rescan's look goes to
-    /// [`rescan_found`](Self::rescan_found).
+    /// same path, no newer look of the engine's own since). For the names
+    /// the engine looked at while it was under way, the look may be older
+    /// than the engine's view: in a directory polled only, the look is
+    /// made again; in one with an OS watch too (whose events go on), the
+    /// engine's view of those names stands and the rest is applied
+    /// ([`apply_watched_look`](Self::apply_watched_look)). A rescan's look
+    /// goes to [`rescan_found`](Self::rescan_found).
     pub(super) fn looked(&mut self, findings: Vec<Finding>) {
-        self.scanner.returned(findings.len());
+        self.scanner.returned(&findings);
         let mut next = Vec::new();
         for f in findings {
             if f.purpose == Purpose::Rescan {
@@ -231,18 +245,20 @@ impl Engine {
                 continue;
             }
             let same_path = self.index.get(f.dir).is_some_and(|n| **n.path() == *f.path);
-            match self.polls.take_finding(f.dir, f.token) {
+            let watched = !self.polled_only(f.dir);
+            match self.polls.take_finding(f.dir, f.token, watched) {
                 poll::Finding::Drop => {}
                 poll::Finding::Again(t) => self.polls.wait(f.dir, t, self.clock.now()),
-                poll::Finding::Apply => {
+                poll::Finding::Apply(touched) => {
                     if !same_path {
                         // Moved: its node goes with the events about it.
                     } else if self.mount_holds(&f.path, &f.look) {
                         // Its file system is away: what was there is kept.
-                    } else if !self.polled_only(f.dir) {
-                        self.poll_node(f.dir);
                     } else {
                         match f.look {
+                            Ok(look) if watched => {
+                                self.apply_watched_look(f.dir, &f.path, look, &touched);
+                            }
                             Ok(look) => self.apply_look(f.dir, &f.path, look),
                             Err(e) if fs::gone(&e) => self.check_top(f.dir, false),
                             Err(e) => self.look_failed(f.dir, &f.path, &e),
@@ -269,13 +285,49 @@ impl Engine {
         let specs = self.polled_for(id);
         self.problems.clear(&specs, path);
         self.syncs.cookies_found(look.take_cookies(path));
+        self.polls.seen_on(id, look.fs_key);
         self.keep_mount_points(path, &mut look.modified);
         self.apply_listing(id, &look.picture.listing(), &look.modified);
         self.polls.set_picture(id, look.picture);
     }
 
-    /// One poll of a directory here, on the engine's thread (one that has an
-    /// OS watch too, a last poll before polling stops, a barrier's): read
+    /// Applies a poll's look at directory `id` (at `path`), which has an
+    /// OS watch too, its events going on while the look was under way:
+    /// the names they looked at meanwhile (`touched`) keep the engine's
+    /// view, the rest is applied as any poll's look (as a rescan's look
+    /// is). Sync cookies are left to their events: the look may have seen
+    /// one whose event, and those queued before it, are still to be read.
+    fn apply_watched_look(
+        &mut self,
+        id: DirId,
+        path: &std::path::Path,
+        mut look: fs::Look,
+        touched: &std::collections::BTreeSet<OsString>,
+    ) {
+        look.take_cookies(path);
+        self.polls.seen_on(id, look.fs_key);
+        self.keep_mount_points(path, &mut look.modified);
+        let Some(node) = self.index.get(id) else {
+            return;
+        };
+        let (mut picture, mut modified) = (look.picture, look.modified);
+        let mut listing = picture.listing();
+        let seen = |name: &OsStr| node.entries().get(name);
+        let old = self.polls.picture(id);
+        keep_engine_view(
+            touched,
+            seen,
+            old,
+            &mut picture,
+            &mut listing,
+            &mut modified,
+        );
+        self.apply_listing(id, &listing, &modified);
+        self.polls.set_picture(id, picture);
+    }
+
+    /// One poll of a directory here, on the engine's thread (the last poll
+    /// of a directory that goes back to its OS watch): read
     /// it, tell from the picture which entries were written or replaced
     /// since the previous poll, and apply that as the scanner's looks are
     /// applied, as a listing ([`apply_listing`](Engine::apply_listing)):
@@ -353,7 +405,8 @@ impl Engine {
     /// Polls the polled directories spec `sid` covers (a sync's barrier:
     /// they have no events to wait for). Returns the looks handed to the
     /// scanner and not done yet, which the barrier waits for: the last
-    /// handed over first (they are done in the order handed over).
+    /// handed over first (each lane is done with them in the order handed
+    /// over).
     pub(super) fn poll_spec(&mut self, sid: SpecId) -> Vec<(Purpose, DirId, u64)> {
         let ids: Vec<DirId> = self
             .polls
@@ -367,9 +420,7 @@ impl Engine {
             .collect();
         let mut asked = Vec::new();
         for id in ids {
-            if !self.polled_only(id) {
-                self.poll_node(id);
-            } else if let Some(token) = self.poll_look(id) {
+            if let Some(token) = self.poll_look(id) {
                 // (A look under way may have begun before the barrier: the
                 // barrier waits for the one that follows it.)
                 asked.push((id, token));

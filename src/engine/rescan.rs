@@ -41,6 +41,9 @@ pub(super) struct Rescans {
     /// last rescan and the events since (shared with the look under way,
     /// which compares with it; an event meanwhile copies it).
     pictures: HashMap<DirId, Arc<Picture>>,
+    /// The file systems the last rescan of each directory touched (see
+    /// `fs::Look::fs_key`): the scanner's lane for the next.
+    fs_keys: HashMap<DirId, u64>,
     /// The scanner's rescan looks, per directory.
     looks: HashMap<DirId, Looks>,
     /// The last token handed to a look (tokens are never reused).
@@ -100,6 +103,7 @@ impl Rescans {
     /// and its looks go.
     pub(super) fn forget_dir(&mut self, id: DirId) {
         self.pictures.remove(&id);
+        self.fs_keys.remove(&id);
         self.looks.remove(&id);
     }
 
@@ -240,6 +244,21 @@ impl Rescans {
     /// current by events (`None`: not rescanned yet).
     pub(super) fn picture(&self, id: DirId) -> Option<&Picture> {
         self.pictures.get(&id).map(|p| &**p)
+    }
+
+    /// The file systems the last rescan of `id` touched (`None`: not
+    /// known).
+    pub(super) fn fs_key(&self, id: DirId) -> Option<u64> {
+        self.fs_keys.get(&id).copied()
+    }
+
+    /// A rescan's look at `id` touched the file systems of `key`.
+    pub(super) fn seen_on(&mut self, id: DirId, key: Option<u64>) {
+        if let Some(k) = key
+            && self.pictures.contains_key(&id)
+        {
+            self.fs_keys.insert(id, k);
+        }
     }
 
     /// [`picture`](Self::picture), shared (for the scanner's look).

@@ -5,6 +5,7 @@
 //! meanwhile left as the engine saw them). The schedule, pictures, looks
 //! under way and counts are `rescan.rs`'s.
 
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::time::SystemTime;
@@ -13,7 +14,7 @@ use super::Engine;
 use super::rescan::{Flight, before};
 use super::trace;
 use crate::change::FileType;
-use crate::fs::Look;
+use crate::fs::{Look, Picture};
 use crate::index::{DirId, SpecId};
 use crate::scanner::{Finding, Job, Purpose};
 
@@ -63,6 +64,7 @@ impl Engine {
             dir: id,
             token,
             path: self.index.get(id)?.path().to_path_buf(),
+            fs_key: self.rescans.fs_key(id),
             before: self.rescans.shared_picture(id),
             hash: self.wants_hash(id),
             wall: self.clock.wall(),
@@ -101,6 +103,7 @@ impl Engine {
         // after every event queued before it. The look may have seen one
         // whose event (and those before it) the engine has not read yet.
         look.take_cookies(path);
+        self.rescans.seen_on(id, look.fs_key);
         let Some(node) = self.index.get(id) else {
             return 0;
         };
@@ -137,9 +140,6 @@ impl Engine {
             }
         }
         let mut listing = picture.listing();
-        let at = |listing: &[(OsString, FileType)], name: &OsStr| {
-            listing.binary_search_by(|(l, _)| l.as_encoded_bytes().cmp(name.as_encoded_bytes()))
-        };
         for (name, keep) in later {
             modified.retain(|(n, _)| *n != name);
             if keep.is_none() {
@@ -149,18 +149,15 @@ impl Engine {
         }
         // The names the engine looked at while the scanner looked: the
         // index's entry and the signature its event kept, not the look's.
-        for name in touched {
-            modified.retain(|(n, _)| n != name);
-            picture.set(name, old.and_then(|o| o.get(name)));
-            match (at(&listing, name), node.entries().get(name)) {
-                (Ok(i), Some(t)) => listing[i].1 = t,
-                (Ok(i), None) => {
-                    listing.remove(i);
-                }
-                (Err(i), Some(t)) => listing.insert(i, (name.clone(), t)),
-                (Err(_), None) => {}
-            }
-        }
+        let seen = |name: &OsStr| node.entries().get(name);
+        keep_engine_view(
+            touched,
+            seen,
+            old,
+            &mut picture,
+            &mut listing,
+            &mut modified,
+        );
         // Removed without an event (when, no one can tell: counted).
         missed += node
             .entries()
@@ -196,5 +193,39 @@ impl Engine {
             }
         }
         let _ = (dirs, missed);
+    }
+}
+
+/// Where `name` is in `listing` (sorted by name), or would be.
+fn at(listing: &[(OsString, FileType)], name: &OsStr) -> Result<usize, usize> {
+    listing.binary_search_by(|(l, _)| l.as_encoded_bytes().cmp(name.as_encoded_bytes()))
+}
+
+/// A look of the scanner's at a directory with an OS watch, to apply: for
+/// the names the engine looked at while it was under way (`touched`:
+/// events go on meanwhile, and may be newer than the look), the engine's
+/// view stands over the look's. Each keeps the index's entry (`seen`) in
+/// `listing`, the signature of the picture `old` in `picture` (what the
+/// look compared with, or what events kept since: a change no event told
+/// of is then still found by the next look), and is not `modified`.
+pub(super) fn keep_engine_view(
+    touched: &BTreeSet<OsString>,
+    seen: impl Fn(&OsStr) -> Option<FileType>,
+    old: Option<&Picture>,
+    picture: &mut Picture,
+    listing: &mut Vec<(OsString, FileType)>,
+    modified: &mut Vec<(OsString, bool)>,
+) {
+    for name in touched {
+        modified.retain(|(n, _)| n != name);
+        picture.set(name, old.and_then(|o| o.get(name)));
+        match (at(listing, name), seen(name)) {
+            (Ok(i), Some(t)) => listing[i].1 = t,
+            (Ok(i), None) => {
+                listing.remove(i);
+            }
+            (Err(i), Some(t)) => listing.insert(i, (name.clone(), t)),
+            (Err(_), None) => {}
+        }
     }
 }

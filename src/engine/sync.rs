@@ -36,9 +36,10 @@ pub(super) struct Wait {
     /// scanner's looks at the spec's polled directories, and at its
     /// rescanned ones for a rescan's barrier (what for, directory,
     /// token), in `scans`, the last handed over first: the scanner is done
-    /// with them in the order handed over, so each pass pops those done
-    /// off the end (a barrier over 10,000 directories is not looked
-    /// through whole after each finding).
+    /// with them in the order handed over (per lane: a file system's),
+    /// so each pass pops those done off the end (a barrier over 10,000
+    /// directories is not looked through whole after each finding; one
+    /// done before those handed over after it is popped with them).
     parked: bool,
     scans: Vec<(Purpose, DirId, u64)>,
 }

@@ -1,6 +1,6 @@
 //! A directory's picture, and what changed since the last one: the one
 //! read-and-stat and the one comparison that every kind of polling uses
-//! (the directories the engine polls, on the scanner's thread or its own,
+//! (the directories the engine polls, on the scanner's lanes or its own,
 //! a manager that polls everything included, and `rescan_every`'s safety
 //! net).
 //!
@@ -62,6 +62,13 @@ pub(crate) struct Look {
     /// serial number), if known: another one than before tells that a file
     /// system was mounted or unmounted there.
     pub dev: Option<u64>,
+    /// The file systems the look touched, as one key: the device of the
+    /// directory (Windows: its volume's serial number) from the handle it
+    /// was read through; on Linux mixed with the devices of its entries
+    /// that are mount points of other file systems (their `stat` crossed
+    /// into them, and hangs with them). The scanner's lane for the next
+    /// look (`scanner.rs`).
+    pub fs_key: Option<u64>,
 }
 
 fn by_name(a: &OsStr, b: &OsStr) -> std::cmp::Ordering {
@@ -303,6 +310,7 @@ pub(crate) fn look(
 ) -> io::Result<Look> {
     let scan = scan_dir(dir, follow)?;
     let dev = scan.dev;
+    let fs_key = scan.fs_key;
     let mut picture = Picture {
         packed: Packed::of(
             scan.iter()
@@ -320,6 +328,7 @@ pub(crate) fn look(
         picture,
         modified,
         dev,
+        fs_key,
     })
 }
 

@@ -119,6 +119,9 @@ pub(crate) struct Scan {
     /// number), as the read found it: what tells that another file system
     /// is now mounted there, or none (`None`: not known).
     pub dev: Option<u64>,
+    /// The file systems the scan touched, as one key (see
+    /// [`Look::fs_key`](super::Look::fs_key)).
+    pub fs_key: Option<u64>,
     names: Vec<u8>,
     /// Each entry's name (where it begins in `names`, its length) and
     /// signature.
@@ -182,9 +185,10 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut scan = Scan::default();
     // SAFETY: a valid descriptor and a struct to fill.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0 {
-        scan.dev = Some(st.st_dev);
-    }
+    let own = (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_dev);
+    scan.dev = own;
+    // The devices of entries that are mount points of other file systems.
+    let mut mounts: Vec<u64> = Vec::new();
     each_entry(&fd, |name, d_type| {
         // SAFETY: a valid descriptor, a NUL-terminated name, a struct to
         // fill.
@@ -215,10 +219,29 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
             );
             return Ok(());
         }
+        if own.is_some_and(|d| d != st.st_dev) && !mounts.contains(&st.st_dev) {
+            mounts.push(st.st_dev);
+        }
         scan.push(name.to_bytes(), sig_of_stat(&st));
         Ok(())
     })?;
+    scan.fs_key = own.map(|d| fs_key(d, mounts));
     Ok(scan.sorted())
+}
+
+/// The key of the file systems a scan of a directory on device `own`
+/// touched, `mounts` the devices of its entries that are mount points of
+/// other file systems: `own` alone when there are none (the usual case).
+#[cfg(target_os = "linux")]
+fn fs_key(own: u64, mut mounts: Vec<u64>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    if mounts.is_empty() {
+        return own;
+    }
+    mounts.sort_unstable();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (own, mounts).hash(&mut h);
+    h.finish()
 }
 
 /// The signature in a `stat` buffer.
@@ -319,6 +342,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     let listing = windows::list(dir, follow)?;
     let mut scan = Scan {
         dev: Some(listing.volume),
+        fs_key: Some(listing.volume),
         ..Scan::default()
     };
     for (name, listed) in listing.entries {
@@ -357,6 +381,7 @@ pub(crate) fn scan_dir(dir: &Path, follow: bool) -> io::Result<Scan> {
     );
     let mut scan = Scan {
         dev: Some(dev),
+        fs_key: Some(dev),
         ..Scan::default()
     };
     for name in names {

@@ -158,8 +158,8 @@ impl ManagerBuilder {
     }
 
     /// Starts the engine thread (and, for the native backend, the inotify
-    /// instance and its reader thread; the scanner thread that polls starts
-    /// at the first poll).
+    /// instance and its reader thread; the scanner's threads that poll, one
+    /// per file system, start when first needed).
     ///
     /// # Errors
     ///

@@ -7,6 +7,9 @@ use std::ffi::{OsStr, OsString};
 const I: Duration = Duration::from_millis(100);
 const MS: Duration = Duration::from_millis(1);
 
+/// A look to apply whole.
+const APPLY: Finding = Finding::Apply(BTreeSet::new());
+
 #[test]
 fn schedule_arms_when_added_then_runs_every_interval() {
     let t0 = Instant::now();
@@ -156,28 +159,32 @@ fn looks_are_one_at_a_time_and_barriers_wait_for_the_right_one() {
     assert_eq!(p.issue(1), Some((b, false)), "one follow-up at most");
     assert!(!p.done(1, a) && !p.done(1, b));
     assert_eq!(
-        p.take_finding(1, b),
+        p.take_finding(1, b, false),
         Finding::Drop,
         "not the look under way"
     );
-    assert_eq!(p.take_finding(1, a), Finding::Apply);
+    assert_eq!(p.take_finding(1, a, false), APPLY);
     assert!(p.done(1, a) && !p.done(1, b));
     assert_eq!(p.follow_up(1), Some(b), "the barrier's look goes now");
     assert_eq!(p.follow_up(1), None);
     // The engine looks at a name while `b` is under way: made again.
-    p.touched(1);
-    let Finding::Again(c) = p.take_finding(1, b) else {
+    p.touched(1, OsStr::new("a"));
+    let Finding::Again(c) = p.take_finding(1, b, false) else {
         panic!("a look older than the engine's own is made again");
     };
     assert!(c > b && p.in_flight(1) && !p.done(1, b));
-    assert_eq!(p.take_finding(1, c), Finding::Apply);
+    assert_eq!(p.take_finding(1, c, false), APPLY);
     assert!(p.done(1, b), "the look made again stands for the barrier's");
     // The engine's own read overtakes a look under way and one asked for.
     let (d, _) = p.issue(1).unwrap();
     let (e, _) = p.issue(1).unwrap();
     p.outdate(1);
     assert!(p.done(1, d) && p.done(1, e) && !p.in_flight(1));
-    assert_eq!(p.take_finding(1, d), Finding::Drop, "older than the read");
+    assert_eq!(
+        p.take_finding(1, d, false),
+        Finding::Drop,
+        "older than the read"
+    );
     // Gone, then polled again under the same id: older tokens are done.
     let (f, _) = p.issue(1).unwrap();
     p.remove(1);
@@ -187,6 +194,27 @@ fn looks_are_one_at_a_time_and_barriers_wait_for_the_right_one() {
         p.done(1, f),
         "a new directory under the id holds up no older barrier"
     );
+}
+
+/// A directory with an OS watch too: its events go on while a look is
+/// under way, and the look is applied but for the names they looked at
+/// (never made again: a directory with steady events is still polled).
+#[test]
+fn a_look_at_a_watched_directory_is_applied_but_for_the_names_looked_at_meanwhile() {
+    let t0 = Instant::now();
+    let mut p = PollSet::new(Some(I));
+    p.choose(1, I, t0);
+    let (a, _) = p.issue(1).unwrap();
+    p.touched(1, OsStr::new("x"));
+    p.touched(1, OsStr::new("y"));
+    p.touched(1, OsStr::new("x"));
+    p.touched(2, OsStr::new("z")); // no look under way there
+    let names: BTreeSet<OsString> = ["x", "y"].into_iter().map(OsString::from).collect();
+    assert_eq!(p.take_finding(1, a, true), Finding::Apply(names));
+    assert!(p.done(1, a) && !p.in_flight(1));
+    // The next look starts with nothing looked at.
+    let (b, _) = p.issue(1).unwrap();
+    assert_eq!(p.take_finding(1, b, true), APPLY);
 }
 
 /// Looks waiting for room at the scanner go in the order issued; one
@@ -216,11 +244,11 @@ fn looks_under_way_past_the_deadline_are_hung() {
     p.check_hung(s(9));
     assert_eq!(p.hung().0.iter().copied().collect::<Vec<_>>(), [1]);
     assert!(p.take_changed());
-    assert_eq!(p.take_finding(1, a), Finding::Apply);
+    assert_eq!(p.take_finding(1, a, false), APPLY);
     p.check_hung(s(13));
     assert_eq!(p.hung().0.iter().copied().collect::<Vec<_>>(), [2]);
     assert!(p.take_changed());
-    assert_eq!(p.take_finding(2, b), Finding::Apply);
+    assert_eq!(p.take_finding(2, b, false), APPLY);
     p.check_hung(s(15));
     assert!(p.hung().0.is_empty() && p.take_changed());
 }
@@ -230,6 +258,11 @@ fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
     assert!(
         size_of::<Polled>() <= 16,
         "a polled directory costs the set 16 bytes beside its picture"
+    );
+    #[cfg(target_os = "linux")]
+    assert!(
+        size_of::<Looking>() <= 72,
+        "a look issued costs 72 bytes while it is out (a round of a million)"
     );
     let t0 = Instant::now();
     let mut p = PollSet::new(Some(I));
@@ -241,14 +274,54 @@ fn looks_wait_for_the_scanner_in_order_and_overtaken_ones_drop_out() {
     }
     p.outdate(2);
     p.remove(3);
-    let (a, _) = p.next_waiting().unwrap();
-    let (b, _) = p.next_waiting().unwrap();
+    assert_eq!(p.waiting_file_systems(), vec![(0, None)], "not known yet");
+    let (a, _) = p.next_waiting(0).unwrap();
+    let (b, _) = p.next_waiting(0).unwrap();
     assert_eq!((a, b), (1, 4), "2 was read by the engine, 3 went");
-    assert_eq!(p.next_waiting(), None);
+    assert_eq!(p.next_waiting(0), None);
+    assert!(p.waiting_file_systems().is_empty());
     assert!(p.looks.len() == 2 && p.in_flight(1) && p.in_flight(4));
     let (t1, t4) = (p.looks[&1].issued, p.looks[&4].issued);
-    assert_eq!(p.take_finding(1, t1), Finding::Apply);
-    assert_eq!(p.take_finding(4, t4), Finding::Apply);
+    assert_eq!(p.take_finding(1, t1, false), APPLY);
+    assert_eq!(p.take_finding(4, t4, false), APPLY);
     assert!(p.looks.is_empty(), "nothing kept once every look is done");
     assert!(p.done(1, t1) && p.done(4, t4));
+}
+
+/// Each file system's looks wait in a queue of their own (a full lane,
+/// its file system hung, holds up no other's), named by the key of the
+/// file systems the last look touched; one not looked at yet waits with
+/// the unknown.
+#[test]
+fn looks_wait_per_file_system_as_the_last_look_found_it() {
+    let t0 = Instant::now();
+    let mut p = PollSet::new(Some(I));
+    for id in 1..=3 {
+        p.add(id, Why::Limit, t0);
+    }
+    p.seen_on(1, Some(70));
+    p.seen_on(2, Some(80));
+    p.seen_on(2, None);
+    p.seen_on(9, Some(90)); // not polled: nothing kept
+    assert_eq!(
+        (p.fs_key(1), p.fs_key(2), p.fs_key(3)),
+        (Some(70), Some(80), None)
+    );
+    for id in 1..=3 {
+        let (t, _) = p.issue(id).unwrap();
+        p.wait(id, t, t0);
+    }
+    assert_eq!(
+        p.waiting_file_systems(),
+        vec![(0, None), (1, Some(70)), (2, Some(80))]
+    );
+    assert_eq!(p.next_waiting(2).map(|w| w.0), Some(2));
+    assert_eq!(p.next_waiting(2), None);
+    assert_eq!(p.next_waiting(1).map(|w| w.0), Some(1));
+    assert_eq!(p.next_waiting(0).map(|w| w.0), Some(3));
+    assert!(p.waiting_file_systems().is_empty() || p.next_waiting(0).is_none());
+    // A directory that moved to another file system (a mount over it).
+    p.seen_on(1, Some(80));
+    assert_eq!(p.fs_key(1), Some(80));
+    assert_eq!(p.keys.len(), 2, "one number per key");
 }

@@ -300,6 +300,60 @@ fn events_during_a_rescan_look_are_neither_lost_nor_reported_twice() {
     assert_eq!(h.status("s").missed_by_os, 2);
 }
 
+/// A directory one spec polls and another watches is polled on the
+/// scanner, its events going on meanwhile: the names they look at keep
+/// what the events found (each reported once), what no event told of is
+/// applied from the look, and the index ends equal to the disk.
+#[test]
+fn events_during_a_poll_of_a_watched_directory_keep_their_view() {
+    let mut h = harness(Config::default());
+    for n in ["gone", "late"] {
+        std::fs::write(h.root.join(n), "1").unwrap();
+    }
+    h.engine.scanner = crate::scanner::Scanner::held();
+    let every = 30 * MS;
+    h.apply(
+        "p",
+        h.spec()
+            .backend(Backend::Poll { interval: every })
+            .quiet_window(10 * MS),
+    );
+    h.apply("n", h.spec().quiet_window(10 * MS));
+    let id = h.engine.index.lookup(&h.root).unwrap();
+    assert!(h.fake.id_of(&h.root).is_some() && h.engine.polls.contains(id));
+    h.look_held(); // (the first polls', if any)
+    std::fs::write(h.root.join("untold"), "1").unwrap();
+    h.after(every);
+    let found = h.look_held();
+    assert_eq!(found.len(), 1, "the root, looked at on the scanner");
+    let root = h.root.clone();
+    std::fs::remove_file(h.root.join("gone")).unwrap();
+    h.event(&root, "gone", Hint::Removed);
+    h.write("born");
+    std::fs::write(h.root.join("late"), "written after the look").unwrap();
+    h.event(&root, "late", Hint::Modified);
+    h.engine.end_pass();
+    h.looked(found);
+    h.after(10 * MS);
+    let batches = h.batches();
+    for spec in ["n", "p"] {
+        let of: Vec<_> = batches.iter().filter(|b| b.name == spec).cloned().collect();
+        assert_eq!(
+            h.names_of(&of),
+            vec![
+                ("born".into(), ChangeKind::Created),
+                ("gone".into(), ChangeKind::Removed),
+                ("late".into(), ChangeKind::Modified),
+                ("untold".into(), ChangeKind::Created),
+            ],
+            "{spec}: each once, the events' own and what no event told of"
+        );
+    }
+    let (index, disk) = h.root_names();
+    assert_eq!(index, disk, "the index is the disk");
+    assert!(h.engine.check_invariants().is_empty());
+}
+
 /// A rescan's barrier waits, parked, for the rescan's looks on the
 /// scanner: what they find is delivered in the pass that applies the
 /// last of them (the batch closed then, not at its quiet window), and

@@ -18,13 +18,7 @@ impl Harness {
         let found = match fail {
             Some(error) => jobs
                 .into_iter()
-                .map(|j| Finding {
-                    purpose: j.purpose,
-                    dir: j.dir,
-                    token: j.token,
-                    path: j.path,
-                    look: Err(error()),
-                })
+                .map(|j| Finding::failed(j, error()))
                 .collect(),
             None => crate::scanner::run(jobs),
         };
