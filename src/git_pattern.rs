@@ -236,20 +236,16 @@ fn walk(mut cur: Vec<Item>, t: &[Tok], start: usize, out: &mut Vec<Vec<Item>>) {
             // Right after a literal prefix that ends inside a name:
             // `P**` is P then anything; `P**/X` is P then X, or P, any
             // text, `/`, X (`P*/**/X`); `P**\/X` only the latter.
-            match next {
-                None => {
-                    let mut all = cur.clone();
-                    all.extend([Item::Star, Item::Slash, Item::Rec]);
-                    out.push(all);
-                    cur.push(Item::Star);
+            if next.is_none() {
+                let mut all = cur.clone();
+                all.extend([Item::Star, Item::Slash, Item::Rec]);
+                out.push(all);
+                cur.push(Item::Star);
+            } else {
+                if next == Some(Tok::Slash { escaped: false }) {
+                    walk(cur.clone(), &t[i + 2..], 0, out);
                 }
-                Some(Tok::Slash { escaped }) => {
-                    if !escaped {
-                        walk(cur.clone(), &t[i + 2..], 0, out);
-                    }
-                    cur.extend([Item::Star, Item::Slash, Item::Rec]);
-                }
-                Some(_) => unreachable!("before_slash"),
+                cur.extend([Item::Star, Item::Slash, Item::Rec]);
             }
         }
         i += 1;

@@ -1,8 +1,9 @@
 //! Differential: our ignore rules against `git check-ignore` on the same
 //! tree and patterns.
 //!
-//! The input is read as text over a small alphabet (`a b * ? ! / [ ] \ .`
-//! and newlines, plus a separator): pattern lines, then paths (a
+//! The input is read as text over a small alphabet (`a b * ? ! / [ ] \ .
+//! - : ^ { } ,`, space and newlines, plus a separator: enough for ranges,
+//! `[:...:]`, braces and trailing spaces): pattern lines, then paths (a
 //! trailing `/` makes a directory). The paths are created in a temporary
 //! git repository (made once per process), the patterns written to its
 //! `.gitignore`, and git's verdict on every path and each of its parents
@@ -30,8 +31,8 @@ use libfuzzer_sys::fuzz_target;
 use specwatch::bench_api::Matcher;
 use specwatch::{IgnoreRule, WatchSpec};
 
-/// The alphabet; the byte after it (index 11) separates patterns from paths.
-const ALPHABET: &[u8; 11] = b"ab*?!/[]\\.\n";
+/// The alphabet; the byte after it (index 18) separates patterns from paths.
+const ALPHABET: &[u8; 18] = b"ab*?!/[]\\.\n-:^{}, ";
 const MAX_PATTERNS: usize = 8;
 const MAX_PATTERN_LEN: usize = 16;
 const MAX_PATHS: usize = 8;
@@ -48,7 +49,11 @@ struct Case {
 fn decode(data: &[u8]) -> Case {
     let text: Vec<Option<u8>> = data
         .iter()
-        .map(|b| ALPHABET.get(usize::from(*b) % 12).copied())
+        .map(|b| {
+            ALPHABET
+                .get(usize::from(*b) % (ALPHABET.len() + 1))
+                .copied()
+        })
         .collect();
     let split = text.iter().position(Option::is_none).unwrap_or(text.len());
     let to_string =
@@ -72,7 +77,12 @@ fn decode(data: &[u8]) -> Case {
             .take(MAX_DEPTH)
             .map(|n| n.chars().take(MAX_NAME).collect())
             .collect();
-        if names.is_empty() || names.iter().any(|n| n == "." || n == "..") {
+        // A path starting with `:` is pathspec magic to git (which
+        // check-ignore cannot be told to read literally): left out.
+        if names.is_empty()
+            || names.iter().any(|n| n == "." || n == "..")
+            || names[0].starts_with(':')
+        {
             continue;
         }
         let mut rel = String::new();
