@@ -153,13 +153,7 @@ pub(crate) fn rewrite(line: &str) -> Line {
     let tail = if dir_only { "/" } else { "" };
     if !body.contains('/') {
         // Matched against a name: a run of `*` is one `*` (no `/` to cross).
-        let items: Vec<Item> = toks
-            .iter()
-            .map(|t| match *t {
-                Tok::Stars | Tok::Star => Item::Star,
-                other => item(other),
-            })
-            .collect();
+        let items: Vec<Item> = toks.iter().map(|&t| item(t)).collect();
         return match render(&items, false) {
             Some(s) => Line::Lines(vec![format!("{head}{s}{tail}")]),
             None => Line::Nothing(Why::EmptyClass),
