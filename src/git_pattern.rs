@@ -146,9 +146,6 @@ pub(crate) fn rewrite(line: &str) -> Line {
         Err(Parse::Nothing(why)) => return Line::Nothing(why),
         Err(Parse::NonAscii) => return Line::Lines(vec![line.to_owned()]),
     };
-    if matches!(toks.last(), Some(Tok::Slash { .. })) {
-        return Line::Nothing(Why::EndsInSlash);
-    }
     let head = if negated { "!" } else { "" };
     let tail = if dir_only { "/" } else { "" };
     if !body.contains('/') {
@@ -159,6 +156,7 @@ pub(crate) fn rewrite(line: &str) -> Line {
             None => Line::Nothing(Why::EmptyClass),
         };
     }
+    let ends_in_slash = matches!(toks.last(), Some(Tok::Slash { .. }));
     // Anchored: one leading `/` says so; git's literal prefix is what
     // comes before the first `*`, `?`, `[` or `\`.
     let (body, toks) = match body.strip_prefix('/') {
@@ -171,9 +169,16 @@ pub(crate) fn rewrite(line: &str) -> Line {
     let mut alternatives = Vec::new();
     walk(Vec::new(), toks, prefix, &mut alternatives);
     let mut lines = Vec::new();
-    let mut why = Why::EmptyName;
+    // A meaning that ends in `/` matches nothing; `P**/` (nothing after
+    // the `/`) still has P itself: `/-**//` ignores the directory `-`.
+    let mut why = if ends_in_slash {
+        Why::EndsInSlash
+    } else {
+        Why::EmptyName
+    };
     for a in alternatives {
-        let empty_name = matches!(a.first(), Some(Item::Slash))
+        let empty_name = a.is_empty()
+            || matches!(a.first(), Some(Item::Slash))
             || matches!(a.last(), Some(Item::Slash))
             || a.windows(2).any(|w| w == [Item::Slash, Item::Slash]);
         if empty_name {

@@ -113,6 +113,13 @@ const GIT: &[(&str, &[(&str, bool)])] = &[
         &[("b/c", true), ("a/bx/c", true), ("bx/y/c", false)],
     ),
     ("a***b", &[("ab", true), ("axb", true), ("a/b", false)]),
+    // Found by `ignore_vs_git` (a 600 s run): after a literal prefix,
+    // `**/` may stand for nothing, so a pattern ending in `//` can match.
+    ("/-**//", &[("-/", true), ("x-/", false)]),
+    (
+        "b**//",
+        &[("b/", true), ("bx/", false), ("c/b/", false), ("b", false)],
+    ),
     (
         "/b**/**/c",
         &[
@@ -148,6 +155,7 @@ fn the_five_found_by_the_fuzzer_are_rewritten() {
     assert_eq!(lines("[[.\\.!]"), ["[.![]"]);
     assert_eq!(lines("b**/*"), ["/b*", "/b*/**/*"]);
     assert_eq!(rewrite("/**//"), Line::Nothing(Why::EndsInSlash));
+    assert_eq!(lines("/-**//"), ["/-/"], "but a prefix's own name");
 }
 
 #[test]
