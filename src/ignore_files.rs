@@ -126,6 +126,8 @@ fn parse(dir: &Path, which: IgnoreFile, text: &str) -> (Rules, Vec<String>) {
     }
     let mut b = GitignoreBuilder::new(dir);
     let mut bad = Vec::new();
+    // Git drops a UTF-8 byte order mark at the start of the file.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (n, line) in text.lines().enumerate() {
         // Each line as git reads it, in the crate's syntax (`git_pattern`).
         let lines = match rewrite(line) {
@@ -360,6 +362,16 @@ mod tests {
         assert_eq!(v(&f, "/r/baa", true), None);
         assert_eq!(v(&f, "/r/a/b", true), None);
         assert_eq!(set.bad.len(), 1, "{set:?}");
+    }
+
+    /// Git drops a UTF-8 byte order mark at the start of an ignore file
+    /// (`dir.c`'s `skip_utf8_bom`): a `.gitignore` of `\u{feff}a` ignores
+    /// `a` (`git check-ignore --no-index -v a`, git 2.47.3:
+    /// `.gitignore:1:a`); the first line here had kept it.
+    #[test]
+    fn a_byte_order_mark_is_dropped_as_in_git() {
+        let f = files(&[("/r", IgnoreFile::Gitignore, "\u{feff}a\n")]);
+        assert_eq!(v(&f, "/r/a", false), Some(true));
     }
 
     #[test]
