@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 secs=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ignore_vs_git spec_serde status_serde chart_parse chart_request)
+[ ${#targets[@]} -gt 0 ] || targets=(ignore_vs_git spec_serde status_serde chart_parse chart_request read_form)
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
 cargo +nightly fuzz build -a || exit 1
 mkdir -p logs

@@ -16,7 +16,8 @@ use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
-use crate::ignore_files::{FileRules, IgnoreFile, Set, unclosed_class};
+use crate::git_pattern::{Line, Why, rewrite};
+use crate::ignore_files::{FileRules, IgnoreFile, Set};
 
 /// Gitignore-style patterns relative to a base directory.
 ///
@@ -40,13 +41,15 @@ use crate::ignore_files::{FileRules, IgnoreFile, Set, unclosed_class};
 /// An ignored directory gets no OS watch at all unless some `!` pattern could
 /// match below it.
 ///
+/// Patterns are read as git reads them, edge cases included (a run of
+/// three or more `*`, `**` after a literal prefix, `\` inside `[...]`,
+/// `{` and `}` as themselves); a pattern git matches nothing with (a `[`
+/// that no `]` closes, one ending in `\/` or `//`) is refused.
+///
 /// The fuzz target `ignore_vs_git` (`fuzz/`) compares these rules with
 /// `git check-ignore` on generated trees and patterns: the re-include
 /// below an ignored directory is the only difference it lets pass by
-/// design. Five it found on edge patterns are open (a run of three or
-/// more `*`, a pattern ending in `\/` or `//`, a `\` inside `[...]`,
-/// `**` after a literal prefix): CHANGELOG.md lists them, and ignored
-/// tests in `ignore_files.rs` hold them.
+/// design.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -270,19 +273,32 @@ fn compile_rule(rule: &IgnoreRule) -> std::result::Result<CompiledRule, (String,
                     .into(),
             ));
         }
-        if unclosed_class(pattern) {
-            return Err((
-                pattern.clone(),
-                "its `[` opens a character class that no `]` closes: git's pattern then \
-                 matches nothing (write `\\[` for the character itself)"
-                    .into(),
-            ));
-        }
-        builder
-            .add_line(None, pattern)
-            .map_err(|e| (pattern.clone(), e.to_string()))?;
-        if let Some(r) = reinclude_of(pattern) {
-            whitelist.push(r);
+        // The pattern as git reads it, in the crate's syntax (`git_pattern`).
+        let lines = match rewrite(pattern) {
+            Line::Skip => continue,
+            Line::Lines(lines) => lines,
+            Line::Nothing(Why::UnclosedClass) => {
+                return Err((
+                    pattern.clone(),
+                    "its `[` opens a character class that no `]` closes: git's pattern then \
+                     matches nothing (write `\\[` for the character itself)"
+                        .into(),
+                ));
+            }
+            Line::Nothing(why) => {
+                return Err((
+                    pattern.clone(),
+                    format!("{}: git's pattern matches nothing", why.text()),
+                ));
+            }
+        };
+        for line in &lines {
+            builder
+                .add_line(None, line)
+                .map_err(|e| (pattern.clone(), e.to_string()))?;
+            if let Some(r) = reinclude_of(line) {
+                whitelist.push(r);
+            }
         }
     }
     let gitignore = builder

@@ -391,7 +391,7 @@
 
 // Layers, imported downwards only: the front (this file, `manager`,
 // `stream`, `serde_impl`, `hooks`, `bench_api`) -> `engine` -> the pure
-// core (`index`, `ignore`, `ignore_files`, `docker_ignore`, `coalesce`, `reconcile`,
+// core (`index`, `ignore`, `ignore_files`, `git_pattern`, `docker_ignore`, `coalesce`, `reconcile`,
 // `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
 // threads that only read through it: `reads`, `scanner`) -> plain data
 // (`spec`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
@@ -419,6 +419,7 @@ mod event;
 mod fanout;
 mod fasthash;
 mod fs;
+mod git_pattern;
 #[cfg(feature = "test-hooks")]
 mod hooks;
 mod ids;

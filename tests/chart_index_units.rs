@@ -17,6 +17,8 @@ mod auth;
 mod cache;
 #[path = "../examples/chart_index/chart.rs"]
 mod chart;
+#[path = "../examples/chart_index/form.rs"]
+mod form;
 #[path = "../examples/chart_index/http.rs"]
 mod http;
 #[path = "../examples/chart_index/index.rs"]

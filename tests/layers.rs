@@ -123,6 +123,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "duration",
         "defaults",
         "ignore_files",
+        "git_pattern",
         "docker_ignore",
         "ignore_kinds",
         "choice",

@@ -46,8 +46,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 use specwatch::{ChangesSince, Manager, Phase, Seq};
@@ -57,9 +57,9 @@ use tokio::time::Instant;
 use crate::SPEC;
 use crate::auth::{Access, Auth, Denied};
 use crate::chart::{ChartVersion, parse_chart};
+use crate::form::{MAX_FORM_OVERHEAD, MAX_PROV_BYTES, is_form, read_form};
 use crate::http::{
-    READ_TIMEOUT, Reply, check_head, declared_length, drain, error, json, query_value, read_body,
-    segments, timed_out, too_large, with_header,
+    Reply, check_head, drain, error, json, query_value, read_body, segments, with_header,
 };
 use crate::index::{Index, render_index};
 use crate::listing::{all_charts, one_chart, one_version, page};
@@ -69,12 +69,6 @@ use crate::storage::{
     FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
     sync_dir,
 };
-
-/// A provenance file (a PGP-signed text of a few KiB) may be this large.
-const MAX_PROV_BYTES: u64 = 1 << 20;
-/// A multipart form's own bytes (boundaries, part headers, other fields)
-/// beside its chart and provenance file.
-const MAX_FORM_OVERHEAD: u64 = 64 << 10;
 
 /// What the routes share: the storage root, its index, the watch.
 pub struct Repo {
@@ -508,18 +502,6 @@ fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Repl
     Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
 }
 
-/// Whether the body is a multipart form (helm-push's upload).
-fn is_form(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .get(..19)
-                .is_some_and(|t| t.eq_ignore_ascii_case("multipart/form-data"))
-        })
-}
-
 /// `POST /api/<tenant>/charts`: a package (raw body), or helm-push's form
 /// (a package, its provenance file, or both); with `prov_route`, `POST
 /// /api/<tenant>/prov`: a provenance file alone (raw body).
@@ -562,65 +544,6 @@ async fn upload(
     })
     .await?;
     Ok(repo.answer_write(201, fields).await)
-}
-
-/// The fields `chart` and `prov` of a form, each if there.
-type Form = (Option<Vec<u8>>, Option<Vec<u8>>);
-
-/// helm-push's form: the package in field `chart`, its provenance file in
-/// `prov` (either may be missing); other fields are read and ignored, as
-/// chartmuseum does. Each field is capped, and so is the whole form (413).
-async fn read_form(req: Request, max_upload: u64) -> Result<Form, Reply> {
-    let limit = max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
-    if declared_length(req.headers()).is_some_and(|n| n > limit) {
-        let (parts, body) = req.into_parts();
-        drain(body, &parts.headers);
-        return Err(too_large("the form", limit));
-    }
-    let form_error = |e: axum::extract::multipart::MultipartError| {
-        if e.status().as_u16() == 413 {
-            too_large("the form", limit)
-        } else {
-            error(
-                e.status().as_u16(),
-                &format!("reading the multipart form: {}", e.body_text()),
-            )
-        }
-    };
-    let mut form = Multipart::from_request(req, &())
-        .await
-        .map_err(|e| error(400, &format!("multipart form: {}", e.body_text())))?;
-    let (mut chart, mut prov) = (None, None);
-    loop {
-        let field = tokio::time::timeout(READ_TIMEOUT, form.next_field())
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(form_error)?;
-        let Some(mut field) = field else { break };
-        let name = field.name().unwrap_or("").to_owned();
-        let mut other = None;
-        let (slot, what, cap) = match name.as_str() {
-            "chart" => (&mut chart, "the package", max_upload),
-            "prov" => (&mut prov, "the provenance file", MAX_PROV_BYTES),
-            _ => (&mut other, "a form field", limit),
-        };
-        if slot.is_some() {
-            return Err(error(400, &format!("the form has two {name:?} fields")));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = tokio::time::timeout(READ_TIMEOUT, field.chunk())
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(form_error)?
-        {
-            if (bytes.len() + chunk.len()) as u64 > cap {
-                return Err(too_large(what, cap));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        *slot = Some(bytes);
-    }
-    Ok((chart, prov))
 }
 
 /// The files of `tenant` (a key) that hold `name` `version`: the one an

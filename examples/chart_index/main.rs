@@ -172,6 +172,7 @@ mod api;
 mod auth;
 mod cache;
 mod chart;
+mod form;
 mod http;
 mod index;
 mod listing;
