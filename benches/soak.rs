@@ -9,7 +9,16 @@
 //! passes, and once the subscriber has applied the marker's batch (so
 //! everything before it) its tree must equal the disk. File descriptors,
 //! threads and resident memory are printed at the start, every few
-//! minutes and at the end, and after the manager is dropped.
+//! minutes and at the end, and after the manager is dropped; with them,
+//! the index's entries and the backlog's paths (`Manager::stats`), and
+//! how many distinct paths the subscriber has been told of so far (what
+//! the spec's changes-since journal fills with, up to its bound: a lower
+//! bound of what it was given, as a merged backlog drops a path created
+//! and removed before it was taken; counted as 64-bit hashes in a set
+//! made for 65,536 at the start, 1,152 KiB of the bench's own, resident
+//! as it fills). Resident memory is printed with the heap in use (glibc):
+//! what grows in the second and not the first is the allocator's, not
+//! held.
 //!
 //! ```sh
 //! cargo bench --bench soak -- --minutes 60 DIR
@@ -20,7 +29,9 @@
 //! second), `--slow-ms 150` (the subscriber's sleep per batch),
 //! `--capacity 2` (the subscriber's channel), `--checkpoint-s 30`,
 //! `--report-min 5`, `--backend auto` (as `Backend`'s `FromStr`:
-//! `native`, `portable`, `poll:250ms`), `--seed 1`; DIR (default: a
+//! `native`, `portable`, `poll:250ms`), `--seed 1`, `--journal-paths
+//! 4096` (`ManagerBuilder::journal_paths`: the distinct paths the spec's
+//! changes-since journal holds, `DEFAULT_JOURNAL_PATHS`); DIR (default: a
 //! temporary directory) gets a fresh `soak-PID` directory, removed at the
 //! end. Exits with 1, saying why, if the tree differs from the disk, the
 //! index breaks, or descriptors or threads are not back where they were.
@@ -28,6 +39,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,7 +49,7 @@ use common::procstat::{self, Usage};
 use common::workload::{Rng, listing, step};
 use common::{Mirror, index_problems};
 use specwatch::crossbeam_channel::{self as channel, RecvTimeoutError};
-use specwatch::{Backend, ChangeKind, Event, Manager, WatchSpec};
+use specwatch::{Backend, ChangeKind, DEFAULT_JOURNAL_PATHS, Event, Manager, WatchSpec};
 
 struct Args {
     minutes: f64,
@@ -47,6 +60,7 @@ struct Args {
     report: Duration,
     backend: Backend,
     seed: u64,
+    journal_paths: usize,
     dir: Option<PathBuf>,
 }
 
@@ -60,6 +74,7 @@ fn args() -> Args {
         report: Duration::from_secs(300),
         backend: Backend::Auto,
         seed: 1,
+        journal_paths: DEFAULT_JOURNAL_PATHS,
         dir: None,
     };
     let mut it = std::env::args().skip(1);
@@ -79,6 +94,7 @@ fn args() -> Args {
             "--checkpoint-s" => a.checkpoint = Duration::from_secs_f64(num(value("seconds"))),
             "--report-min" => a.report = Duration::from_secs_f64(60.0 * num(value("minutes"))),
             "--seed" => a.seed = num(value("seed")) as u64,
+            "--journal-paths" => a.journal_paths = num(value("paths")) as usize,
             "--backend" => {
                 let b = value("backend");
                 a.backend = b.parse().unwrap_or_else(|e| panic!("--backend {b}: {e}"));
@@ -99,7 +115,13 @@ struct Seen {
     changes: u64,
     /// The newest seq number received.
     newest: u64,
+    /// Hashes of the distinct paths received (both roots).
+    paths: HashSet<u64>,
 }
+
+/// Distinct paths counted before the set grows (its growth would show in
+/// the memory the soak is there to watch).
+const COUNTED_PATHS: usize = 1 << 16;
 
 fn line(start: Instant, what: &str, u: Usage, extra: &str) {
     let t = start.elapsed().as_secs_f64() / 60.0;
@@ -145,10 +167,14 @@ fn run(
     let m = Manager::builder()
         .backend(a.backend)
         .subscriber_capacity(a.capacity)
+        .journal_paths(a.journal_paths)
         .build()
         .map_err(|e| e.to_string())?;
     let rx = m.subscribe();
-    let seen = Arc::new(Mutex::new(Seen::default()));
+    let seen = Arc::new(Mutex::new(Seen {
+        paths: HashSet::with_capacity(COUNTED_PATHS),
+        ..Seen::default()
+    }));
     let (mark_tx, mark_rx) = channel::unbounded::<PathBuf>();
     let subscriber = {
         let (seen, tree, marks, slow) = (
@@ -160,6 +186,7 @@ fn run(
         std::thread::Builder::new()
             .name("soak-subscriber".into())
             .spawn(move || {
+                let hasher = RandomState::new();
                 for ev in rx {
                     let Event::Changes(b) = ev else { continue };
                     {
@@ -168,6 +195,7 @@ fn run(
                         s.changes += b.changes.len() as u64;
                         s.newest = b.seq.number();
                         for c in &b.changes {
+                            s.paths.insert(hasher.hash_one(&c.path));
                             if c.path.starts_with(&tree) {
                                 s.mirror.apply(c);
                             } else if c.path.starts_with(&marks) && c.kind == ChangeKind::Created {
@@ -191,12 +219,13 @@ fn run(
     let s = m.status("soak").expect("the spec's status");
     println!(
         "backend {:?} (roots: {:?}), rate {}/s, subscriber sleeps {:?} per batch, capacity {}, \
-         checkpoint every {:?}, {} min",
+         journal {} paths, checkpoint every {:?}, {} min",
         a.backend,
         s.roots.iter().map(|r| r.backend).collect::<Vec<_>>(),
         a.rate,
         a.slow,
         a.capacity,
+        a.journal_paths,
         a.checkpoint,
         a.minutes
     );
@@ -229,11 +258,24 @@ fn run(
         std::fs::remove_dir_all(outside).ok();
         std::fs::create_dir_all(outside).map_err(|e| e.to_string())?;
         let stats = |u: Usage| {
+            let engine = m.stats().map_or_else(
+                |e| format!("stats: {e}"),
+                |st| {
+                    format!(
+                        "index {} entries, backlog {} paths",
+                        st.indexed_entries, st.backlog_paths
+                    )
+                },
+            );
             let s = seen.lock().unwrap();
             let extra = format!(
                 "; {ops} ops, {checkpoints} checkpoints, tree {entries} entries, \
-                 {} batches received of {} published ({} changes)",
-                s.batches, s.newest, s.changes
+                 {} distinct paths received, {engine}, {} batches received of {} published \
+                 ({} changes)",
+                s.paths.len(),
+                s.batches,
+                s.newest,
+                s.changes
             );
             (u, extra)
         };
@@ -256,9 +298,12 @@ fn run(
     {
         let s = seen.lock().unwrap();
         let extra = format!(
-            "; {ops} ops, {checkpoints} checkpoints, {} batches received of {} published \
-             ({} changes)",
-            s.batches, s.newest, s.changes
+            "; {ops} ops, {checkpoints} checkpoints, {} distinct paths received, {} batches \
+             received of {} published ({} changes)",
+            s.paths.len(),
+            s.batches,
+            s.newest,
+            s.changes
         );
         line(t0, "end", end_u, &extra);
     }

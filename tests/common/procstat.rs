@@ -1,6 +1,8 @@
 //! What the process holds: open file descriptors, threads, resident
 //! memory. Read from `/proc/self` on Linux; `None` elsewhere (printed as
-//! "n/a"). Used by `tests/leaks.rs` and the soak (`benches/soak.rs`).
+//! "n/a"). With glibc, also the heap's bytes in use (`mallinfo2`): what
+//! is allocated and not freed, which resident memory is not (the
+//! allocator keeps freed pages, and fragments). Used by `tests/leaks.rs` and the soak (`benches/soak.rs`).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -14,6 +16,9 @@ pub struct Usage {
     pub threads: Option<usize>,
     /// Resident set size in KiB (`VmRSS:` of `/proc/self/status`).
     pub rss_kib: Option<u64>,
+    /// Heap in use in KiB (glibc's `mallinfo2`: `uordblks + hblkhd`, the
+    /// allocated chunks of every arena and the ones mapped alone).
+    pub heap_kib: Option<u64>,
 }
 
 impl Usage {
@@ -23,6 +28,7 @@ impl Usage {
             fds: fds(),
             threads: status_field("Threads:").map(|n| n as usize),
             rss_kib: status_field("VmRSS:"),
+            heap_kib: heap_kib(),
         }
     }
 }
@@ -34,10 +40,11 @@ impl fmt::Display for Usage {
         }
         write!(
             f,
-            "fds {} threads {} rss {} KiB",
+            "fds {} threads {} rss {} KiB heap {} KiB",
             or_na(self.fds),
             or_na(self.threads),
-            or_na(self.rss_kib)
+            or_na(self.rss_kib),
+            or_na(self.heap_kib)
         )
     }
 }
@@ -62,6 +69,19 @@ fn status_field(field: &str) -> Option<u64> {
 
 #[cfg(not(target_os = "linux"))]
 fn status_field(_field: &str) -> Option<u64> {
+    None
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_kib() -> Option<u64> {
+    // SAFETY: no arguments; it only reads the allocator's own counters
+    // (taking each arena's lock).
+    let m = unsafe { libc::mallinfo2() };
+    Some(((m.uordblks + m.hblkhd) / 1024) as u64)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_kib() -> Option<u64> {
     None
 }
 
