@@ -264,7 +264,12 @@
 //!   backend is not told of the unmount (notify drops its watches without
 //!   an event): a spec on it sees nothing of that tree until it is applied
 //!   again. Another file system mounted over a root that an event backend
-//!   watches is not noticed either.
+//!   watches is not noticed either, nor is the unmount of a mount on the
+//!   device of the directory below it (a bind mount within one file
+//!   system). The checks `stat` the root on the engine's thread when a
+//!   look or an event suggests its file system went (a look that found
+//!   the device below it, or nothing; a directory's lost watch): on a
+//!   mount that hangs at that very moment, that `stat` hangs the engine.
 //! - Polling (chosen per spec, by `Auto`, or for everything by
 //!   [`ManagerBuilder::backend`]`(Backend::Poll { .. })`) looks at
 //!   directories on the scanner's lanes, one thread per file system: a
