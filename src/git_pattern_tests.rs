@@ -135,6 +135,11 @@ const GIT: &[(&str, &[(&str, bool)])] = &[
 fn rewritten_lines_match_what_git_said() {
     for (pattern, paths) in GIT {
         for (path, git) in *paths {
+            if cfg!(windows) && path.contains('\\') {
+                // A name with a backslash cannot be on Windows, where it
+                // separates names.
+                continue;
+            }
             let dir = path.ends_with('/');
             let p = path.trim_end_matches('/');
             assert_eq!(
