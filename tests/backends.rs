@@ -405,12 +405,6 @@ fn a_hung_mount_holds_up_its_own_polls_not_the_engine() {
     }
     assert!(m.status("local").is_some(), "status answers");
     // The hung spec says so, the other does not.
-    let phase = |c: &Collector, name: &str| {
-        c.statuses
-            .get(name)
-            .and_then(|v| v.last())
-            .map(|s| s.phase.clone())
-    };
     let said = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         c.wait("the shared spec Degraded: storage not answering", |c| {
             matches!(phase(c, "shared"), Some(Phase::Degraded { reason })

@@ -45,14 +45,6 @@ fn polling_manager(every: Duration) -> (Manager, Collector) {
     (m, c)
 }
 
-/// The last phase `name` published.
-fn phase(c: &Collector, name: &str) -> Option<Phase> {
-    c.statuses
-        .get(name)
-        .and_then(|v| v.last())
-        .map(|s| s.phase.clone())
-}
-
 /// Writes `n` files (named `prefix` and a number) in `src`, each once the
 /// one before it was reported by spec `name` through `mnt`: how long each
 /// took to be reported, sorted.

@@ -18,14 +18,6 @@ use common::*;
 use fuse::bind_mount;
 use specwatch::{Backend, ChangeKind, Manager, Phase};
 
-/// The phase of `name`'s latest status.
-fn phase(c: &Collector, name: &str) -> Option<Phase> {
-    c.statuses
-        .get(name)
-        .and_then(|v| v.last())
-        .map(|s| s.phase.clone())
-}
-
 /// Each path's kinds reported for `name` in the batches collected so far.
 fn reported(c: &Collector, name: &str) -> BTreeMap<PathBuf, Vec<ChangeKind>> {
     let mut out: BTreeMap<PathBuf, Vec<ChangeKind>> = BTreeMap::new();

@@ -34,14 +34,6 @@ fn polling_manager() -> Manager {
         .expect("manager starts")
 }
 
-/// The phase `name` was last published with.
-fn phase(c: &Collector, name: &str) -> Option<Phase> {
-    c.statuses
-        .get(name)
-        .and_then(|v| v.last())
-        .map(|s| s.phase.clone())
-}
-
 /// Whether `name`'s last status is `Degraded` with a reason that names
 /// `path` and the error `errno`.
 fn degraded_naming(c: &Collector, name: &str, path: &Path, errno: Errno) -> bool {

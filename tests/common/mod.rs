@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use specwatch::{
-    Backend, Change, ChangeBatch, ChangeKind, Event, FileType, Manager, WatchSpec, WatchStatus,
+    Backend, Change, ChangeBatch, ChangeKind, Event, FileType, Manager, Phase, WatchSpec,
+    WatchStatus,
 };
 
 pub mod example;
@@ -18,6 +19,14 @@ pub mod procstat;
 pub mod workload;
 
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The phase `name` was last published with, as `c` collected it.
+pub fn phase(c: &Collector, name: &str) -> Option<Phase> {
+    c.statuses
+        .get(name)
+        .and_then(|v| v.last())
+        .map(|s| s.phase.clone())
+}
 
 /// Runs each named test body (`fn(Backend)`) once per backend, as tests
 /// in modules `native` (Linux only: inotify), `portable` and `poll` (the
