@@ -5,16 +5,14 @@
 //! answers again the hung spec reports exactly what changed meanwhile.
 
 mod common;
-#[path = "common/fuse.rs"]
-mod fuse;
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::fuse::{BindMount, bind_mount};
 use common::*;
-use fuse::{BindMount, bind_mount};
 use specwatch::{Backend, ChangeKind, Manager, Phase};
 
 /// A storage directory and a FUSE (`bindfs`) mount of it, in a directory

@@ -8,21 +8,6 @@
 //! path that is accepted never names a parent or an empty segment, and a
 //! route's names are the path's.
 #![no_main]
-#![allow(
-    dead_code,
-    reason = "only the request parsing of these modules is used"
-)]
-
-#[path = "../../examples/chart_index/auth.rs"]
-mod auth;
-#[path = "../../examples/chart_index/http.rs"]
-mod http;
-#[path = "../../examples/chart_index/provenance.rs"]
-mod provenance;
-#[path = "../../examples/chart_index/routes.rs"]
-mod routes;
-#[path = "../../examples/chart_index/storage.rs"]
-mod storage;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -30,6 +15,8 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
+
+use chart_index::{auth, http, provenance, routes, storage};
 
 #[derive(Arbitrary, Debug)]
 struct Request {

@@ -12,7 +12,7 @@ say() { echo "$NAME: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 binaries() {
-    [ $# -gt 0 ] || die "usage: $0 [LABEL=]BINARY... (cargo build --release --example chart_index)"
+    [ $# -gt 0 ] || die "usage: $0 [LABEL=]BINARY... (cargo build --release -p chart-index)"
     labels=() bins=()
     local arg b
     for arg in "$@"; do

@@ -24,8 +24,6 @@ mod api;
 mod auth;
 mod charts;
 mod client;
-#[path = "../common/mod.rs"]
-mod common;
 mod helm;
 mod replicas;
 mod restart;
@@ -41,7 +39,8 @@ use crate::charts::{
     chart, contains, nv, package, padded_chart, parse_index, sha256, snapshot, tgz,
 };
 use crate::client::{Body, Resp, http};
-use crate::common::example;
+use testkit::process;
+
 use crate::server::Server;
 
 #[test]
@@ -610,15 +609,15 @@ fn backend_flags_choose_how_the_root_is_watched() {
         (&["--backend", "nfs"][..], "unknown backend"),
         (&["--poll-interval", "0"], "--poll-interval"),
         (&["--poll-interval", "soon"], "--poll-interval"),
-        (&["--backend"], "--backend needs a value"),
+        (&["--backend"], "a value is required for '--backend"),
         (&["--sync-timeout", "soon"], "--sync-timeout"),
     ] {
-        let mut cmd = example::command("chart_index");
+        let mut cmd = server::command();
         cmd.arg("--storage")
             .arg(base.join("refused"))
             .args(["--listen", "256.0.0.1:1"])
             .args(args);
-        let out = example::output("chart_index", cmd);
+        let out = process::output("chart_index", cmd);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?} says {says:?}: {err}");

@@ -1,15 +1,26 @@
-//! The server under test: a `chart_index` example process
-//! (`common::example`), stopped on drop, every line it prints kept so that
+//! The server under test: a `chart-index` process
+//! (`testkit::process`), stopped on drop, every line it prints kept so that
 //! waits can wake on each.
 
 use std::path::Path;
-use std::process::ExitStatus;
+use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use crate::charts::{Listing, parse_index};
 use crate::client::{Body, Field, Resp, form, http, http_with, index_path};
-use crate::common::WAIT;
-use crate::common::example::{self, Process, Stream};
+use testkit::WAIT;
+use testkit::process::{Process, Stream};
+
+/// A command running the server's binary, as cargo built it for these
+/// tests, with none of the environment variables it reads (the test's
+/// own environment must not configure it).
+pub(crate) fn command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chart-index"));
+    for var in chart_index::config::env_vars() {
+        cmd.env_remove(var);
+    }
+    cmd
+}
 
 /// What a server prints on stderr before each of its roots' backend.
 const ROOT_LINE: &str = "chart_index: root: ";
@@ -42,13 +53,11 @@ impl Server {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
-        let mut cmd = example::command("chart_index");
+        let mut cmd = command();
         cmd.arg("--storage")
             .arg(storage)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
-            .env_remove("BASIC_AUTH_USER")
-            .env_remove("BASIC_AUTH_PASS")
             .envs(env.iter().copied());
         let process = Process::start(label, cmd);
         // Its first stdout line (looked for without passing over the

@@ -54,7 +54,6 @@ use specwatch::{ChangesSince, Manager, Phase, Seq};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::SPEC;
 use crate::auth::{Access, Auth, Denied};
 use crate::chart::{ChartVersion, parse_chart};
 use crate::form::{MAX_FORM_OVERHEAD, MAX_PROV_BYTES, is_form, read_form};
@@ -65,6 +64,7 @@ use crate::index::{Index, render_index};
 use crate::listing::{all_charts, one_chart, one_version, page};
 use crate::provenance::prov_chart;
 use crate::routes::{Miss, Route, Rules, route};
+use crate::server::SPEC;
 use crate::storage::{
     FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
     sync_dir,

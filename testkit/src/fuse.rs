@@ -1,5 +1,5 @@
-//! A FUSE bind mount (`bindfs`) for the shared-storage tests, shared by
-//! `tests/backends.rs` and `tests/chart_index/` (included by `#[path]`).
+//! A FUSE bind mount (`bindfs`) for the shared-storage tests (the
+//! library's and the chart server's).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,10 +9,6 @@ use std::process::Command;
 /// mount (no event on the mount). Unmounted on drop.
 pub struct BindMount {
     /// The directory mounted (kept to mount it again).
-    #[allow(
-        dead_code,
-        reason = "used by some of the test binaries that include this file"
-    )]
     src: PathBuf,
     mnt: PathBuf,
     /// Stopped with SIGSTOP (a server that stopped answering).
@@ -42,10 +38,6 @@ impl BindMount {
     }
 
     /// The bindfs process serving this mount (found by its command line).
-    #[allow(
-        dead_code,
-        reason = "used by some of the test binaries that include this file"
-    )]
     fn pid(&self) -> String {
         let want = self.mnt.as_os_str().as_encoded_bytes();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -74,10 +66,6 @@ impl BindMount {
     /// meanwhile (a timeout, SIGKILL: no drop runs) does not leave a
     /// stopped server behind, which would hang whatever looks at the
     /// machine's mounts (Wine's mount manager does, at every volume query).
-    #[allow(
-        dead_code,
-        reason = "used by some of the test binaries that include this file"
-    )]
     pub fn pause(&mut self, at_most: std::time::Duration) {
         let pid = self.pid();
         let watchdog = Command::new("sh")
@@ -99,10 +87,6 @@ impl BindMount {
     }
 
     /// Lets a paused server go on (SIGCONT).
-    #[allow(
-        dead_code,
-        reason = "used by some of the test binaries that include this file"
-    )]
     pub fn resume(&mut self) {
         if std::mem::take(&mut self.paused) {
             self.signal("-CONT");
@@ -111,10 +95,6 @@ impl BindMount {
 }
 
 /// The device of what is at `path`.
-#[allow(
-    dead_code,
-    reason = "used by some of the test binaries that include this file"
-)]
 fn device(path: &Path) -> u64 {
     let m = std::fs::metadata(path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
     #[cfg(unix)]
@@ -130,10 +110,6 @@ fn device(path: &Path) -> u64 {
     }
 }
 
-#[allow(
-    dead_code,
-    reason = "used by some of the test binaries that include this file"
-)]
 impl BindMount {
     /// Whether the mount is there: its mount point is on another device
     /// than the directory holding it.

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use crate::charts::{Listing, chart, nv, sha256};
 use crate::server::Server;
 
-#[path = "../common/fuse.rs"]
-mod fuse;
-use fuse::bind_mount;
+use testkit::fuse::bind_mount;
 
 /// How long each replica took to show a change, from the write.
 #[derive(Default)]

@@ -1,13 +1,13 @@
 #!/bin/sh
-# Load figures for the chart_index example: one replica over a storage
+# Load figures for the chart-index server: one replica over a storage
 # directory of CHARTS charts spread over TENANTS tenants, asked
 # `GET /<tenant>/index.yaml` (a random tenant per request) by `oha` at
 # CONNS connections for DURATION.
 #
-#   cargo build --release --example chart_index
-#   examples/chart_index/load.sh [BINARY] [-- OHA_ARGS...]
+#   cargo build --release -p chart-index
+#   chart-index/scripts/load.sh [BINARY] [-- OHA_ARGS...]
 #
-# BINARY defaults to target/release/examples/chart_index; OHA_ARGS are
+# BINARY defaults to target/release/chart-index; OHA_ARGS are
 # passed to oha (e.g. `-- --disable-keepalive`). Environment: CHARTS
 # (1000), TENANTS (10), CONNS (64), DURATION (10s), OHA (oha; `cargo
 # install oha`), KEEP=1 keeps the work directory. Needs python3
@@ -19,14 +19,14 @@ TENANTS=${TENANTS:-10}
 CONNS=${CONNS:-64}
 DURATION=${DURATION:-10s}
 OHA=${OHA:-oha}
-bin=target/release/examples/chart_index
+bin=target/release/chart-index
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then
     bin=$1
     shift
 fi
 [ $# -gt 0 ] && [ "$1" = "--" ] && shift
 
-[ -x "$bin" ] || { echo "load.sh: no server binary at $bin (cargo build --release --example chart_index)" >&2; exit 2; }
+[ -x "$bin" ] || { echo "load.sh: no server binary at $bin (cargo build --release -p chart-index)" >&2; exit 2; }
 command -v "$OHA" >/dev/null || { echo "load.sh: no $OHA on PATH (cargo install oha)" >&2; exit 2; }
 
 work=$(mktemp -d)

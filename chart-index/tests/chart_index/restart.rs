@@ -11,7 +11,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::charts::{Listing, chart, nv, package, sha256};
-use crate::common::example;
+use testkit::process;
+
+use crate::server;
 use crate::server::Server;
 
 /// How a start got its packages: its `chart_index: start:` line's counts.
@@ -315,12 +317,12 @@ fn the_cache_may_not_be_inside_the_storage() {
     let d = tempfile::tempdir().unwrap();
     let storage = d.path().join("charts");
     fs::create_dir_all(&storage).unwrap();
-    let mut cmd = example::command("chart_index");
+    let mut cmd = server::command();
     cmd.arg("--storage")
         .arg(&storage)
         .args(["--listen", "127.0.0.1:0", "--cache-dir"])
         .arg(storage.join("org/.cache"));
-    let out = example::output("cache inside", cmd);
+    let out = process::output("cache inside", cmd);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("is inside the storage directory"), "{err}");

@@ -305,7 +305,7 @@ pub fn timed_out() -> Reply {
 }
 
 /// Reads and drops what is left of `body` (a refused one), at most
-/// [`LINGER_BYTES`] for at most [`LINGER_TIME`], in the background, so
+/// `LINGER_BYTES` for at most `LINGER_TIME`, in the background, so
 /// that the client reads the answer rather than a connection reset; not
 /// when the client waits for `100 Continue` (then it has sent nothing,
 /// and is not asked to).

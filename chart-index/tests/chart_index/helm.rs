@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::charts::{package, sha256};
 use crate::client::Resp;
-use crate::common::{example, skip};
 use crate::server::Server;
+use testkit::{process, skip};
 
 /// Helm's client: a Python with `helm_python`, and Helm's own directories
 /// (cache, configuration, data) kept in the test's temporary directory.
@@ -34,7 +34,7 @@ impl Helm {
     /// panic instead where `SPECWATCH_REQUIRE_HELM` is set).
     fn find(home: &Path) -> Option<Helm> {
         let python = std::env::var_os("SPECWATCH_HELM_PYTHON").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/helm-venv/bin/python"),
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/helm-venv/bin/python"),
             PathBuf::from,
         );
         let helm = Helm {
@@ -78,7 +78,7 @@ impl Helm {
         ] {
             cmd.env(var, self.home.join(dir));
         }
-        let out = example::output(&format!("helm.py {}", args.join(" ")), cmd);
+        let out = process::output(&format!("helm.py {}", args.join(" ")), cmd);
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
         }

@@ -12,7 +12,9 @@ use serde_json::json;
 
 use crate::charts::{chart, snapshot};
 use crate::client::Resp;
-use crate::common::example;
+use testkit::process;
+
+use crate::server;
 use crate::server::Server;
 
 const USER: &str = "ci-user-Q7";
@@ -245,15 +247,13 @@ fn writes_are_closed_without_credentials_unless_asked() {
         ),
     ];
     for (args, env, says) in cases {
-        let mut cmd = example::command("chart_index");
+        let mut cmd = server::command();
         cmd.arg("--storage")
             .arg(d.path().join("refused"))
             .args(["--listen", "256.0.0.1:1"])
             .args(args)
-            .env_remove("BASIC_AUTH_USER")
-            .env_remove("BASIC_AUTH_PASS")
             .envs(env.iter().copied());
-        let out = example::output("chart_index", cmd);
+        let out = process::output("chart_index", cmd);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
         assert!(err.contains(says), "{args:?} {env:?} says {says:?}: {err}");

@@ -1,8 +1,7 @@
 //! A FUSE file system whose operations fail on demand (`faultfs.py`
 //! beside this file: a passthrough of a source directory, in Python with
 //! Debian's FUSE bindings, `python3-fusepy`), for the storage-error tests
-//! (`tests/storage_errors.rs`, which includes this file by `#[path]`).
-//! Linux only.
+//! (`tests/storage_errors.rs`). Linux only.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The script, in the source tree.
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/faultfs.py");
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/faultfs.py");
 
 /// How long mounting, switching and unmounting may take.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -142,10 +141,10 @@ impl FaultFs {
                 return;
             }
             assert!(
-                began.elapsed() < super::common::WAIT,
+                began.elapsed() < crate::WAIT,
                 "timed out after {:?} waiting for {what} ({n} failed operations on {path} \
                  after the first {since}; {seen} so far; all: {:?})",
-                super::common::WAIT,
+                crate::WAIT,
                 self.failures()
             );
             std::thread::sleep(Duration::from_millis(1));
@@ -278,7 +277,7 @@ pub fn fault_mount() -> Option<FaultFs> {
              mounted: {why}"
         ),
         Err(why) => {
-            super::common::note(&format!(
+            crate::note(&format!(
                 "\n*** SKIPPED: the storage-error test cannot mount its FUSE file system: {why}\n\
                  *** (set SPECWATCH_REQUIRE_FAULTFS=1 to make this a failure)\n"
             ));

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 23's load scenario for the chart_index example: two replicas over
+# Issue 23's load scenario for the chart-index server: two replicas over
 # one storage directory of CHARTS charts in TENANTS tenants, replica A on
 # the directory itself (native watching), replica B on a bindfs (FUSE)
 # mount of it (Auto finds FUSE and polls every --poll-interval). For
@@ -18,9 +18,9 @@
 # of the same binary on an empty directory (local for A, a bindfs mount
 # for B), divided by CHARTS.
 #
-#   examples/chart_index/replicas-load.sh [LABEL=]BINARY...
+#   chart-index/scripts/replicas-load.sh [LABEL=]BINARY...
 #
-# Each BINARY is a chart_index server (LABEL defaults to its path); with
+# Each BINARY is a chart-index server (LABEL defaults to its path); with
 # several, each round runs each in turn (before, after, before, after with
 # ROUNDS=2), so drift in the machine's load hits all alike. A binary whose
 # --help names --allow-anonymous-write gets it (writes are closed without

@@ -6,7 +6,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
-use crate::common::WAIT;
+use testkit::WAIT;
 
 pub(crate) fn index_path(tenant: &str) -> String {
     if tenant.is_empty() {

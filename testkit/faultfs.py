@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A FUSE file system for the storage-error tests (tests/storage_errors.rs,
-through tests/common/faultfs.rs): a passthrough of a source directory whose
+through testkit/src/faultfs.rs): a passthrough of a source directory whose
 operations fail with an errno on demand, for the whole mount or below one
 path.
 

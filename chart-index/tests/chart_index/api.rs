@@ -8,10 +8,11 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
+use testkit::process;
 
 use crate::charts::{chart, nv, package, prov, sha256};
 use crate::client::Resp;
-use crate::server::Server;
+use crate::server::{self, Server};
 
 fn created(r: &Resp) {
     assert_eq!(r.status, 201, "{}", r.text());
@@ -286,4 +287,116 @@ fn force_needs_allow_overwrite_and_delete_can_be_disabled() {
     assert!(r.text().contains("--disable-delete"), "{}", r.text());
     assert!(storage.join("org/x-1.0.0.tgz").exists());
     assert_eq!(s.get("/api/org/charts/x/1.0.0").status, 200);
+}
+
+/// The settings of the last test, from a config file and from
+/// chartmuseum's environment variables instead of flags (a flag wins
+/// over its variable, which wins over the file); bad values refused,
+/// naming the variable or the file's line.
+#[test]
+fn settings_from_a_config_file_and_the_environment() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = d.path().join("charts");
+    let config = d.path().join("chart-index.yaml");
+    std::fs::write(
+        &config,
+        "# as an operator would write it\ndisable-delete: true\ndepth: 2\n",
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap();
+    // DEPTH=1 from the environment wins over the file's 2.
+    let s = Server::start_with(
+        "configured",
+        &storage,
+        &["--config", config_arg],
+        &[("DEPTH", "1"), ("ALLOW_ANONYMOUS_WRITE", "true")],
+    );
+    created(&s.post("/api/org/charts", &chart("x", "1.0.0")));
+    assert_eq!(
+        s.send("POST", "/api/org/team/charts", &[], b"").status,
+        404,
+        "a tenant of two segments with DEPTH=1"
+    );
+    let r = s.delete("/api/org/charts/x/1.0.0");
+    assert_eq!(r.status, 404, "disable-delete from the file: {}", r.text());
+    assert!(storage.join("org/x-1.0.0.tgz").exists());
+    drop(s);
+
+    // The flag wins over the file.
+    let s = Server::start_with(
+        "flag over file",
+        &storage,
+        &[
+            "--config",
+            config_arg,
+            "--disable-delete=false",
+            "--depth",
+            "1",
+        ],
+        &[("ALLOW_ANONYMOUS_WRITE", "1")],
+    );
+    let r = s.delete("/api/org/charts/x/1.0.0");
+    assert_eq!(r.status, 200, "--disable-delete=false: {}", r.text());
+    drop(s);
+
+    // Refused, exit 2, naming where the value came from.
+    let bad = d.path().join("bad.yaml");
+    std::fs::write(&bad, "depth: 1\npoll-interval: soon\n").unwrap();
+    let unknown = d.path().join("unknown.yaml");
+    std::fs::write(&unknown, "prot: 8080\n").unwrap();
+    /// Arguments, environment, and what the refusal says.
+    type Refused<'a> = (Vec<String>, Vec<(&'a str, &'a str)>, Vec<String>);
+    let cases: [Refused<'_>; 4] = [
+        (
+            vec![],
+            vec![("PORT", "http")],
+            vec!["PORT".into(), "--port".into()],
+        ),
+        (
+            vec![],
+            vec![("DISABLE_DELETE", "maybe")],
+            vec!["DISABLE_DELETE".into()],
+        ),
+        (
+            vec!["--config".into(), bad.display().to_string()],
+            vec![],
+            vec![
+                bad.display().to_string(),
+                "line 2".into(),
+                "poll-interval".into(),
+            ],
+        ),
+        (
+            vec!["--config".into(), unknown.display().to_string()],
+            vec![],
+            vec!["unknown field `prot`".into(), "line 1".into()],
+        ),
+    ];
+    for (args, env, says) in cases {
+        let mut cmd = server::command();
+        cmd.arg("--storage")
+            .arg(d.path().join("refused"))
+            .args(["--listen", "256.0.0.1:1"])
+            .args(&args)
+            .envs(env.iter().copied());
+        let out = process::output("chart-index", cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        for s in says {
+            assert!(err.contains(&s), "{args:?} {env:?} says {s:?}: {err}");
+        }
+    }
+
+    // --help names each setting's variable.
+    let mut cmd = server::command();
+    cmd.arg("--help");
+    let out = process::output("chart-index --help", cmd);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{help}");
+    for var in chart_index::config::env_vars() {
+        assert!(
+            help.contains(&format!("[env: {var}")),
+            "--help names {var}: {help}"
+        );
+    }
 }

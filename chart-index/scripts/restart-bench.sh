@@ -1,5 +1,5 @@
 #!/bin/bash
-# Start-up figures for the chart_index example: the time from the
+# Start-up figures for the chart-index server: the time from the
 # process's start to its LISTENING line, and how many packages it read,
 # over a storage directory of CHARTS charts in TENANTS tenants:
 #
@@ -8,8 +8,8 @@
 #   changed    a restart after CHANGED packages were rewritten while it
 #              was down (each with a new digest)
 #
-#   cargo build --release --example chart_index
-#   examples/chart_index/restart-bench.sh [LABEL=]BINARY...
+#   cargo build --release -p chart-index
+#   chart-index/scripts/restart-bench.sh [LABEL=]BINARY...
 #
 # Each BINARY runs the three starts in turn, with a cache directory of
 # its own (`--cache-dir`, new for each binary) if its --help names the
