@@ -44,8 +44,8 @@ impl Manager {
     /// before. The engine copies the spec's part of the index (some
     /// bytes per entry, on its own thread); the rules are applied, the
     /// paths built and sorted on the caller's thread. On a tree of a
-    /// million files this costs about two `find`s of it (the README's
-    /// "At scale" has the figure).
+    /// million files this costs about two `find`s of it (`benches/RESULTS.md`,
+    /// "At scale", has the figure).
     ///
     /// ```no_run
     /// use specwatch::{Manager, WatchSpec};

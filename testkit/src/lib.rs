@@ -78,7 +78,7 @@ pub fn retry_while_handles_open(what: &str, mut op: impl FnMut() -> std::io::Res
 }
 
 /// Says `*** SKIPPED: why` (see [`note`]) and returns true (for a skip
-/// decided by the caller, on a known problem that the README names).
+/// decided by the caller, on a known problem that the docs name).
 pub fn skip(why: &str) -> bool {
     note(&format!("*** SKIPPED: {why}"));
     true
