@@ -21,7 +21,7 @@ const USER: &str = "ci-user-Q7";
 const PASSWORD: &str = "pw-Secret-789";
 const TOKENS: [&str; 2] = ["tok-Alpha-123", "tok-Beta-456"];
 
-fn basic(user_pass: &str) -> String {
+pub(crate) fn basic(user_pass: &str) -> String {
     format!(
         "Authorization: Basic {}",
         base64::engine::general_purpose::STANDARD.encode(user_pass)

@@ -13,10 +13,17 @@ result as one JSON document on stdout; on a Helm error prints
     helm.py pull REPO_URL NAME VERSION DEST_DIR   -> {"files": [...]}
     helm.py dependency-update CHART_DIR           -> {"charts": [...]}
     helm.py generate DIR BASE_URL                 -> `helm repo index DIR --url BASE_URL`
+    helm.py lint CHART_DIR VALUES_JSON            -> `helm lint --strict`'s report
+    helm.py render CHART_DIR VALUES_JSON          -> {template: [manifest, ...] or NOTES text}
+
+`render` renders offline as `helm template` does (release `ci` in the
+namespace `ns`), and reads each manifest back with Helm's own YAML
+reader; a template rendering nothing gives [].
 """
 
 import json
 import os
+import re
 import sys
 
 import helm_python as helm
@@ -43,7 +50,22 @@ def run(action, args):
         return {"charts": sorted(os.listdir(os.path.join(args[0], "charts")))}
     if action == "generate":
         return helm.repo_index_generate(args[0], base_url=args[1])
+    if action == "lint":
+        return helm.lint(args[0], json.loads(args[1]), strict=True)
+    if action == "render":
+        chart = helm.Chart.load(args[0])
+        rendered = chart.render(json.loads(args[1]), name="ci", namespace="ns", is_install=True)
+        return {path: manifests(path, text) for path, text in rendered.items()}
     raise SystemExit(f"helm.py: unknown action {action!r}")
+
+
+def manifests(path, text):
+    """A template's manifests (each YAML document, as Helm reads it), or
+    the text of one that is not YAML (NOTES.txt)."""
+    if not path.endswith((".yaml", ".yml")):
+        return text
+    docs = re.split(r"^---[ \t]*$", text, flags=re.MULTILINE)
+    return [m for m in (helm.values_from_yaml(d) for d in docs if d.strip()) if m]
 
 
 def main():

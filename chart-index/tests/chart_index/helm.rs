@@ -24,15 +24,15 @@ use testkit::{process, skip};
 
 /// Helm's client: a Python with `helm_python`, and Helm's own directories
 /// (cache, configuration, data) kept in the test's temporary directory.
-struct Helm {
+pub(crate) struct Helm {
     python: PathBuf,
     home: PathBuf,
 }
 
 impl Helm {
-    /// Helm's client, or `None` once it has said why the test skips (a
+    /// Helm's client, or `None` once it has said why `test` skips (a
     /// panic instead where `SPECWATCH_REQUIRE_HELM` is set).
-    fn find(home: &Path) -> Option<Helm> {
+    pub(crate) fn find(home: &Path, test: &str) -> Option<Helm> {
         let python = std::env::var_os("SPECWATCH_HELM_PYTHON").map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/helm-venv/bin/python"),
             PathBuf::from,
@@ -59,7 +59,7 @@ impl Helm {
             panic!("Helm's client is required here (SPECWATCH_REQUIRE_HELM): {why}");
         }
         skip(&format!(
-            "the Helm client test needs helm-python-sdk: {why} \
+            "{test} needs helm-python-sdk: {why} \
              (set SPECWATCH_REQUIRE_HELM=1 to make this a failure)"
         ));
         None
@@ -67,7 +67,7 @@ impl Helm {
 
     /// Runs `helm.py ARGS` (one Helm action, within the tests' deadline):
     /// its JSON result, or what Helm said.
-    fn run(&self, args: &[&str]) -> Result<Value, String> {
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Value, String> {
         let mut cmd = Command::new(&self.python);
         cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/chart_index/helm.py"))
             .args(args);
@@ -91,7 +91,7 @@ impl Helm {
     }
 
     /// As [`Helm::run`], panicking with what Helm said.
-    fn ok(&self, args: &[&str]) -> Value {
+    pub(crate) fn ok(&self, args: &[&str]) -> Value {
         self.run(args)
             .unwrap_or_else(|e| panic!("helm.py {}: {e}", args.join(" ")))
     }
@@ -205,7 +205,7 @@ fn comparable(index: &Value, base: &str) -> Value {
 #[test]
 fn helm_uses_the_repository_end_to_end() {
     let d = tempfile::tempdir().unwrap();
-    let Some(helm) = Helm::find(&d.path().join("helm-home")) else {
+    let Some(helm) = Helm::find(&d.path().join("helm-home"), "the Helm client test") else {
         return;
     };
     let storage = d.path().join("charts");

@@ -15,7 +15,10 @@
 //! `replicas` two servers on one storage directory, `restart` the restart
 //! cache (`--cache-dir`), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
-//! it is not installed); the helpers live beside them:
+//! it is not installed); `helm_chart` the server's own Helm chart
+//! (`deploy/helm`, linted and rendered by Helm's code) and `container` its
+//! container image run by podman (skipped, saying so, where no image was
+//! built); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
 //! (packages and indexes).
 #![cfg(unix)]
@@ -24,7 +27,9 @@ mod api;
 mod auth;
 mod charts;
 mod client;
+mod container;
 mod helm;
+mod helm_chart;
 mod replicas;
 mod restart;
 mod server;

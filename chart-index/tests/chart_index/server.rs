@@ -59,7 +59,12 @@ impl Server {
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .envs(env.iter().copied());
-        let process = Process::start(label, cmd);
+        Server::from_process(label, Process::start(label, cmd))
+    }
+
+    /// The server `process` runs (the binary, or a container of its
+    /// image), once it has said `LISTENING`: its address is the one said.
+    pub(crate) fn from_process(label: &str, process: Process) -> Server {
         // Its first stdout line (looked for without passing over the
         // stderr lines before it, which `wait_log` looks at).
         let (_, first) = process.find(0, "on stdout (LISTENING)", |l| l.stream == Stream::Stdout);
