@@ -129,8 +129,10 @@ fn a_killed_watcher_is_replaced_and_nothing_is_lost_or_doubled() {
         );
         assert_eq!(c.resyncs.len(), 1, "replica {i}: no resync at the failover");
     }
+    // The lease's expiry (1 s), a follower's attempt (a third of it),
+    // the new watcher's scan.
     assert!(
-        first - killed < Duration::from_secs(5),
+        first - killed < Duration::from_secs(3),
         "failover took {:?}",
         first - killed
     );
@@ -226,7 +228,7 @@ fn a_follower_reads_its_writes_through_a_look() {
     let w = one_watcher(&mut cs);
     wait_all_equal(&mut cs, &storage, "start");
     let mut took = Vec::new();
-    for i in 0..30 {
+    for i in 0..100 {
         let who = (w + 1 + i % 3) % 4;
         let rel = format!("t{}/up-{i}.tgz", i % 4);
         let path = cs[who].root.join(&rel);
