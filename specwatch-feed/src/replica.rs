@@ -21,6 +21,10 @@ use crate::store::{LookRequest, Store, Trouble};
 /// How long the driver waits at most before looking at its stop flag.
 const STEP: Duration = Duration::from_millis(200);
 
+/// The longest a local replica waits to try again a feed it could not
+/// read.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
 /// How many batches one read of the stream takes at most.
 const READ_COUNT: usize = 512;
 
@@ -165,6 +169,7 @@ impl Replica {
             run_id: None,
             announced: Role::Starting,
             target: 0,
+            backoff: Duration::ZERO,
         };
         let handle = std::thread::Builder::new()
             .name("specwatch-feed".into())
@@ -421,6 +426,9 @@ struct Driver {
     /// The last seq the feed had when last asked (a follower that
     /// reached it is caught up).
     target: u64,
+    /// How long a local replica waits before it tries the feed again
+    /// after the feed could not be read (zero: a third of the lease).
+    backoff: Duration,
 }
 
 impl Driver {
@@ -476,6 +484,9 @@ impl Driver {
     }
 
     fn announce(&mut self, role: Role) {
+        if role != Role::Local {
+            self.backoff = Duration::ZERO;
+        }
         self.set_role(role);
         self.shared.update(|s| s.whole = true);
         if self.announced != role {
@@ -565,7 +576,13 @@ impl Driver {
                         Err(e) => return Next::Local(e),
                     }
                 }
-                Err(e) => return Next::Local(e.to_string()),
+                Err(e) => {
+                    // Redis holds what this replica cannot read (another
+                    // format): watch alone, and try the feed again later
+                    // and later (each try costs a scan and a resync).
+                    self.backoff = (self.backoff * 2).clamp(self.tick(), MAX_BACKOFF);
+                    return Next::Local(e.to_string());
+                }
             }
         }
     }
@@ -732,7 +749,7 @@ impl Driver {
         self.announce(Role::Local);
         self.set_error(&why);
         let mut last = newest.number();
-        let mut next_probe = Instant::now() + self.tick();
+        let mut next_probe = Instant::now() + self.backoff.max(self.tick());
         loop {
             if self.stopping() {
                 return Next::Stop;
@@ -826,12 +843,11 @@ impl Lead {
         keeper: &Keeper,
         looks_stop: &Arc<AtomicBool>,
     ) -> std::result::Result<Lead, Next> {
-        let redis = |d: &mut Driver, e: Trouble| match e {
-            Trouble::Fenced(why) => {
-                d.set_error(format!("lost the lease while taking over: {why}"));
-                Next::Follow
-            }
-            e => Next::Local(e.to_string()),
+        // Whatever went wrong, let go and follow: following finds out
+        // whether Redis is there (else the replica goes local).
+        let redis = |d: &mut Driver, e: Trouble| {
+            d.set_error(format!("taking over: {e}"));
+            Next::Follow
         };
         let held = store.belief().map_err(|e| redis(d, e))?;
         let (epoch, first, base, belief) = match held {
@@ -988,14 +1004,15 @@ impl Lead {
             d.opts.max_len,
         ) {
             Ok(()) => {}
-            Err(Trouble::Fenced(why)) => {
-                // Deposed (the lease expired, someone else took it): what
-                // this batch held is the new watcher's to publish, from
-                // its difference with the disk.
-                d.set_error(format!("stepped down: {why}"));
+            Err(e) => {
+                // Deposed (the lease expired, someone else took it), or
+                // Redis failed (the batch may or may not be in): step
+                // down and follow from the last seq delivered here. What
+                // this batch held is in the stream, or is the next
+                // watcher's to publish, from its difference with the disk.
+                d.set_error(format!("stepped down: {e}"));
                 return Err(Next::Follow);
             }
-            Err(e) => return Err(Next::Local(e.to_string())),
         }
         self.n = n;
         d.at = Some((self.epoch, n));
@@ -1041,7 +1058,10 @@ impl Lead {
         match self.look(d, &req.paths, deadline) {
             Ok(seq) => match self.store.answer_look(&req.reply, self.epoch, seq.number()) {
                 Ok(()) => Ok(()),
-                Err(e) => Err(Next::Local(e.to_string())),
+                Err(e) => {
+                    d.set_error(format!("stepped down: answering a look: {e}"));
+                    Err(Next::Follow)
+                }
             },
             Err(LookError::Watch(e)) => {
                 d.set_error(format!("a look failed: {e}"));

@@ -313,3 +313,35 @@ fn a_cold_replica_resumes_from_a_snapshot() {
     assert_eq!(stranger.resyncs, vec![ResyncReason::Start]);
     stranger.wait("equal to the disk", |c| c.tree == storage.tree());
 }
+
+/// A stream entry this version cannot read (another format, or junk): no
+/// replica delivers anything wrong; each watches the storage itself
+/// (trying the feed again later and later), and its tree stays the disk's.
+#[test]
+fn a_feed_that_cannot_be_read_sends_replicas_local() {
+    let Some(redis) = redis_or_skip() else { return };
+    let mut storage = Storage::new();
+    storage.write("t/a.tgz", "a");
+    let mut cs = replicas(&redis, &mut storage, "junk", 2);
+    one_watcher(&mut cs);
+    wait_all_equal(&mut cs, &storage, "start");
+    let n = cs[0].last.unwrap().number();
+    let epoch = format!("{:016x}", cs[0].last.unwrap().instance());
+    let _: String = redis::cmd("XADD")
+        .arg("specwatch-feed:{junk}:stream")
+        .arg(format!("{}-1", n + 1))
+        .arg("epoch")
+        .arg(&epoch)
+        .arg("changes")
+        .arg(&b"\x07junk"[..])
+        .query(&mut redis.con())
+        .unwrap();
+    // The watcher finds out at its next publish (refused: the junk holds
+    // its number), the follower at its next read.
+    storage.write("t/b.tgz", "b");
+    for c in cs.iter_mut() {
+        c.wait("local", |c| c.roles.last() == Some(&Role::Local));
+    }
+    storage.write("t/c.tgz", "c");
+    wait_all_equal(&mut cs, &storage, "local, past the junk");
+}
