@@ -147,6 +147,11 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub, rust_2018_idioms)]
 
+/// The README's example, compiled as a doc test so that it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod belief;
 mod codec;
 mod error;

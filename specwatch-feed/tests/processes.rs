@@ -51,12 +51,8 @@ fn feed(redis: &Redis, root: &Path) -> Command {
         "--seqs",
         "--initial-scan",
     ])
-    .args([
-        "--poll-interval",
-        &POLL_MS.to_string(),
-        "--lease-ttl",
-        "1000",
-    ])
+    .args(["--poll-interval", &POLL_MS.to_string()])
+    .args(["--lease-ttl", &ttl_ms().to_string()])
     .arg(root);
     c
 }
