@@ -394,7 +394,7 @@ impl Drop for Replica {
 enum Next {
     Follow,
     /// The lease was taken with this connection.
-    Watch(Store),
+    Watch(Box<Store>),
     /// Redis is out of reach (why).
     Local(String),
     Stop,
@@ -440,7 +440,7 @@ impl Driver {
             }
             next = match next {
                 Next::Follow => self.follow(),
-                Next::Watch(store) => self.watch(store),
+                Next::Watch(store) => self.watch(*store),
                 Next::Local(why) => self.local(why),
                 Next::Stop => break,
             };
@@ -567,7 +567,7 @@ impl Driver {
             self.refuse_requests();
             match self.follow_step(&mut store, &mut next_try) {
                 Ok(Step::Stay) => {}
-                Ok(Step::Leased) => return Next::Watch(store),
+                Ok(Step::Leased) => return Next::Watch(Box::new(store)),
                 Err(Trouble::Redis(e)) => {
                     // Once more at once (a dropped connection); then local.
                     self.set_error(format!("redis: {e}"));
@@ -602,19 +602,19 @@ impl Driver {
                 return Ok(Step::Leased);
             }
             self.target = seen.seq;
-            if let Some((e, n)) = self.at {
-                if seen.epoch != Some(e) || seen.seq < n {
-                    // Another history, or this one from before what was
-                    // read (a server that lost its last writes).
-                    self.at = None;
-                    self.reason = if seen.epoch == Some(e) {
-                        ResyncReason::RedisRestarted
-                    } else if self.announced == Role::Starting {
-                        ResyncReason::Start
-                    } else {
-                        ResyncReason::OtherEpoch
-                    };
-                }
+            if let Some((e, n)) = self.at
+                && (seen.epoch != Some(e) || seen.seq < n)
+            {
+                // Another history, or this one from before what was
+                // read (a server that lost its last writes).
+                self.at = None;
+                self.reason = if seen.epoch == Some(e) {
+                    ResyncReason::RedisRestarted
+                } else if self.announced == Role::Starting {
+                    ResyncReason::Start
+                } else {
+                    ResyncReason::OtherEpoch
+                };
             }
         }
         let Some((e, n)) = self.at else {
@@ -780,7 +780,7 @@ impl Driver {
                 next_probe = Instant::now() + self.tick();
                 if let Ok(mut store) = self.connect() {
                     match store.try_lease(&self.me, self.opts.lease_ttl) {
-                        Ok(seen) if seen.got_lease => return Next::Watch(store),
+                        Ok(seen) if seen.got_lease => return Next::Watch(Box::new(store)),
                         // The feed is there: follow it (from a resync).
                         Ok(seen) if seen.epoch.is_some() => return Next::Follow,
                         // No feed yet and another replica takes over:

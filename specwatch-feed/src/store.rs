@@ -493,10 +493,8 @@ impl Store {
     /// The consumer's snapshot, if there is one of the current epoch:
     /// (epoch, seq, data).
     pub(crate) fn snapshot(&mut self) -> Res<Option<(u64, u64, Vec<u8>)>> {
-        let (current, snap): (
-            Option<String>,
-            (Option<String>, Option<u64>, Option<Vec<u8>>),
-        ) = redis::pipe()
+        type Fields = (Option<String>, Option<u64>, Option<Vec<u8>>);
+        let (current, snap): (Option<String>, Fields) = redis::pipe()
             .atomic()
             .cmd("GET")
             .arg(&self.keys.epoch)

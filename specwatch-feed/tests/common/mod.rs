@@ -191,22 +191,17 @@ impl Storage {
     }
 }
 
-/// Relative path -> type, and a file's size, mtime and inode.
-pub type Tree = BTreeMap<
-    PathBuf,
-    (
-        FileType,
-        Option<(u64, Option<std::time::SystemTime>, Option<u64>)>,
-    ),
->;
-
-fn key(
-    ft: FileType,
-    meta: Option<&Meta>,
-) -> (
+/// What a test compares of an entry: its type, and a file's size, mtime
+/// and inode.
+pub type Seen = (
     FileType,
     Option<(u64, Option<std::time::SystemTime>, Option<u64>)>,
-) {
+);
+
+/// Relative path -> what is there.
+pub type Tree = BTreeMap<PathBuf, Seen>;
+
+fn key(ft: FileType, meta: Option<&Meta>) -> Seen {
     (
         ft,
         meta.filter(|_| ft == FileType::File)
