@@ -345,3 +345,66 @@ fn a_feed_that_cannot_be_read_sends_replicas_local() {
     storage.write("t/c.tgz", "c");
     wait_all_equal(&mut cs, &storage, "local, past the junk");
 }
+
+/// A replica resuming from a seq whose next batches were trimmed from the
+/// stream is handed the whole tree (a resync), then follows.
+#[test]
+fn a_seq_trimmed_from_the_stream_is_resynced() {
+    let Some(redis) = redis_or_skip() else { return };
+    let mut storage = Storage::new();
+    // Polled every minute: only the looks find the files, one batch each.
+    let opts = |storage: &mut Storage| {
+        options(&redis, "trim", &storage.mount(), Duration::from_secs(60)).max_len(10)
+    };
+    let mut w = Consumer::start(opts(&mut storage));
+    w.wait("watching", |c| c.roles.contains(&Role::Watching));
+    let first = w.last.unwrap();
+    // Forty batches: a look closes each at once.
+    for i in 0..40 {
+        let p = w.root.join(format!("f{i}"));
+        std::fs::write(&p, "x").unwrap();
+        w.replica().look([&p], WAIT).unwrap();
+    }
+    w.wait("forty batches", |c| c.batches.len() >= 40);
+    let len: usize = redis::cmd("XLEN")
+        .arg("specwatch-feed:{trim}:stream")
+        .query(&mut redis.con())
+        .unwrap();
+    assert!(len < 30, "trimmed to about 10: {len}");
+    let mut late = Consumer::start(opts(&mut storage).resume_from(first));
+    late.wait("a picture", |c| !c.resyncs.is_empty());
+    assert_eq!(late.resyncs, vec![ResyncReason::Trimmed]);
+    late.wait("equal to the disk", |c| c.tree == storage.tree());
+    late.no_violations();
+}
+
+/// Redis restarted at once, empty (the replicas may or may not have found
+/// it away in between): every replica resyncs (once or, through `Local`,
+/// twice), follows the new history, and stays equal to the disk, its seqs
+/// increasing.
+#[test]
+fn redis_restarted_at_once_empty() {
+    let Some(mut redis) = redis_or_skip() else {
+        return;
+    };
+    let mut storage = Storage::new();
+    storage.write("t/a.tgz", "a");
+    let mut cs = replicas(&redis, &mut storage, "restart", 3);
+    one_watcher(&mut cs);
+    wait_all_equal(&mut cs, &storage, "start");
+    let epoch = cs[0].last.unwrap().instance();
+    redis.stop();
+    redis.start_again();
+    storage.write("t/b.tgz", "b");
+    for c in cs.iter_mut() {
+        c.wait("the new history", |c| {
+            c.last.is_some_and(|s| s.instance() != epoch) && c.roles.last() != Some(&Role::Local)
+        });
+    }
+    one_watcher(&mut cs);
+    wait_all_equal(&mut cs, &storage, "after the restart");
+    for (i, c) in cs.iter().enumerate() {
+        let n = c.resyncs.len() - 1;
+        assert!((1..=2).contains(&n), "replica {i}: {:?}", c.resyncs);
+    }
+}
