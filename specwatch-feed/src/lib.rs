@@ -135,6 +135,10 @@
 //!   kept (a server that restarts from an older snapshot may have lost
 //!   the last batches, which would otherwise be published again under the
 //!   same numbers with other contents).
+//! - A replica that becomes the watcher, or watches alone, passes a
+//!   [`sync`](specwatch::Manager::sync) barrier after its scan: one
+//!   cookie file (`.specwatch-cookie-*`) is created and removed in the
+//!   storage's root, which other hosts listing it may see.
 //! - **A follower's `look` needs a watcher**: during a takeover it waits
 //!   (and times out if the takeover takes longer than its timeout).
 //! - A consumer that does not read its events makes them queue without

@@ -219,6 +219,14 @@ pub fn tree_of(root: &Path) -> Tree {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
+            // A replica's sync cookie (its scan's barrier): never reported,
+            // and gone at once.
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(".specwatch-cookie-")
+            {
+                continue;
+            }
             let m = std::fs::symlink_metadata(&p).unwrap();
             let ft = if m.is_dir() {
                 stack.push(p.clone());
