@@ -357,9 +357,10 @@ impl Replica {
         }
     }
 
-    /// Stops the replica as a killed process would: the lease (if it
-    /// holds it) is not let go of, and expires. For tests of a failover.
-    #[doc(hidden)]
+    /// Test hook (feature `test-hooks`): stops the replica as a killed
+    /// process would: the lease (if it holds it) is not let go of, and
+    /// expires. For tests of a failover.
+    #[cfg(feature = "test-hooks")]
     pub fn abandon(self) {
         self.shared.release.store(false, Ordering::SeqCst);
         drop(self);
