@@ -166,9 +166,7 @@ mod store;
 
 pub use error::{Error, Result};
 pub use event::{FeedEvent, FeedStatus, ResyncReason, Role};
-pub use options::{
-    DEFAULT_LEASE_TTL, DEFAULT_MAX_LEN, DEFAULT_SCAN_TIMEOUT, FeedOptions, MakeManager,
-};
+pub use options::{DEFAULT_LEASE_TTL, DEFAULT_MAX_LEN, DEFAULT_SCAN_TIMEOUT, FeedOptions};
 pub use replica::Replica;
 /// The specwatch this feed is built on (its batches, seqs, specs).
 pub use specwatch;

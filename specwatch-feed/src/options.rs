@@ -21,7 +21,7 @@ pub const DEFAULT_MAX_LEN: usize = 100_000;
 pub const DEFAULT_SCAN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Makes the [`Manager`] a replica watches the storage with.
-pub type MakeManager = Arc<dyn Fn() -> specwatch::Result<Manager> + Send + Sync>;
+pub(crate) type MakeManager = Arc<dyn Fn() -> specwatch::Result<Manager> + Send + Sync>;
 
 /// What a [`Replica`](crate::Replica) follows: Redis, the feed's name, the
 /// spec it watches the storage with when it must, and a few knobs.

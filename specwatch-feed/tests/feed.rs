@@ -49,6 +49,10 @@ fn followers_get_exactly_the_watchers_batches() {
     let mut cs = replicas(&redis, &mut storage, "exact", 3);
     let w = one_watcher(&mut cs);
     wait_all_equal(&mut cs, &storage, "start");
+    for c in &cs {
+        let s = c.replica().wait_whole(WAIT).unwrap();
+        assert!(s.whole && s.feed_up && s.last_error.is_none(), "{s:?}");
+    }
     let start: Vec<Seq> = cs.iter().map(|c| c.last.unwrap()).collect();
     assert!(
         start.iter().all(|s| s.instance() == start[0].instance()),
