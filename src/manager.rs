@@ -675,6 +675,85 @@ impl Manager {
         }
     }
 
+    /// Looks at `paths` of spec `name` now, and returns once what the look
+    /// found has been delivered to subscribers: the seq returned is at
+    /// least that of every batch holding it (and of every batch of the
+    /// spec published before). For a program that wrote these paths (or
+    /// was told that another host did: a change feed's read-your-writes)
+    /// and cannot wait for the next poll; far cheaper than
+    /// [`sync`](Manager::sync), which writes a cookie in every root and
+    /// polls every polled directory of the spec.
+    ///
+    /// Each path is looked at as an OS event about it would make the
+    /// engine look: an `lstat` of the name (a new directory on the way is
+    /// read whole), diffed against the index, so created and removed
+    /// entries are found at once. Where the directory holding a path is
+    /// polled (a network or FUSE file system, [`Backend::Poll`]), that one
+    /// directory is polled now instead (its listing read and its entries
+    /// `stat`ed, on the scanner, as any poll), which finds a file written
+    /// in place too; the rest of the spec's polled directories wait for
+    /// their interval. Then the spec's open batch closes, whatever its
+    /// quiet window says, as after a `sync`.
+    ///
+    /// Not a barrier for events: where the OS watches a directory (no
+    /// polling), a file written in place is reported when its event is
+    /// read, which is usually before the look, but not promised (use
+    /// `sync` for that). Paths outside what the spec covers are passed
+    /// over; the seq is then that of the newest batch published.
+    ///
+    /// ```no_run
+    /// use specwatch::{Manager, WatchSpec};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let m = Manager::new()?;
+    /// m.apply("charts", WatchSpec::new(["/mnt/charts"]))?;
+    /// std::fs::write("/mnt/charts/a/app-1.0.tgz", b"...")?;
+    /// let seq = m.look("charts", ["/mnt/charts/a/app-1.0.tgz"], Duration::from_secs(5))?;
+    /// // Every batch with a seq up to `seq` is in the subscribers' channels.
+    /// # let _ = seq;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] for an unknown name, [`Error::RelativePath`]
+    /// for a path that is not absolute, [`Error::Timeout`] when the look
+    /// was not done in time (a polled directory on a mount that hangs).
+    pub fn look<I, P>(&self, name: &str, paths: I, timeout: Duration) -> Result<crate::Seq>
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<std::path::PathBuf>,
+    {
+        let deadline = Instant::now() + timeout;
+        let not_found = || Error::NotFound {
+            spec: name.to_owned(),
+        };
+        let paths: Vec<std::path::PathBuf> = paths.into_iter().map(Into::into).collect();
+        if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
+            return Err(Error::RelativePath {
+                spec: name.to_owned(),
+                path: p.clone(),
+            });
+        }
+        if !self.specs.lock().contains_key(name) {
+            return Err(not_found());
+        }
+        self.check_alive()?;
+        match self.engine.look(name, paths, deadline)? {
+            Ok(true) => self.engine.shared.newest_seq(name).ok_or_else(not_found),
+            Ok(false) => Err(not_found()),
+            Err(()) => {
+                self.check_alive()?;
+                Err(Error::Timeout {
+                    spec: name.to_owned(),
+                    waited_for: "the look at the paths",
+                    timeout,
+                })
+            }
+        }
+    }
+
     /// Manager-wide counters. Asks the engine and waits for it: the answer
     /// reflects every call made before (apply, delete, ...), once the engine
     /// has handled them.

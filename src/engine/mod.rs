@@ -157,6 +157,17 @@ pub(crate) enum Msg {
         deadline: Instant,
         reply: Sender<bool>,
     },
+    /// Look at `paths` of the named spec now, as OS events about them
+    /// would make the engine look (a polled directory holding one: a poll
+    /// of that directory), then close the spec's batch: reply `true` once
+    /// what the look found is delivered (`false`: no such spec). Given up
+    /// at `deadline`.
+    Look {
+        name: String,
+        paths: Vec<std::path::PathBuf>,
+        deadline: Instant,
+        reply: Sender<bool>,
+    },
     /// Answer with the counters once this pass has settled.
     Stats { reply: Sender<Stats> },
     /// What the backend read.
@@ -240,6 +251,25 @@ impl Handle {
         let (reply, done) = crossbeam_channel::bounded(1);
         self.send(Msg::Sync {
             name: name.to_owned(),
+            deadline,
+            reply,
+        })?;
+        Ok(done.recv_deadline(deadline).map_err(|_| ()))
+    }
+
+    /// A look at `paths` of spec `name` (see [`Msg::Look`]): `Ok(true)`
+    /// once what it found is published; `Ok(false)` if there is no such
+    /// spec, `Err(())` at `deadline`.
+    pub(crate) fn look(
+        &self,
+        name: &str,
+        paths: Vec<std::path::PathBuf>,
+        deadline: Instant,
+    ) -> Result<std::result::Result<bool, ()>> {
+        let (reply, done) = crossbeam_channel::bounded(1);
+        self.send(Msg::Look {
+            name: name.to_owned(),
+            paths,
             deadline,
             reply,
         })?;
@@ -548,6 +578,12 @@ impl Engine {
                 deadline,
                 reply,
             } => self.start_sync(name, deadline, reply),
+            Msg::Look {
+                name,
+                paths,
+                deadline,
+                reply,
+            } => self.start_look(name, &paths, deadline, reply),
             Msg::Stats { reply } => self.stats_waiters.push(reply),
             #[cfg(feature = "test-hooks")]
             Msg::Hook(hook) => match hook {

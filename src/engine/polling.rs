@@ -418,6 +418,12 @@ impl Engine {
                     .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
             })
             .collect();
+        self.poll_dirs(ids)
+    }
+
+    /// Polls the polled directories `ids` now (a barrier's or a look's),
+    /// and returns their looks that a barrier must still wait for.
+    pub(super) fn poll_dirs(&mut self, ids: Vec<DirId>) -> Vec<(Purpose, DirId, u64)> {
         let mut asked = Vec::new();
         for id in ids {
             if let Some(token) = self.poll_look(id) {

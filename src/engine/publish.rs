@@ -88,6 +88,14 @@ impl Shared {
         }
     }
 
+    /// The newest seq issued, in spec `name`'s instance: every batch of
+    /// the spec up to it is published (`None`: no such spec).
+    pub(crate) fn newest_seq(&self, name: &str) -> Option<Seq> {
+        let newest = self.newest.load(Ordering::Acquire);
+        let instance = self.journals.lock().get(name).map(Journal::instance)?;
+        Some(Seq::new(instance, newest))
+    }
+
     /// The net changes of spec `name` after `seq` (`None`: no such spec).
     pub(crate) fn changes_since(&self, name: &str, seq: Seq) -> Option<ChangesSince> {
         let newest = self.newest.load(Ordering::Acquire);

@@ -160,6 +160,29 @@ impl Syncs {
             .collect()
     }
 
+    /// Registers a look's barrier for spec `name` (`Manager::look`): no
+    /// cookie, parked at once until the scanner's looks `scans` are done
+    /// with (none: it passes at the end of this pass).
+    pub(super) fn look(
+        &mut self,
+        name: String,
+        deadline: Instant,
+        reply: Sender<bool>,
+        scans: Vec<(Purpose, DirId, u64)>,
+    ) {
+        self.waits.push(Wait {
+            name,
+            remaining: BTreeSet::new(),
+            created: Vec::new(),
+            deadline,
+            reply: Some(reply),
+            rescan: None,
+            guard: false,
+            parked: true,
+            scans,
+        });
+    }
+
     /// Parks `wait` (its cookies all seen) until the scanner's looks
     /// `scans` (what for, directory, token) are done with.
     pub(super) fn park(&mut self, mut wait: Wait, scans: Vec<(Purpose, DirId, u64)>) {

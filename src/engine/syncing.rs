@@ -111,6 +111,54 @@ impl Engine {
         }
     }
 
+    /// A look at `paths` of spec `name` (`Manager::look`): a barrier with
+    /// no cookie. Each path is looked at as an OS event about it would
+    /// make the engine look (`lstat` of the name; the first directory on
+    /// the way down that the index does not hold read), except where the
+    /// nearest directory the index holds on its way is polled: that
+    /// directory is polled now (on the scanner), which finds what was
+    /// written there too, and the barrier is parked until those looks are
+    /// applied. Then the spec's batch closes and the caller is answered,
+    /// as for a sync; the rest of the spec is not polled. Paths outside
+    /// what the spec covers are passed over.
+    pub(super) fn start_look(
+        &mut self,
+        name: String,
+        paths: &[PathBuf],
+        deadline: Instant,
+        reply: Sender<bool>,
+    ) {
+        let Some(sid) = self.specs.id_of(&name) else {
+            let _ = reply.send(false);
+            return;
+        };
+        let mut polled = Vec::new();
+        for path in paths {
+            let Some(dir) = path.ancestors().skip(1).find_map(|d| self.index.lookup(d)) else {
+                continue;
+            };
+            let covered = self
+                .index
+                .get(dir)
+                .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid));
+            if !covered {
+                continue;
+            }
+            if self.polls.contains(dir) {
+                if !polled.contains(&dir) {
+                    polled.push(dir);
+                }
+            } else {
+                self.os_event(crate::backend::OsEvent::Path {
+                    path: path.clone(),
+                    hint: crate::backend::Hint::Rescan,
+                });
+            }
+        }
+        let scans = self.poll_dirs(polled);
+        self.syncs.look(name, deadline, reply, scans);
+    }
+
     /// Creates (and at once removes) the cookies of an apply's guard for
     /// `sid`, after its reads and before its report: one in each existing
     /// root (or a file root's

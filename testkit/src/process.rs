@@ -246,6 +246,19 @@ impl Process {
         ask_to_stop(self.child.as_mut().expect("still running"));
     }
 
+    /// Its process id (while it runs).
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().expect("still running").id()
+    }
+
+    /// Kills it without a word (SIGKILL on Unix: no handler, no clean-up
+    /// runs, as a crash or an OOM kill) and reaps it.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().expect("still running");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     /// Waits for it to exit and returns its exit status; panics if it has
     /// not exited within [`WAIT`].
     pub fn wait_exit(&mut self) -> ExitStatus {
