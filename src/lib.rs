@@ -483,7 +483,8 @@ pub use serde_impl::WatchSpecs;
 pub use spec::WatchSpec;
 pub use stats::Stats;
 pub use status::{
-    BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock, WatchStatus,
+    BackendReason, HoldReason, HoldStatus, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock,
+    WatchStatus,
 };
 #[cfg(feature = "stream")]
 pub use stream::{ChangeStream, EventStream, StatusStream};

@@ -363,7 +363,9 @@ pub struct WatchOptions {
     /// [`Manager::sync`](crate::Manager::sync) closes the batch with
     /// everything, files being written included (they are reported again
     /// if written after). Removals, directories and links are never held.
-    /// The status shows nothing of it.
+    /// While a due batch waits for files being written,
+    /// [`WatchStatus::holds`](crate::WatchStatus::holds) says so (how
+    /// many, since when, until when).
     ///
     /// Costs: on Linux's native backend every watched directory reports
     /// closes after a write (`IN_CLOSE_WRITE`, one more event per written

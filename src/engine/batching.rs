@@ -3,15 +3,82 @@
 //! (the one way in), and batches closed, when due or at a sync, and
 //! handed to `publish.rs`, a spec that compares contents leaving out
 //! files whose content did not change (`contents.rs`'s rule). The batches
-//! themselves are `specs.rs`'s.
+//! themselves are `specs.rs`'s; whether a due batch closes, the holds'
+//! (`holds.rs`: one question per spec, [`Holds::ask`]).
 
 use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
 
+use super::holds::{Answer, Holds};
+use super::specs::SpecTable;
 use super::{Engine, contents};
 use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, SpecId};
 use crate::restore::Restore;
+
+/// What [`take_due`] closed, and what it holds.
+#[derive(Default)]
+pub(super) struct Due {
+    /// The batches closed.
+    pub closed: Vec<(SpecId, Vec<Change>)>,
+    /// Specs whose held batch is to close once a barrier passes (a hold
+    /// ended).
+    pub released: Vec<SpecId>,
+}
+
+/// Closes every batch that is due at `now` (wall time `wall`), but those
+/// a hold keeps open: each spec the engine wakes for is asked of its
+/// holds once. `lock` says which lock file of the repositories holding
+/// the roots it is given exists, if one does (asked only of specs with
+/// `vcs_settle`, when their batch is due or their hold's next look is).
+pub(super) fn take_due(
+    specs: &mut SpecTable,
+    holds: &mut Holds,
+    (now, wall): (Instant, SystemTime),
+    mut lock: impl FnMut(&[PathBuf]) -> Option<PathBuf>,
+) -> Due {
+    let mut out = Due::default();
+    let mut keep = Vec::new();
+    for sid in specs.take_open() {
+        let Some(batch) = specs.batch(sid) else {
+            continue; // gone
+        };
+        let roots = || {
+            specs
+                .get(sid)
+                .map(|st| lock(st.roots()))
+                .unwrap_or_default()
+        };
+        match holds.ask(sid, (now, wall), batch, roots) {
+            Answer::Close => {
+                let (changes, carried) = holds.carry(sid, now, specs.take(sid));
+                specs.put_back(sid, now, carried);
+                out.closed.push((sid, changes));
+            }
+            Answer::Release => out.released.push(sid),
+            Answer::Wait => {}
+        }
+        if let Some(batch) = specs.batch(sid)
+            && holds.deadline(sid, batch).is_some()
+        {
+            keep.push(sid);
+        }
+    }
+    specs.keep_open(keep);
+    out
+}
+
+/// When the engine wakes next for a batch: the earliest one due (with its
+/// holds), or a hold's next look.
+pub(super) fn next_deadline(specs: &SpecTable, holds: &Holds) -> Option<Instant> {
+    specs
+        .open_ids()
+        .iter()
+        .filter_map(|&sid| holds.deadline(sid, specs.batch(sid)?))
+        .min()
+}
 
 impl Engine {
     /// Publishes the batch of `sid`: the one given, or its open one. An
@@ -22,7 +89,10 @@ impl Engine {
         changes: Option<Vec<Change>>,
         mark: Option<Restore>,
     ) {
-        let mut changes = changes.unwrap_or_else(|| self.specs.take(sid));
+        let mut changes = changes.unwrap_or_else(|| {
+            self.holds.closed(sid);
+            self.specs.take(sid)
+        });
         if self.contents.compares(sid) {
             changes = self
                 .contents
@@ -112,9 +182,8 @@ impl Engine {
             self.emit(sid, None, None);
         }
         self.look_at_writes();
-        let due = self
-            .specs
-            .take_due(self.clock.now(), self.clock.wall(), crate::fs::vcs_lock);
+        let now = (self.clock.now(), self.clock.wall());
+        let due = take_due(&mut self.specs, &mut self.holds, now, fs::vcs_lock);
         for sid in due.released {
             // Its lock went: the writes made before are all in once a
             // barrier passes, which closes the batch.
@@ -153,7 +222,7 @@ impl Engine {
         };
         self.specs
             .route(self.now, node, name, kind, ft, hinted, meta);
-        if self.specs.any_write_holds() {
+        if self.holds.any_write_holds() {
             self.note_write(id, name, kind, ft, meta);
         }
         // A rescan's look under way may be older than this change.

@@ -15,6 +15,7 @@
 //! |---|---|
 //! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
+//! | `holds.rs` | every hold on a spec's batch (a VCS lock, files being written), and whether a due batch closes |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
@@ -79,6 +80,7 @@ mod contents;
 mod events;
 mod following;
 mod forget;
+mod holds;
 mod ignore_files;
 mod ignoring;
 mod inbox;
@@ -330,6 +332,8 @@ pub(crate) struct Engine {
     now: Instant,
     index: Index,
     specs: SpecTable,
+    /// Every hold on a spec's batch (a VCS lock, files being written).
+    holds: holds::Holds,
     watches: WatchTable,
     polls: PollSet,
     /// Looks at the directories polled without an OS watch, and at those
@@ -383,6 +387,7 @@ impl Engine {
             now,
             index: Index::default(),
             specs: SpecTable::default(),
+            holds: holds::Holds::default(),
             watches,
             polls: {
                 let mut p = PollSet::new(config.poll_interval);
@@ -482,7 +487,7 @@ impl Engine {
     /// or (while a subscriber is behind) a look for room in its channel.
     fn next_deadline(&self) -> Option<Instant> {
         let timers = [
-            self.specs.next_deadline(),
+            batching::next_deadline(&self.specs, &self.holds),
             self.polls.next_deadline(),
             self.recovery.next_deadline(),
             self.syncs.next_deadline(),

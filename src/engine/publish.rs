@@ -140,6 +140,8 @@ pub(super) struct Facts {
     pub degraded: Option<String>,
     /// The version-control lock holding its batches, if one does.
     pub vcs_lock: Option<crate::status::VcsLock>,
+    /// Every hold on its batches.
+    pub holds: Vec<crate::status::HoldStatus>,
 }
 
 impl Publisher {
@@ -392,6 +394,7 @@ impl Publisher {
             last_error,
             last_error_time,
             vcs_lock: f.vcs_lock,
+            holds: f.holds,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
             return false;
@@ -465,6 +468,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
         && a.last_error == b.last_error
         && a.last_error_time == b.last_error_time
         && a.vcs_lock == b.vcs_lock
+        && a.holds == b.holds
 }
 
 #[cfg(test)]
@@ -495,6 +499,7 @@ mod tests {
             last_error: None,
             degraded: None,
             vcs_lock: None,
+            holds: Vec::new(),
         }
     }
 

@@ -16,7 +16,7 @@ impl Engine {
         touched.extend(self.mounts.take_touched());
         touched.extend(self.recovery.take_touched());
         touched.extend(self.rescans.take_touched());
-        touched.extend(self.specs.take_touched());
+        touched.extend(self.holds.take_touched());
         if self.polls.take_changed() {
             // Which specs cover a polled directory can only be told by
             // looking: rare enough (the watch limit, links on a path
@@ -167,7 +167,8 @@ impl Engine {
             missed_by_os: self.rescans.missed(sid),
             last_error: self.problems.last(sid),
             degraded,
-            vcs_lock: st.vcs_lock(),
+            vcs_lock: self.holds.vcs_lock(sid),
+            holds: self.holds.status(sid),
         })
     }
 }
