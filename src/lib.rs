@@ -176,6 +176,16 @@
 //! batch's maximum delay: a large file copied in slowly is reported once,
 //! complete, not half-written.
 //!
+//! A program that writes into a tree it watches (a code generator, a
+//! build whose outputs land there) holds its spec while it does:
+//! [`Manager::hold`] returns a guard, and what is written while it lives
+//! is deferred into one batch delivered once it is dropped, or, with
+//! [`WatchOptions::during_holds`]`(`[`DuringHolds::Drop`]`)`, delivered to
+//! no one (Watchman's `state-enter`/`state-leave`). The OS does not say
+//! who wrote a file: a hold covers everyone's writes meanwhile.
+//! [`WatchStatus::holds`] lists every hold on a spec's batches (a
+//! version-control lock, files being written, a program's), each bounded.
+//!
 //! # What a file is now
 //!
 //! A spec with [`WatchOptions::metadata`] (`WatchSpec::metadata(true)`)
@@ -399,7 +409,7 @@
 // core (`index`, `ignore`, `ignore_files`, `git_pattern`, `docker_ignore`, `coalesce`, `reconcile`,
 // `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
 // threads that only read through it: `reads`, `scanner`) -> plain data
-// (`spec`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
+// (`spec`, `hold`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
 // `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
 // checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
@@ -425,6 +435,7 @@ mod fanout;
 mod fasthash;
 mod fs;
 mod git_pattern;
+mod hold;
 #[cfg(feature = "test-hooks")]
 mod hooks;
 mod ids;
@@ -461,20 +472,21 @@ pub use content::{ContentHash, ParseContentHashError};
 /// named without depending on a matching version.
 pub use crossbeam_channel;
 pub use defaults::{
-    DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_OVERFLOW_MARGIN,
-    DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST, DEFAULT_RESTART_MAX,
-    DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
-    DEFAULT_WRITE_FINISHED,
+    DEFAULT_HOLD_BOUND, DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS,
+    DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST,
+    DEFAULT_RESTART_MAX, DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_VCS_SETTLE, DEFAULT_WRITE_FINISHED,
 };
 pub use error::{Error, Result};
 pub use event::Event;
+pub use hold::{DuringHolds, HoldScope};
 #[cfg(feature = "test-hooks")]
 pub use hooks::EngineHold;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
 pub use ignore_kinds::IgnoreFiles;
 pub use journal::{ChangesSince, ResyncReason};
-pub use manager::{Applied, Manager, ManagerBuilder};
+pub use manager::{Applied, HoldGuard, Manager, ManagerBuilder};
 pub use options::WatchOptions;
 pub use reconcile::ReconcileSummary;
 pub use restore::{Restore, StateRefused};

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::choice::Backend;
-use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY};
+use crate::defaults::{
+    DEFAULT_HOLD_BOUND, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY,
+};
+use crate::hold::DuringHolds;
 use crate::ignore_kinds::IgnoreFiles;
 
 /// How changes are batched and which built-in filters apply.
@@ -380,6 +383,42 @@ pub struct WatchOptions {
         )
     )]
     pub write_finished: Option<Duration>,
+    /// What the spec does with the changes made while a hold a program
+    /// declared ([`Manager::hold`](crate::Manager::hold)) is on it:
+    /// [`DuringHolds::Defer`] (the default) delivers them in one batch
+    /// once the hold ends; [`DuringHolds::Drop`] delivers them to no one
+    /// (they are still journaled: [`changes_since`](crate::Manager::changes_since)
+    /// and the [`state`](Self::state) file describe the disk, and
+    /// [`WatchStatus::dropped_by_holds`](crate::WatchStatus::dropped_by_holds)
+    /// counts them).
+    ///
+    /// What is held: every change made after `hold` returns and before
+    /// the guard is dropped, by anyone (the OS does not say who wrote a
+    /// file); a change made before `hold` was called is delivered as
+    /// usual (`hold` passes a barrier first, as
+    /// [`Manager::sync`](crate::Manager::sync) does). When the guard is
+    /// dropped the engine passes another barrier (the writes made before
+    /// the drop are all in), then delivers (`Defer`) or drops (`Drop`)
+    /// the held batch at once. A [`Manager::sync`](crate::Manager::sync)
+    /// during a hold closes the held batch as the hold's end would
+    /// (delivered, or dropped). Bounded by [`hold_bound`](Self::hold_bound).
+    pub during_holds: DuringHolds,
+    /// How long a hold a program declared holds the spec's batches at
+    /// most (from when it began): a guard kept longer (forgotten, or a
+    /// step that hangs) is marked `overdue` in
+    /// [`WatchStatus::holds`](crate::WatchStatus::holds), and what it
+    /// held is delivered (`Defer`) or dropped (`Drop`); then batches flow
+    /// as if there were no hold, until it ends. Default: 10 s
+    /// ([`DEFAULT_HOLD_BOUND`](crate::DEFAULT_HOLD_BOUND)), as
+    /// [`vcs_settle`](Self::vcs_settle)'s suggested bound.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::duration::serialize",
+            deserialize_with = "crate::duration::field::hold_bound"
+        )
+    )]
+    pub hold_bound: Duration,
 }
 
 impl Default for WatchOptions {
@@ -402,6 +441,8 @@ impl Default for WatchOptions {
             save_every: DEFAULT_SAVE_EVERY,
             vcs_settle: None,
             write_finished: None,
+            during_holds: DuringHolds::Defer,
+            hold_bound: DEFAULT_HOLD_BOUND,
         }
     }
 }

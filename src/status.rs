@@ -209,6 +209,14 @@ pub enum HoldReason {
         /// How many files are being written.
         files: usize,
     },
+    /// A program declared a hold ([`Manager::hold`](crate::Manager::hold))
+    /// and holds its guard: the batch is deferred or dropped
+    /// ([`WatchOptions::during_holds`](crate::WatchOptions::during_holds)).
+    /// Bounded by [`WatchOptions::hold_bound`](crate::WatchOptions::hold_bound).
+    Declared {
+        /// The label the program gave it.
+        label: String,
+    },
 }
 
 impl fmt::Display for HoldStatus {
@@ -217,6 +225,7 @@ impl fmt::Display for HoldStatus {
             HoldReason::VcsLock { path } => write!(f, "vcs lock {}", path.display())?,
             HoldReason::Writing { files: 1 } => f.write_str("1 file being written")?,
             HoldReason::Writing { files } => write!(f, "{files} files being written")?,
+            HoldReason::Declared { label } => write!(f, "held by {label:?}")?,
         }
         if self.overdue {
             f.write_str(" (overdue)")?;
@@ -327,6 +336,14 @@ pub struct WatchStatus {
     /// is not changed by them.
     #[cfg_attr(feature = "serde", serde(default))]
     pub holds: Vec<HoldStatus>,
+    /// Changes that holds a program declared kept from every subscriber,
+    /// for this generation (a spec with
+    /// [`during_holds`](crate::WatchOptions::during_holds) `Drop`): each
+    /// path of each batch dropped once. They are still in
+    /// [`Manager::changes_since`](crate::Manager::changes_since)'s
+    /// answers.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub dropped_by_holds: u64,
 }
 
 impl WatchStatus {
@@ -351,6 +368,7 @@ impl WatchStatus {
             last_error_time: None,
             vcs_lock: None,
             holds: Vec::new(),
+            dropped_by_holds: 0,
         }
     }
 }

@@ -127,6 +127,7 @@ fn the_pure_core_imports_nothing_with_io() {
         "docker_ignore",
         "ignore_kinds",
         "choice",
+        "hold",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {
@@ -257,8 +258,9 @@ const ENGINE_OWNERS: [&str; 16] = [
     "sync",
     "progress",
 ];
-const ENGINE_STEPS: [&str; 22] = [
+const ENGINE_STEPS: [&str; 23] = [
     "walk",
+    "holding",
     "restarting",
     "tree",
     "events",

@@ -31,11 +31,13 @@ impl Engine {
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
         if let Some(st) = self.specs.get(sid) {
-            self.holds.add(sid, st.options());
+            self.holds.add(sid, st.name(), st.options());
         }
         if let Some(old) = old {
-            // Its last batch first, so that it is journaled with it.
-            self.emit(old, None, None);
+            // Its last batch first, so that it is journaled with it
+            // (dropped, if a hold held it to drop it).
+            let closing = self.holds.disposal(old);
+            self.close_as(old, closing);
         }
         let wall = self.clock.wall();
         let name = self

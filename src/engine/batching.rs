@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
-use super::holds::{Answer, Holds};
+use super::holds::{Answer, Barrier, Closing, Holds};
 use super::specs::SpecTable;
 use super::{Engine, contents};
 use crate::change::{Change, ChangeKind, FileType, Meta};
@@ -23,6 +23,9 @@ use crate::restore::Restore;
 pub(super) struct Due {
     /// The batches closed.
     pub closed: Vec<(SpecId, Vec<Change>)>,
+    /// The batches closed and kept from every subscriber (what a
+    /// declared hold held, for a spec that drops it).
+    pub dropped: Vec<(SpecId, Vec<Change>)>,
     /// Specs whose held batch is to close once a barrier passes (a hold
     /// ended).
     pub released: Vec<SpecId>,
@@ -41,7 +44,11 @@ pub(super) fn take_due(
 ) -> Due {
     let mut out = Due::default();
     let mut keep = Vec::new();
-    for sid in specs.take_open() {
+    let mut visit = specs.take_open();
+    visit.extend_from_slice(holds.guarded());
+    visit.sort_unstable();
+    visit.dedup();
+    for sid in visit {
         let Some(batch) = specs.batch(sid) else {
             continue; // gone
         };
@@ -52,10 +59,13 @@ pub(super) fn take_due(
                 .unwrap_or_default()
         };
         match holds.ask(sid, (now, wall), batch, roots) {
-            Answer::Close => {
+            answer @ (Answer::Close | Answer::Drop) => {
                 let (changes, carried) = holds.carry(sid, now, specs.take(sid));
                 specs.put_back(sid, now, carried);
-                out.closed.push((sid, changes));
+                match answer {
+                    Answer::Drop => out.dropped.push((sid, changes)),
+                    _ => out.closed.push((sid, changes)),
+                }
             }
             Answer::Release => out.released.push(sid),
             Answer::Wait => {}
@@ -76,6 +86,7 @@ pub(super) fn next_deadline(specs: &SpecTable, holds: &Holds) -> Option<Instant>
     specs
         .open_ids()
         .iter()
+        .chain(holds.guarded())
         .filter_map(|&sid| holds.deadline(sid, specs.batch(sid)?))
         .min()
 }
@@ -175,11 +186,41 @@ impl Engine {
         }
     }
 
-    /// Closes the batches that are due, and those of `synced` specs
-    /// whatever their windows say.
-    pub(super) fn flush_batches(&mut self, synced: &[SpecId]) {
-        for &sid in synced {
-            self.emit(sid, None, None);
+    /// Closes the open batch of `sid` and keeps it from every subscriber
+    /// (what a declared hold held, for a spec that drops it): journaled
+    /// and counted (`publish.rs`), its files' hashes forgotten (the next
+    /// change of one is reported, whatever it holds).
+    pub(super) fn drop_batch(&mut self, sid: SpecId, changes: Option<Vec<Change>>) {
+        let changes = changes.unwrap_or_else(|| {
+            self.holds.closed(sid);
+            self.specs.take(sid)
+        });
+        if changes.is_empty() {
+            return;
+        }
+        self.contents.forget_paths(sid, &changes);
+        if let Some(st) = self.specs.get(sid) {
+            self.out.dropped(sid, st.name(), st.generation(), &changes);
+        }
+    }
+
+    /// Closes the open batch of `sid` now, as its holds say (delivered,
+    /// dropped, or left open).
+    pub(super) fn close_as(&mut self, sid: SpecId, closing: Closing) {
+        match closing {
+            Closing::Deliver => self.emit(sid, None, None),
+            Closing::Drop => self.drop_batch(sid, None),
+            Closing::Keep => {}
+        }
+    }
+
+    /// Closes the batches that are due, and those of specs whose barrier
+    /// passed (`synced`) whatever their windows say (but as their holds
+    /// say).
+    pub(super) fn flush_batches(&mut self, synced: &[(SpecId, Barrier)]) {
+        for &(sid, barrier) in synced {
+            let closing = self.holds.on_barrier(sid, barrier);
+            self.close_as(sid, closing);
         }
         self.look_at_writes();
         let now = (self.clock.now(), self.clock.wall());
@@ -191,6 +232,9 @@ impl Engine {
                 let deadline = self.clock.now() + super::sync::INTERNAL_DEADLINE;
                 self.start_barrier(name, deadline, None, None);
             }
+        }
+        for (sid, changes) in due.dropped {
+            self.drop_batch(sid, Some(changes));
         }
         let long = due.closed.len() > 8;
         for (i, (sid, changes)) in due.closed.into_iter().enumerate() {

@@ -53,6 +53,17 @@ impl Contents {
         self.specs.remove(&sid);
     }
 
+    /// The changes of spec `sid` were kept from its subscribers: what the
+    /// files of `changes` hold is no longer known as reported (their next
+    /// change is reported, whatever it holds).
+    pub(super) fn forget_paths(&mut self, sid: SpecId, changes: &[Change]) {
+        if let Some(kept) = self.specs.get_mut(&sid) {
+            for c in changes {
+                kept.remove(&c.path);
+            }
+        }
+    }
+
     /// How many files' hashes spec `sid` keeps.
     #[cfg(test)]
     pub(super) fn len(&self, sid: SpecId) -> usize {

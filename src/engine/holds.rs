@@ -12,7 +12,14 @@
 //!   once a barrier passes after it went;
 //! - **files being written** (`write_finished`; `write_hold.rs`'s rule):
 //!   a due batch waits for them, to its maximum delay at most, when their
-//!   changes move to the next batch.
+//!   changes move to the next batch;
+//! - **a hold a program declared** (`Manager::hold`, while its guard
+//!   lives): the batch stays open, and once the guard is dropped (and a
+//!   barrier passed) it is delivered, or dropped (`during_holds`); one
+//!   held past `hold_bound` lets batches flow. It takes effect on a spec
+//!   once a barrier passed (the batch closed before it: what was written
+//!   before the hold is not held), and on a spec applied while it lives
+//!   at once. Its barriers are the engine's (`holding.rs` starts them).
 //!
 //! The batches themselves (the coalescers) are `specs.rs`'s; the steps
 //! that ask the holds when a batch is due and close it are
@@ -23,27 +30,108 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crossbeam_channel::Sender;
+
 use crate::change::{Change, Meta};
 use crate::fasthash::FastMap;
+use crate::hold::{DuringHolds, HoldScope};
 use crate::index::SpecId;
 use crate::options::WatchOptions;
 use crate::settle::{VcsHold, Verdict};
 use crate::status::{HoldReason, HoldStatus, VcsLock};
 use crate::write_hold::WriteHold;
 
-/// The holds of every spec generation that can have one.
+/// The holds of every spec generation, and the holds programs declared.
 #[derive(Debug, Default)]
 pub(super) struct Holds {
     specs: FastMap<SpecId, SpecHolds>,
     /// Specs that wait for writers (`write_finished`).
     write_specs: usize,
+    /// The holds programs declared whose guard lives.
+    declared: Vec<Declared>,
+    /// Specs on which a declared hold is in effect (to wake for when it
+    /// is overdue, with no batch open).
+    guarded: Vec<SpecId>,
+    /// Callers of `HoldGuard::release` waiting for the barriers of the
+    /// specs their hold released (told once none is left).
+    endings: Vec<(Vec<SpecId>, Sender<()>)>,
     /// Specs whose holds, as the status lists them, changed.
     touched: Vec<SpecId>,
+}
+
+/// A hold a program declared, while its guard lives.
+#[derive(Debug)]
+struct Declared {
+    id: u64,
+    scope: HoldScope,
+    label: String,
+    /// When the engine took it.
+    since: Instant,
+    wall: SystemTime,
+    /// The specs whose barrier it waits for before it takes effect on
+    /// them; once none is left, `reply` is told (the guard is returned).
+    entering: Vec<SpecId>,
+    reply: Option<Sender<()>>,
+}
+
+impl Declared {
+    /// It took effect wherever it was to: its caller may go on.
+    fn entered(&mut self, sid: SpecId) {
+        self.entering.retain(|&s| s != sid);
+        if self.entering.is_empty()
+            && let Some(r) = self.reply.take()
+        {
+            let _ = r.send(());
+        }
+    }
+}
+
+/// The barriers that close a spec's batch, by kind (what a hold makes of
+/// each: [`Holds::on_barrier`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Barrier {
+    /// A caller's `Manager::sync`.
+    Caller,
+    /// The engine's own (a VCS lock's release).
+    Internal,
+    /// A rescan's.
+    Rescan,
+    /// The start of the declared hold of this id.
+    Enter(u64),
+    /// The end of the declared hold of this id.
+    Release(u64),
+}
+
+/// What becomes of a spec's batch as a barrier passes, or as it is closed
+/// by an update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Closing {
+    /// Closed and delivered.
+    Deliver,
+    /// Closed, and kept from every subscriber (`DuringHolds::Drop`).
+    Drop,
+    /// Left open: a hold keeps it.
+    Keep,
 }
 
 /// One spec generation's holds.
 #[derive(Debug, Default)]
 struct SpecHolds {
+    /// Its name (a declared hold's scope names specs).
+    name: String,
+    /// What it does with what a declared hold covers, and how long one
+    /// holds at most.
+    during: DuringHolds,
+    bound: Duration,
+    /// The declared holds in effect on it (ids), each with whether it is
+    /// overdue (as last seen).
+    guards: Vec<(u64, bool)>,
+    /// Whether a declared hold held its batch when last looked at (so
+    /// that the moment they all went overdue is told).
+    held: bool,
+    /// Its last declared hold ended: the held batch closes once a
+    /// barrier passes, dropped if `true`.
+    releasing: Option<bool>,
     /// With `vcs_settle`: what it knows of the repository's lock.
     vcs: Option<VcsHold>,
     /// With `write_finished`: the files of its batch being written.
@@ -72,12 +160,29 @@ pub(super) enum Answer {
     /// Close it now ([`Holds::carry`] says which changes stay for the
     /// next one).
     Close,
+    /// Close it now, as `Close`, and keep it from every subscriber (what
+    /// a declared hold held, for a spec that drops it).
+    Drop,
     /// Leave it open and start a barrier: the batch closes when it
     /// passes (a hold ended: every change made before is in once it has).
     Release,
 }
 
 impl SpecHolds {
+    /// Whether a declared hold holds it (one in effect, not overdue).
+    fn held(&self) -> bool {
+        self.guards.iter().any(|&(_, overdue)| !overdue)
+    }
+
+    /// How a held batch closes (by a caller's sync, an update, or the
+    /// end of its hold).
+    fn disposal(&self) -> Closing {
+        match self.during {
+            DuringHolds::Drop if self.held() || self.releasing.is_some() => Closing::Drop,
+            _ => Closing::Deliver,
+        }
+    }
+
     /// When the batch is due with the holds that stretch it (files being
     /// written: past its quiet window, to its maximum delay at most).
     fn batch_due(&self, batch: Batch) -> Option<Instant> {
@@ -90,35 +195,90 @@ impl SpecHolds {
 }
 
 impl Holds {
-    /// Spec generation `sid` starts, with `options`.
-    pub(super) fn add(&mut self, sid: SpecId, options: &WatchOptions) {
+    /// Spec generation `sid`, named `name`, starts with `options`; the
+    /// declared holds on its name are in effect on it at once.
+    pub(super) fn add(&mut self, sid: SpecId, name: &str, options: &WatchOptions) {
+        let guards: Vec<(u64, bool)> = self
+            .declared
+            .iter()
+            .filter(|d| d.scope.covers(name))
+            .map(|d| (d.id, false))
+            .collect();
         let h = SpecHolds {
+            name: name.to_owned(),
+            during: options.during_holds,
+            bound: options.hold_bound,
+            held: !guards.is_empty(),
+            guards,
+            releasing: None,
             vcs: options
                 .vcs_settle
                 .map(|bound| VcsHold::new(bound, options.quiet_window)),
             writes: options.write_finished.map(WriteHold::new),
             writing: None,
         };
-        if h.vcs.is_none() && h.writes.is_none() {
-            return;
-        }
         self.write_specs += usize::from(h.writes.is_some());
+        if h.held {
+            self.guarded.push(sid);
+            self.touched.push(sid);
+        }
         self.specs.insert(sid, h);
     }
 
-    /// Spec generation `sid` is gone.
+    /// Spec generation `sid` is gone (a declared hold waiting for its
+    /// barrier waits no more).
     pub(super) fn forget(&mut self, sid: SpecId) {
         if let Some(h) = self.specs.remove(&sid) {
             self.write_specs -= usize::from(h.writes.is_some());
         }
+        self.guarded.retain(|&s| s != sid);
+        for d in &mut self.declared {
+            if d.entering.contains(&sid) {
+                d.entered(sid);
+            }
+        }
+        self.ended(sid);
+    }
+
+    /// The barrier of spec `sid` that ends a hold passed (or the spec is
+    /// gone): a caller of `release` waiting for no other is told.
+    fn ended(&mut self, sid: SpecId) {
+        self.endings.retain_mut(|(specs, reply)| {
+            specs.retain(|&s| s != sid);
+            let done = specs.is_empty();
+            if done {
+                let _ = reply.send(());
+            }
+            !done
+        });
+    }
+
+    /// The specs a hold declared may want the engine to wake for, with
+    /// no batch open (to say it is overdue).
+    pub(super) fn guarded(&self) -> &[SpecId] {
+        &self.guarded
     }
 
     /// When spec `sid` wants the engine to wake, its batch being `batch`:
-    /// when the batch is due with its holds, or a hold's next look.
+    /// when the batch is due with its holds, or a hold's next look; while
+    /// a declared hold holds it, when that is overdue (none while its
+    /// release's barrier is out: the barrier's deadline wakes it).
     pub(super) fn deadline(&self, sid: SpecId, batch: Batch) -> Option<Instant> {
         let Some(h) = self.specs.get(&sid) else {
             return batch.due;
         };
+        if h.releasing.is_some() {
+            return None;
+        }
+        if h.held() {
+            return h
+                .guards
+                .iter()
+                .filter(|(_, overdue)| !overdue)
+                .filter_map(|(id, _)| self.declared.iter().find(|d| d.id == *id))
+                .map(|d| d.since + h.bound)
+                .min();
+        }
         let due = h.batch_due(batch);
         match &h.vcs {
             Some(v) => v.next_deadline(due),
@@ -143,6 +303,37 @@ impl Holds {
                 _ => Answer::Wait,
             };
         };
+        // Declared holds first: they keep the batch whatever else says.
+        let mut overdue_now = false;
+        for (id, overdue) in &mut h.guards {
+            let late = self
+                .declared
+                .iter()
+                .find(|d| d.id == *id)
+                .is_none_or(|d| now >= d.since + h.bound);
+            if late != *overdue {
+                *overdue = late;
+                overdue_now = true;
+            }
+        }
+        if overdue_now {
+            self.touched.push(sid);
+        }
+        if h.releasing.is_some() {
+            return Answer::Wait; // its barrier closes it
+        }
+        if h.held() {
+            h.held = true;
+            return Answer::Wait;
+        }
+        if std::mem::take(&mut h.held) && batch.due.is_some() {
+            // Every hold on it outlived the bound: what they held goes
+            // (as their end would), and batches flow.
+            return match h.during {
+                DuringHolds::Drop => Answer::Drop,
+                _ => Answer::Close,
+            };
+        }
         let deadline = h.batch_due(batch);
         let (open, due) = (deadline.is_some(), deadline.is_some_and(|d| d <= now));
         // Due by its own windows, not yet for the files being written.
@@ -251,12 +442,154 @@ impl Holds {
                 overdue: false,
             });
         }
+        for (id, overdue) in &h.guards {
+            if let Some(d) = self.declared.iter().find(|d| d.id == *id) {
+                out.push(HoldStatus {
+                    reason: HoldReason::Declared {
+                        label: d.label.clone(),
+                    },
+                    since: d.wall,
+                    until: Some(d.wall + h.bound),
+                    overdue: *overdue,
+                });
+            }
+        }
         out
     }
 
     /// Specs whose holds changed since the last call.
     pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
         std::mem::take(&mut self.touched)
+    }
+}
+
+/// Holds a program declared (`Manager::hold`).
+impl Holds {
+    /// A program declared hold `id` on `scope` (`label`) at `now`; `reply`
+    /// is told once it has taken effect. Returns the specs it is to take
+    /// effect on once a barrier of each passed (none: it is in effect,
+    /// and `reply` told, now).
+    pub(super) fn declare(
+        &mut self,
+        id: u64,
+        (scope, label): (HoldScope, String),
+        (now, wall): (Instant, SystemTime),
+        reply: Sender<()>,
+    ) -> Vec<SpecId> {
+        let mut entering: Vec<SpecId> = self
+            .specs
+            .iter()
+            .filter(|(_, h)| scope.covers(&h.name))
+            .map(|(&sid, _)| sid)
+            .collect();
+        entering.sort_unstable();
+        let mut d = Declared {
+            id,
+            scope,
+            label,
+            since: now,
+            wall,
+            entering: entering.clone(),
+            reply: Some(reply),
+        };
+        if entering.is_empty()
+            && let Some(r) = d.reply.take()
+        {
+            let _ = r.send(()); // on no spec: in effect now
+        }
+        self.declared.push(d);
+        entering
+    }
+
+    /// The guard of hold `id` was dropped at `now`: the specs on which it
+    /// was the last to hold the batch are released (their held batch
+    /// closes once a barrier passes: the caller starts it).
+    pub(super) fn undeclare(&mut self, id: u64) -> Vec<SpecId> {
+        let Some(at) = self.declared.iter().position(|d| d.id == id) else {
+            return Vec::new();
+        };
+        self.declared.swap_remove(at);
+        let mut released = Vec::new();
+        for (&sid, h) in &mut self.specs {
+            let Some(i) = h.guards.iter().position(|(g, _)| *g == id) else {
+                continue;
+            };
+            h.guards.remove(i);
+            self.touched.push(sid);
+            if !h.held() && std::mem::take(&mut h.held) {
+                h.releasing = Some(h.during == DuringHolds::Drop);
+                released.push(sid);
+            }
+        }
+        self.guarded
+            .retain(|s| self.specs.get(s).is_some_and(|h| !h.guards.is_empty()));
+        released.sort_unstable();
+        released
+    }
+
+    /// A barrier of spec `sid` passed (or, for a hold's, its deadline
+    /// did): what becomes of its batch. A hold's start closes what came
+    /// before it (unless another hold keeps the batch already) and takes
+    /// effect; its end closes what it held, delivered or dropped; a
+    /// caller's sync closes a held batch as its end would; the engine's
+    /// own barriers leave a held batch alone.
+    pub(super) fn on_barrier(&mut self, sid: SpecId, barrier: Barrier) -> Closing {
+        let Some(h) = self.specs.get_mut(&sid) else {
+            return Closing::Deliver;
+        };
+        let closing = match barrier {
+            _ if h.held() && barrier != Barrier::Caller => Closing::Keep,
+            Barrier::Internal | Barrier::Rescan if h.releasing.is_some() => Closing::Keep,
+            Barrier::Caller | Barrier::Enter(_) | Barrier::Release(_) => {
+                let c = h.disposal();
+                h.releasing = None;
+                c
+            }
+            Barrier::Internal | Barrier::Rescan => Closing::Deliver,
+        };
+        if let Barrier::Release(_) = barrier {
+            self.ended(sid);
+        }
+        let Some(h) = self.specs.get_mut(&sid) else {
+            return closing;
+        };
+        if let Barrier::Enter(id) = barrier
+            && let Some(d) = self.declared.iter_mut().find(|d| d.id == id)
+        {
+            d.entered(sid);
+            if !h.guards.iter().any(|(g, _)| *g == id) {
+                h.guards.push((id, false));
+                h.held = true;
+                self.touched.push(sid);
+                if !self.guarded.contains(&sid) {
+                    self.guarded.push(sid);
+                }
+            }
+        }
+        closing
+    }
+
+    /// `reply` is told once the barriers of `released` (the specs a hold
+    /// that ended released) have passed: at once if there are none.
+    pub(super) fn await_release(&mut self, released: Vec<SpecId>, reply: Sender<()>) {
+        if released.is_empty() {
+            let _ = reply.send(());
+        } else {
+            self.endings.push((released, reply));
+        }
+    }
+
+    /// How spec `sid`'s batch closes now, whatever is due (an update
+    /// retiring it): dropped if a declared hold held it to drop it.
+    pub(super) fn disposal(&self, sid: SpecId) -> Closing {
+        self.specs
+            .get(&sid)
+            .map_or(Closing::Deliver, SpecHolds::disposal)
+    }
+
+    /// How long a declared hold holds spec `sid` at most.
+    pub(super) fn bound(&self, sid: SpecId) -> Option<Duration> {
+        self.specs.get(&sid).map(|h| h.bound)
     }
 }
 

@@ -15,7 +15,7 @@
 //! |---|---|
 //! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
-//! | `holds.rs` | every hold on a spec's batch (a VCS lock, files being written), and whether a due batch closes |
+//! | `holds.rs` | every hold on a spec's batch (a VCS lock, files being written, holds programs declare), and whether a due batch closes |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
@@ -39,7 +39,8 @@
 //! watched, and what that asks of each directory), `polling.rs` (polls,
 //! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
 //! `applying.rs` (specs created, replaced, deleted), `batching.rs`
-//! (changes routed into batches, batches closed), `attaching.rs` (roots
+//! (changes routed into batches, batches closed), `holding.rs` (holds a
+//! program declares, taken and ended), `attaching.rs` (roots
 //! attached, and again when their watching point changes),
 //! `following.rs` (symlinks looked at again), `mounting.rs` (a polled
 //! root's file system unmounted and mounted again), `ignoring.rs` (ignore files
@@ -80,6 +81,7 @@ mod contents;
 mod events;
 mod following;
 mod forget;
+mod holding;
 mod holds;
 mod ignore_files;
 mod ignoring;
@@ -152,6 +154,17 @@ pub(crate) enum Msg {
     StateSaved { name: String, error: Option<String> },
     /// Delete the named spec.
     Delete { name: String },
+    /// A program declares hold `id` on `scope` (`label`): reply once it
+    /// is in effect.
+    Hold {
+        id: u64,
+        scope: crate::hold::HoldScope,
+        label: String,
+        reply: Sender<()>,
+    },
+    /// The guard of hold `id` was dropped; `reply` (a caller of
+    /// `HoldGuard::release`) once what it held is closed.
+    Unhold { id: u64, reply: Option<Sender<()>> },
     /// A sync barrier: reply `true` once every change made before has been
     /// delivered (`false`: no such spec). Given up at `deadline`.
     Sync {
@@ -218,6 +231,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
+    /// A sender into the engine's inbox, for what must tell the engine
+    /// without a manager at hand (a hold's guard, when dropped).
+    pub(crate) fn sender(&self) -> Sender<Msg> {
+        self.tx.clone()
+    }
+
     /// Sends a message; an error once the engine thread has stopped.
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.tx.send(msg).map_err(|_| stopped())
@@ -521,6 +540,13 @@ impl Engine {
             }
             Msg::StateSaved { name, error } => self.state_saved(&name, error),
             Msg::Delete { name } => self.delete(&name),
+            Msg::Hold {
+                id,
+                scope,
+                label,
+                reply,
+            } => self.hold(id, scope, label, reply),
+            Msg::Unhold { id, reply } => self.unhold(id, reply),
             Msg::Shutdown => return false,
             Msg::Os(m) => {
                 let lost = self.queue.taken(m.weight());
@@ -588,7 +614,7 @@ impl Engine {
         self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
-        self.flush_batches(&syncing::specs_of(&synced));
+        self.flush_batches(&syncing::passed(&synced));
         self.publish();
         // Before the answers: a caller of `sync` finds the engine settled.
         self.trim_if_idle();

@@ -101,6 +101,8 @@ struct SpecOut {
     monitor_start: SystemTime,
     last_event: Option<SystemTime>,
     recent: VecDeque<Arc<ChangeBatch>>,
+    /// Changes its holds kept from subscribers (`DuringHolds::Drop`).
+    dropped: u64,
     published: Option<Arc<WatchStatus>>,
 }
 
@@ -209,6 +211,7 @@ impl Publisher {
                 monitor_start: wall,
                 last_event: None,
                 recent: VecDeque::new(),
+                dropped: 0,
                 published: None,
             },
         );
@@ -255,23 +258,12 @@ impl Publisher {
         wall: SystemTime,
         restore: Option<Restore>,
     ) {
-        let number = self.next_seq;
-        self.next_seq += 1;
-        let mut journals = self.shared.journals.lock();
-        let journal = journals
-            .get_mut(name)
-            .filter(|j| j.generation() == generation);
-        let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
+        let (number, instance) = self.journal(name, generation, &changes);
         // Sorted already (the coalescer's order): `new` checks it in one pass.
         let mut batch =
             ChangeBatch::new(name, generation, Seq::new(instance, number), wall, changes);
         batch.restore = restore;
         let batch = Arc::new(batch);
-        if let Some(j) = journal {
-            j.record(number, &batch.changes);
-        }
-        drop(journals);
-        self.shared.newest.store(number, Ordering::Release);
         trace::event!(
             DEBUG,
             spec = name,
@@ -290,6 +282,49 @@ impl Publisher {
             self.touched.push(sid);
         }
         self.send(Event::Changes(batch));
+    }
+
+    /// Numbers a batch of spec `name` (`generation`) made of `changes`,
+    /// and journals them: its seq's number, and the instance it is of.
+    fn journal(&mut self, name: &str, generation: Generation, changes: &[Change]) -> (u64, u64) {
+        let number = self.next_seq;
+        self.next_seq += 1;
+        let mut journals = self.shared.journals.lock();
+        let journal = journals
+            .get_mut(name)
+            .filter(|j| j.generation() == generation);
+        let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
+        if let Some(j) = journal {
+            j.record(number, changes);
+        }
+        drop(journals);
+        self.shared.newest.store(number, Ordering::Release);
+        (number, instance)
+    }
+
+    /// A batch of `sid` that its holds keep from every subscriber
+    /// (`DuringHolds::Drop`): numbered and journaled as any batch
+    /// (`changes_since` describes the disk), sent to no one, and counted.
+    pub(super) fn dropped(
+        &mut self,
+        sid: SpecId,
+        name: &str,
+        generation: Generation,
+        changes: &[Change],
+    ) {
+        let (_number, _) = self.journal(name, generation, changes);
+        trace::event!(
+            DEBUG,
+            spec = name,
+            generation = generation.0,
+            seq = _number,
+            changes = changes.len(),
+            "batch dropped by a hold"
+        );
+        if let Some(s) = self.specs.get_mut(&sid) {
+            s.dropped += changes.len() as u64;
+            self.touched.push(sid);
+        }
     }
 
     /// A fact of `sid`'s status that another owner keeps changed.
@@ -395,6 +430,7 @@ impl Publisher {
             last_error_time,
             vcs_lock: f.vcs_lock,
             holds: f.holds,
+            dropped_by_holds: s.dropped,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
             return false;
@@ -469,6 +505,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
         && a.last_error_time == b.last_error_time
         && a.vcs_lock == b.vcs_lock
         && a.holds == b.holds
+        && a.dropped_by_holds == b.dropped_by_holds
 }
 
 #[cfg(test)]

@@ -42,6 +42,19 @@ pub(super) struct Wait {
     /// done before those handed over after it is popped with them).
     parked: bool,
     scans: Vec<(Purpose, DirId, u64)>,
+    /// The barrier of a hold a program declared: its start's (the spec's
+    /// batch closed before it takes effect) or its end's (the held batch
+    /// closed). Past its deadline it counts as passed.
+    hold: Option<HoldMark>,
+}
+
+/// What a hold's barrier is for (the hold's id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HoldMark {
+    /// The hold begins: what was written before it is closed first.
+    Enter(u64),
+    /// The hold ended: what was written while it lived is all in.
+    Release(u64),
 }
 
 #[derive(Default)]
@@ -72,6 +85,16 @@ impl Wait {
     /// Whether it is an apply's guard.
     pub(super) fn is_guard(&self) -> bool {
         self.guard
+    }
+
+    /// Whether a caller of `Manager::sync` waits for it.
+    pub(super) fn is_caller(&self) -> bool {
+        self.reply.is_some()
+    }
+
+    /// The hold it is a barrier of, if it is one.
+    pub(super) fn hold(&self) -> Option<HoldMark> {
+        self.hold
     }
 
     /// Removes the cookies it created.
@@ -113,7 +136,15 @@ impl Syncs {
             guard: false,
             parked: false,
             scans: Vec::new(),
+            hold: None,
         });
+    }
+
+    /// The newest barrier is hold `mark`'s.
+    pub(super) fn mark_newest(&mut self, mark: HoldMark) {
+        if let Some(w) = self.waits.last_mut() {
+            w.hold = Some(mark);
+        }
     }
 
     /// The newest barrier's cookie was created; with `heard: false` no
@@ -146,6 +177,7 @@ impl Syncs {
             guard: true,
             parked: false,
             scans: Vec::new(),
+            hold: None,
         });
     }
 
@@ -222,6 +254,16 @@ impl Syncs {
         ready
     }
 
+    /// Takes the holds' barriers whose deadline is past at `now`: they
+    /// count as passed (a hold is bounded; nothing waits on the engine).
+    pub(super) fn take_expired_holds(&mut self, now: Instant) -> Vec<Wait> {
+        let (expired, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.hold.is_some() && w.deadline <= now);
+        self.waits = waiting;
+        expired
+    }
+
     /// Takes the waits whose caller has given up by `now`.
     pub(super) fn take_expired(&mut self, now: Instant) -> Vec<Wait> {
         let (expired, waiting) = std::mem::take(&mut self.waits)
@@ -268,6 +310,7 @@ mod tests {
                 guard: false,
                 parked: false,
                 scans: Vec::new(),
+                hold: None,
             },
             rx,
         )

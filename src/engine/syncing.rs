@@ -22,9 +22,10 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::Sender;
 
 use super::Engine;
+use super::holds::Barrier;
 use super::polling::look_done;
 use super::specs::GUARD_DEADLINE;
-use super::sync::{Wait, cookies_for};
+use super::sync::{HoldMark, Wait, cookies_for};
 use crate::fs;
 use crate::index::SpecId;
 
@@ -191,6 +192,13 @@ impl Engine {
             g.remove_cookies();
         }
         let mut out = Vec::with_capacity(ready.len() + scanned.len());
+        // A hold's barrier past its deadline counts as passed: a hold
+        // never waits on storage that does not answer.
+        for wait in self.syncs.take_expired_holds(self.clock.now()) {
+            wait.remove_cookies();
+            let sid = self.specs.id_of(wait.name());
+            out.push(Ready { sid, wait });
+        }
         for wait in scanned {
             let sid = self.specs.id_of(wait.name());
             if let Some(sid) = sid
@@ -243,7 +251,20 @@ impl Engine {
     }
 }
 
-/// The specs of `ready` barriers (whose batches close now).
-pub(super) fn specs_of(ready: &[Ready]) -> Vec<SpecId> {
-    ready.iter().filter_map(|r| r.sid).collect()
+/// The specs of `ready` barriers (whose batches close now, as their
+/// holds say), with the kind of each barrier.
+pub(super) fn passed(ready: &[Ready]) -> Vec<(SpecId, Barrier)> {
+    ready
+        .iter()
+        .filter_map(|r| {
+            let kind = match r.wait.hold() {
+                Some(HoldMark::Enter(id)) => Barrier::Enter(id),
+                Some(HoldMark::Release(id)) => Barrier::Release(id),
+                None if r.wait.is_caller() => Barrier::Caller,
+                None if r.wait.rescan().is_some() => Barrier::Rescan,
+                None => Barrier::Internal,
+            };
+            Some((r.sid?, kind))
+        })
+        .collect()
 }

@@ -26,7 +26,8 @@ impl Table {
     /// Spec `spec` (with its matcher `m`), generation 1 of `name`.
     fn insert(&mut self, name: &str, (spec, m): (WatchSpec, Matcher)) -> SpecId {
         let (sid, _) = self.specs.insert(name.into(), Generation(1), spec, m);
-        self.holds.add(sid, self.specs.get(sid).unwrap().options());
+        self.holds
+            .add(sid, name, self.specs.get(sid).unwrap().options());
         sid
     }
 
