@@ -343,7 +343,14 @@
 //!   symlinks, so that paths that do not exist yet can be accepted.
 //! - The sync barrier's cookies are created by the engine thread: a `sync`
 //!   issued while the engine is busy (walking a huge new tree, or blocked
-//!   on a hung network file system) waits for it, up to its timeout.
+//!   on a hung network file system) waits for it, up to its timeout. A
+//!   barrier (a `sync`, a hold's start or end) of a spec whose root is on
+//!   a mount that hangs creates its cookie there, and that hangs the
+//!   engine; so do the other reads the engine's thread still makes,
+//!   which `ARCHITECTURE.md` lists ("What the engine's thread reads"):
+//!   the `lstat` of a name an event named, the walk, a file held for its
+//!   writer, a change's metadata as its batch closes, a root's mount
+//!   check.
 //!
 //! # Architecture
 //!
@@ -355,7 +362,10 @@
 //! draws the modules, says which state each owns, and walks one change
 //! from the kernel to a subscriber. The other threads only read the disk:
 //! polled directories are looked at on the scanner's lanes, a thread per
-//! file system (`specwatch-scan`, started when first needed, at most 16);
+//! file system (`specwatch-scan`, started when first needed, at most 16),
+//! which also read the files whose content hashes a spec compares and the
+//! ignore files outside the watched tree (the engine waits for none of
+//! them: a batch waits for its hashes);
 //! a walk past 4,096
 //! directories (native backend) reads on a thread of its own
 //! (`specwatch-walk`) while the engine places the watches, and an

@@ -157,16 +157,24 @@ pub struct WatchOptions {
     /// reports then carries its [`hash`](crate::Change::hash). Directories,
     /// links and removals are reported as always.
     ///
-    /// Costs: the engine reads every file the spec sees when the spec
-    /// starts (on up to four threads; `Watching` comes after), and every
-    /// `Created` or `Modified` file when its batch closes; it keeps a hash
-    /// (with the path) per file. Files over 64 MiB are compared by their
-    /// type alone (always reported). Off by default. The content counted as
-    /// "before" is the one read at start: a write made while the spec
-    /// started and before its file was read is not seen (as a write before
-    /// a directory's watch landed is not). Watchman offers the same through
-    /// its `content.sha1hex` field; a consumer keying a cache on contents
-    /// can use [`ContentHash`](crate::ContentHash) the same way.
+    /// Costs: every file the spec sees is read when the spec starts
+    /// (`Watching` comes after), and every `Created` or `Modified` file
+    /// when its batch closes; a hash (with the path) is kept per file.
+    /// The reads are the scanner's (a thread per file system, as polls'
+    /// looks), never the engine's: a closing batch waits for its files'
+    /// hashes (listed in [`WatchStatus::holds`](crate::WatchStatus::holds)
+    /// meanwhile, the spec's next batches behind it) while other specs go
+    /// on; a hash that does not come within
+    /// [`ManagerBuilder::storage_deadline`](crate::ManagerBuilder::storage_deadline)
+    /// of the last one (a mount that stopped answering) is given up, and
+    /// its file reported without one (never left out). Likewise a start's
+    /// reads. Files over 64 MiB are compared by their type alone (always
+    /// reported). Off by default. The content counted as "before" is the
+    /// one read at start: a write made while the spec started and before
+    /// its file was read is not seen (as a write before a directory's
+    /// watch landed is not). Watchman offers the same through its
+    /// `content.sha1hex` field; a consumer keying a cache on contents can
+    /// use [`ContentHash`](crate::ContentHash) the same way.
     pub skip_same_content: bool,
     /// Report a directory renamed within what the spec sees (a move the
     /// OS paired: see [`Change::from`](crate::Change::from)) as one

@@ -217,6 +217,17 @@ pub enum HoldReason {
         /// The label the program gave it.
         label: String,
     },
+    /// A closed batch waits for its files' hashes
+    /// ([`WatchOptions::skip_same_content`](crate::WatchOptions::skip_same_content)),
+    /// read off the engine's thread (the spec's later batches wait
+    /// behind it). A hash that does not come within
+    /// [`ManagerBuilder::storage_deadline`](crate::ManagerBuilder::storage_deadline)
+    /// of the last one is given up: its file is reported without one.
+    /// `until` is `None`: the bound moves with each hash that comes.
+    Hashing {
+        /// How many files' hashes the waiting batches asked for.
+        files: usize,
+    },
 }
 
 impl fmt::Display for HoldStatus {
@@ -226,6 +237,7 @@ impl fmt::Display for HoldStatus {
             HoldReason::Writing { files: 1 } => f.write_str("1 file being written")?,
             HoldReason::Writing { files } => write!(f, "{files} files being written")?,
             HoldReason::Declared { label } => write!(f, "held by {label:?}")?,
+            HoldReason::Hashing { files } => write!(f, "reading the hashes of {files} files")?,
         }
         if self.overdue {
             f.write_str(" (overdue)")?;

@@ -36,8 +36,7 @@ impl Engine {
         if let Some(old) = old {
             // Its last batch first, so that it is journaled with it
             // (dropped, if a hold held it to drop it).
-            let closing = self.holds.disposal(old);
-            self.close_as(old, closing);
+            self.close_retiring(old);
         }
         let wall = self.clock.wall();
         let name = self

@@ -10,9 +10,9 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
+use super::Engine;
 use super::holds::{Answer, Barrier, Closing, Holds};
 use super::specs::SpecTable;
-use super::{Engine, contents};
 use crate::change::{Change, ChangeKind, FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, SpecId};
@@ -46,6 +46,7 @@ pub(super) fn take_due(
     let mut keep = Vec::new();
     let mut visit = specs.take_open();
     visit.extend_from_slice(holds.guarded());
+    visit.extend_from_slice(holds.hashing_specs());
     visit.sort_unstable();
     visit.dedup();
     for sid in visit {
@@ -87,28 +88,36 @@ pub(super) fn next_deadline(specs: &SpecTable, holds: &Holds) -> Option<Instant>
         .open_ids()
         .iter()
         .chain(holds.guarded())
+        .chain(holds.hashing_specs())
         .filter_map(|&sid| holds.deadline(sid, specs.batch(sid)?))
         .min()
 }
 
 impl Engine {
     /// Publishes the batch of `sid`: the one given, or its open one. An
-    /// empty one only with a first batch's mark (`restore.rs`'s).
+    /// empty one only with a first batch's mark (`restore.rs`'s). A spec
+    /// that compares contents has its files' hashes read first, off the
+    /// engine's thread (`hashing.rs`): the batch waits, not the engine.
     pub(super) fn emit(
         &mut self,
         sid: SpecId,
         changes: Option<Vec<Change>>,
         mark: Option<Restore>,
     ) {
-        let mut changes = changes.unwrap_or_else(|| {
+        let changes = changes.unwrap_or_else(|| {
             self.holds.closed(sid);
             self.specs.take(sid)
         });
         if self.contents.compares(sid) {
-            changes = self
-                .contents
-                .filter(sid, changes, mark.is_some(), &fs::content_hash);
+            self.hash_then_deliver(sid, changes, mark);
+        } else {
+            self.deliver(sid, changes, mark);
         }
+    }
+
+    /// Publishes `changes` of `sid` as a batch (`mark`: a first batch's),
+    /// with their metadata if the spec wants it.
+    pub(super) fn deliver(&mut self, sid: SpecId, mut changes: Vec<Change>, mark: Option<Restore>) {
         if changes.is_empty() && mark.is_none() {
             return;
         }
@@ -127,34 +136,26 @@ impl Engine {
         }
     }
 
-    /// Spec `sid` compares contents (`skip_same_content`): what the
-    /// files it sees hold now is read (on several threads) and kept, but
-    /// for a spec whose `initial_scan` reports them all (their hashes are
-    /// read as that batch closes).
-    pub(super) fn start_contents(&mut self, sid: SpecId) {
-        let Some(st) = self.specs.get(sid) else {
-            return;
-        };
-        if !st.skips_same_content() {
-            return;
+    /// The last batches of spec generation `sid`, retired by an update:
+    /// those waiting for their hashes go with what was read (nothing is
+    /// waited for any more), then its open batch, delivered (its files
+    /// without hashes: reported, whatever they hold) or dropped, as its
+    /// holds say.
+    pub(super) fn close_retiring(&mut self, sid: SpecId) {
+        for b in self.holds.take_hashing(sid) {
+            self.deliver_read(b);
         }
-        let mut paths = Vec::new();
-        if !st.initial_scan() {
-            let matcher = st.matcher();
-            for d in self.spec_dirs(sid) {
-                paths.extend(
-                    d.visible(matcher)
-                        .into_iter()
-                        .filter(|(_, t)| *t == FileType::File)
-                        .map(|(name, _)| d.path.join(name)),
-                );
+        match self.holds.disposal(sid) {
+            Closing::Drop => self.drop_batch(sid, None),
+            _ => {
+                self.holds.closed(sid);
+                let changes = self.specs.take(sid);
+                let changes = self
+                    .contents
+                    .filter(sid, changes, false, &|_: &std::path::Path| None);
+                self.deliver(sid, changes, None);
             }
         }
-        let read = contents::read_all(&paths, &fs::content_hash);
-        let files = read
-            .into_iter()
-            .filter_map(|(i, h)| Some((std::mem::take(&mut paths[i]), h?)));
-        self.contents.start(sid, files.collect::<Vec<_>>());
     }
 
     /// Gives each change of a closing batch that leaves its entry in place
@@ -218,6 +219,7 @@ impl Engine {
     /// passed (`synced`) whatever their windows say (but as their holds
     /// say).
     pub(super) fn flush_batches(&mut self, synced: &[(SpecId, Barrier)]) {
+        self.deliver_hashed();
         for &(sid, barrier) in synced {
             let closing = self.holds.on_barrier(sid, barrier);
             self.close_as(sid, closing);

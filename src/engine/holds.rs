@@ -19,7 +19,12 @@
 //!   held past `hold_bound` lets batches flow. It takes effect on a spec
 //!   once a barrier passed (the batch closed before it: what was written
 //!   before the hold is not held), and on a spec applied while it lives
-//!   at once. Its barriers are the engine's (`holding.rs` starts them).
+//!   at once. Its barriers are the engine's (`holding.rs` starts them);
+//! - **hashes being read** (`skip_same_content`): a closed batch waits
+//!   for its files' hashes, read on the scanner's lanes (the engine's
+//!   thread never waits for them), and the spec's next batches wait
+//!   behind it; a hash that does not come within the storage deadline
+//!   of the last one is given up (the file is reported without one).
 //!
 //! The batches themselves (the coalescers) are `specs.rs`'s; the steps
 //! that ask the holds when a batch is due and close it are
@@ -32,11 +37,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::Sender;
 
+use std::collections::VecDeque;
+
 use crate::change::{Change, Meta};
+use crate::content::ContentHash;
 use crate::fasthash::FastMap;
 use crate::hold::{DuringHolds, HoldScope};
 use crate::index::SpecId;
 use crate::options::WatchOptions;
+use crate::restore::Restore;
 use crate::settle::{VcsHold, Verdict};
 use crate::status::{HoldReason, HoldStatus, VcsLock};
 use crate::write_hold::WriteHold;
@@ -55,6 +64,10 @@ pub(super) struct Holds {
     /// Callers of `HoldGuard::release` waiting for the barriers of the
     /// specs their hold released (told once none is left).
     endings: Vec<(Vec<SpecId>, Sender<()>)>,
+    /// Specs with a closed batch waiting for its hashes.
+    hashing: Vec<SpecId>,
+    /// The last hash read's token.
+    hash_token: u64,
     /// Specs whose holds, as the status lists them, changed.
     touched: Vec<SpecId>,
 }
@@ -132,6 +145,8 @@ struct SpecHolds {
     /// Its last declared hold ended: the held batch closes once a
     /// barrier passes, dropped if `true`.
     releasing: Option<bool>,
+    /// Its closed batches waiting for their files' hashes, oldest first.
+    hashing: VecDeque<Hashing>,
     /// With `vcs_settle`: what it knows of the repository's lock.
     vcs: Option<VcsHold>,
     /// With `write_finished`: the files of its batch being written.
@@ -140,6 +155,45 @@ struct SpecHolds {
     /// until when (its maximum delay), how many (wall clock, kept as
     /// taken so that the status does not move with the clock).
     writing: Option<(SystemTime, SystemTime, usize)>,
+}
+
+/// A closed batch of a spec that compares contents, waiting for its
+/// files' hashes (read on the scanner's lanes).
+#[derive(Debug)]
+struct Hashing {
+    token: u64,
+    changes: Vec<Change>,
+    /// A first batch's mark (`restore.rs`).
+    mark: Option<Restore>,
+    /// The hashes come so far.
+    read: FastMap<PathBuf, Option<ContentHash>>,
+    /// How many are still to come, of how many.
+    out: usize,
+    files: usize,
+    since: SystemTime,
+    /// Given up then (the storage deadline after the last hash came).
+    until: Instant,
+}
+
+/// A batch whose hashes are in (or given up): what the filter needs.
+#[derive(Debug)]
+pub(super) struct Hashed {
+    pub sid: SpecId,
+    pub changes: Vec<Change>,
+    pub mark: Option<Restore>,
+    /// Each file's hash as read (absent: not read in time).
+    pub read: FastMap<PathBuf, Option<ContentHash>>,
+}
+
+impl Hashing {
+    fn done(self, sid: SpecId) -> Hashed {
+        Hashed {
+            sid,
+            changes: self.changes,
+            mark: self.mark,
+            read: self.read,
+        }
+    }
 }
 
 /// A spec's batch, as its holds see it.
@@ -211,6 +265,7 @@ impl Holds {
             held: !guards.is_empty(),
             guards,
             releasing: None,
+            hashing: VecDeque::new(),
             vcs: options
                 .vcs_settle
                 .map(|bound| VcsHold::new(bound, options.quiet_window)),
@@ -232,6 +287,7 @@ impl Holds {
             self.write_specs -= usize::from(h.writes.is_some());
         }
         self.guarded.retain(|&s| s != sid);
+        self.hashing.retain(|&s| s != sid);
         for d in &mut self.declared {
             if d.entering.contains(&sid) {
                 d.entered(sid);
@@ -267,6 +323,9 @@ impl Holds {
         let Some(h) = self.specs.get(&sid) else {
             return batch.due;
         };
+        if let Some(first) = h.hashing.front() {
+            return Some(first.until);
+        }
         if h.releasing.is_some() {
             return None;
         }
@@ -318,6 +377,9 @@ impl Holds {
         }
         if overdue_now {
             self.touched.push(sid);
+        }
+        if !h.hashing.is_empty() {
+            return Answer::Wait; // behind the batch reading its hashes
         }
         if h.releasing.is_some() {
             return Answer::Wait; // its barrier closes it
@@ -439,6 +501,16 @@ impl Holds {
                 reason: HoldReason::Writing { files },
                 since,
                 until: Some(until),
+                overdue: false,
+            });
+        }
+        if let Some(first) = h.hashing.front() {
+            out.push(HoldStatus {
+                reason: HoldReason::Hashing {
+                    files: h.hashing.iter().map(|b| b.files).sum(),
+                },
+                since: first.since,
+                until: None,
                 overdue: false,
             });
         }
@@ -590,6 +662,129 @@ impl Holds {
     /// How long a declared hold holds spec `sid` at most.
     pub(super) fn bound(&self, sid: SpecId) -> Option<Duration> {
         self.specs.get(&sid).map(|h| h.bound)
+    }
+}
+
+/// Batches waiting for their files' hashes (`skip_same_content`).
+impl Holds {
+    /// Spec `sid`'s closed batch `changes` (`mark`: a first batch's)
+    /// waits for the hashes of `files` of its files (read on the lanes
+    /// with the token returned), behind any of its batches waiting
+    /// already; given up at `until` unless one comes.
+    pub(super) fn hash_wait(
+        &mut self,
+        sid: SpecId,
+        (changes, mark): (Vec<Change>, Option<Restore>),
+        files: usize,
+        wall: SystemTime,
+        until: Instant,
+    ) -> u64 {
+        self.hash_token += 1;
+        let token = self.hash_token;
+        let Some(h) = self.specs.get_mut(&sid) else {
+            return token;
+        };
+        h.hashing.push_back(Hashing {
+            token,
+            changes,
+            mark,
+            read: FastMap::default(),
+            out: files,
+            files,
+            since: wall,
+            until,
+        });
+        if !self.hashing.contains(&sid) {
+            self.hashing.push(sid);
+            self.touched.push(sid);
+        }
+        token
+    }
+
+    /// The hash of `path` for spec `sid`'s batch of read `token` came;
+    /// that batch's deadline is now `until`.
+    pub(super) fn hashed(
+        &mut self,
+        sid: SpecId,
+        token: u64,
+        path: PathBuf,
+        hash: Option<ContentHash>,
+        until: Instant,
+    ) {
+        let Some(b) = self
+            .specs
+            .get_mut(&sid)
+            .and_then(|h| h.hashing.iter_mut().find(|b| b.token == token))
+        else {
+            return;
+        };
+        if b.read.insert(path, hash).is_none() {
+            b.out = b.out.saturating_sub(1);
+        }
+        b.until = until;
+    }
+
+    /// The batches whose hashes are all in, or given up at `now`, in each
+    /// spec's order (one waits for those before it).
+    pub(super) fn take_hashed(&mut self, now: Instant) -> Vec<Hashed> {
+        let mut out = Vec::new();
+        for &sid in &self.hashing {
+            let Some(h) = self.specs.get_mut(&sid) else {
+                continue;
+            };
+            while h
+                .hashing
+                .front()
+                .is_some_and(|b| b.out == 0 || b.until <= now)
+            {
+                if let Some(b) = h.hashing.pop_front() {
+                    out.push(b.done(sid));
+                }
+            }
+            if h.hashing.is_empty() {
+                self.touched.push(sid);
+            }
+        }
+        let specs = &self.specs;
+        self.hashing
+            .retain(|s| specs.get(s).is_some_and(|h| !h.hashing.is_empty()));
+        out
+    }
+
+    /// Spec `sid`'s batches waiting for their hashes, taken as they are
+    /// (an update retires it: nothing more is waited for).
+    pub(super) fn take_hashing(&mut self, sid: SpecId) -> Vec<Hashed> {
+        let Some(h) = self.specs.get_mut(&sid) else {
+            return Vec::new();
+        };
+        let out: Vec<Hashed> = h.hashing.drain(..).map(|b| b.done(sid)).collect();
+        self.hashing.retain(|&s| s != sid);
+        out
+    }
+
+    /// A fresh token for a read on the lanes (a start's).
+    pub(super) fn next_token(&mut self) -> u64 {
+        self.hash_token += 1;
+        self.hash_token
+    }
+
+    /// The token of spec `sid`'s newest batch waiting for its hashes.
+    pub(super) fn hashing(&self, sid: SpecId) -> Option<u64> {
+        self.specs.get(&sid)?.hashing.back().map(|b| b.token)
+    }
+
+    /// Whether spec `sid`'s batch of read `token` is out (delivered, or
+    /// gone with its spec).
+    pub(super) fn hashes_done(&self, sid: SpecId, token: u64) -> bool {
+        self.specs
+            .get(&sid)
+            .is_none_or(|h| h.hashing.iter().all(|b| b.token != token))
+    }
+
+    /// The specs with a batch waiting for its hashes (to wake for at its
+    /// deadline).
+    pub(super) fn hashing_specs(&self) -> &[SpecId] {
+        &self.hashing
     }
 }
 

@@ -39,7 +39,9 @@
 //! watched, and what that asks of each directory), `polling.rs` (polls,
 //! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
 //! `applying.rs` (specs created, replaced, deleted), `batching.rs`
-//! (changes routed into batches, batches closed), `holding.rs` (holds a
+//! (changes routed into batches, batches closed), `hashing.rs` (content
+//! hashes read on the scanner's lanes, batches waiting for them),
+//! `holding.rs` (holds a
 //! program declares, taken and ended), `attaching.rs` (roots
 //! attached, and again when their watching point changes),
 //! `following.rs` (symlinks looked at again), `mounting.rs` (a polled
@@ -81,6 +83,7 @@ mod contents;
 mod events;
 mod following;
 mod forget;
+mod hashing;
 mod holding;
 mod holds;
 mod ignore_files;
@@ -178,6 +181,8 @@ pub(crate) enum Msg {
     Os(OsMsg),
     /// What the scanner found in polled and rescanned directories.
     Looked(Vec<crate::scanner::Finding>),
+    /// What the scanner read of files (hashes, ignore files).
+    Read(Vec<crate::scanner::FileFound>),
     /// Test hooks.
     #[cfg(feature = "test-hooks")]
     Hook(Hook),
@@ -323,8 +328,10 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     engine.queue = queue;
     engine.respawn = Some(respawn);
     let to_engine = tx.clone();
-    engine.scanner =
-        crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
+    engine.scanner = crate::scanner::Scanner::threaded(move |looks, files| {
+        (looks.is_empty() || to_engine.send(Msg::Looked(looks)).is_ok())
+            && (files.is_empty() || to_engine.send(Msg::Read(files)).is_ok())
+    });
     let thread = std::thread::Builder::new()
         .name("specwatch-engine".into())
         .spawn(move || engine.run_guarded())
@@ -513,6 +520,7 @@ impl Engine {
             self.rescans.next_deadline(),
             self.reloads.next_deadline(),
             self.mounts.next_deadline(),
+            self.contents.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -574,6 +582,7 @@ impl Engine {
                 }
             }
             Msg::Looked(findings) => self.looked(findings),
+            Msg::Read(found) => self.files_read(found),
             Msg::Sync {
                 name,
                 deadline,

@@ -134,6 +134,8 @@ pub(super) struct Facts {
     pub roots: Vec<RootStatus>,
     /// `Some` while the first walk is under way (phase `Starting`).
     pub progress: Option<crate::status::Progress>,
+    /// What its files held at start is being read (phase `Starting`).
+    pub hashing_start: bool,
     pub watch_retries: u64,
     pub overflow_recoveries: u64,
     pub missed_by_os: u64,
@@ -404,7 +406,7 @@ impl Publisher {
             (Some((error, _)), _) => Phase::Failed {
                 error: error.clone(),
             },
-            (None, _) if f.progress.is_some() => Phase::Starting,
+            (None, _) if f.progress.is_some() || f.hashing_start => Phase::Starting,
             (None, None) => Phase::Watching,
             (None, Some(reason)) => Phase::Degraded { reason },
         };
@@ -530,6 +532,7 @@ mod tests {
             polled_dirs: 0,
             roots: Vec::new(),
             progress: None,
+            hashing_start: false,
             watch_retries: 0,
             overflow_recoveries: 0,
             missed_by_os: 0,

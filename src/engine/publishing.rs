@@ -17,6 +17,7 @@ impl Engine {
         touched.extend(self.recovery.take_touched());
         touched.extend(self.rescans.take_touched());
         touched.extend(self.holds.take_touched());
+        touched.extend(self.contents.take_touched());
         if self.polls.take_changed() {
             // Which specs cover a polled directory can only be told by
             // looking: rare enough (the watch limit, links on a path
@@ -162,6 +163,7 @@ impl Engine {
                 roots
             },
             progress: self.progress.progress_of(sid),
+            hashing_start: self.contents.starting(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
             missed_by_os: self.rescans.missed(sid),

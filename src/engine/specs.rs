@@ -34,6 +34,9 @@ pub(super) struct SpecState {
     modes: Vec<RootMode>,
     /// Set by an apply until its cookies come back (see [`Guard`]).
     guard: Option<Guard>,
+    /// The device each root was found on when attached (for a spec that
+    /// compares contents: the lane its files are read on).
+    devices: Vec<(PathBuf, u64)>,
 }
 
 /// How one root is watched (decided in `modes.rs`).
@@ -181,6 +184,16 @@ impl SpecState {
         self.matcher.prunes(dir)
     }
 
+    /// The device of the deepest root at or above `path`, as found when
+    /// it was attached.
+    pub(super) fn device_below(&self, path: &Path) -> Option<u64> {
+        self.devices
+            .iter()
+            .filter(|(r, _)| path.starts_with(r))
+            .max_by_key(|(r, _)| r.as_os_str().len())
+            .map(|&(_, d)| d)
+    }
+
     /// Its open batch, as the holds see it.
     pub(super) fn batch(&self) -> Batch {
         Batch {
@@ -235,6 +248,7 @@ impl SpecTable {
             matcher,
             modes: Vec::new(),
             guard: None,
+            devices: Vec::new(),
         };
         let old = self.by_name.insert(name, sid);
         self.ignore_files_specs += usize::from(state.honours_ignore_files());
@@ -256,6 +270,14 @@ impl SpecTable {
             self.modes_changed = true;
         }
         self.polled_roots -= st.polled_roots();
+    }
+
+    /// Records the device root `root` of `sid` was found on.
+    pub(super) fn set_device(&mut self, sid: SpecId, root: &Path, device: u64) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.devices.retain(|(r, _)| r != root);
+            st.devices.push((root.to_path_buf(), device));
+        }
     }
 
     /// Records how a root of `sid` is watched; whether that changed.

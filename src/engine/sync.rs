@@ -46,6 +46,9 @@ pub(super) struct Wait {
     /// batch closed before it takes effect) or its end's (the held batch
     /// closed). Past its deadline it counts as passed.
     hold: Option<HoldMark>,
+    /// It passed, and its batch closed: its caller is answered once the
+    /// batch is out (its hashes read: `scans` names the read).
+    answer_only: bool,
 }
 
 /// What a hold's barrier is for (the hold's id).
@@ -137,6 +140,7 @@ impl Syncs {
             parked: false,
             scans: Vec::new(),
             hold: None,
+            answer_only: false,
         });
     }
 
@@ -178,6 +182,7 @@ impl Syncs {
             parked: false,
             scans: Vec::new(),
             hold: None,
+            answer_only: false,
         });
     }
 
@@ -198,6 +203,37 @@ impl Syncs {
         wait.parked = true;
         wait.scans = scans;
         self.waits.push(wait);
+    }
+
+    /// Parks `wait`, passed and its batch closed, until the reads `scans`
+    /// (the hashes its batch waits for) are done with: then it is
+    /// answered ([`take_answerable`](Self::take_answerable)), its batch
+    /// not closed again.
+    pub(super) fn park_answer(&mut self, mut wait: Wait, scans: Vec<(Purpose, DirId, u64)>) {
+        wait.parked = true;
+        wait.answer_only = true;
+        wait.scans = scans;
+        self.waits.push(wait);
+    }
+
+    /// Takes the waits parked for their answer alone whose reads are all
+    /// `done` now.
+    pub(super) fn take_answerable(
+        &mut self,
+        done: impl Fn(Purpose, DirId, u64) -> bool,
+    ) -> Vec<Wait> {
+        for w in self.waits.iter_mut().filter(|w| w.answer_only) {
+            while let Some(&(why, id, t)) = w.scans.last()
+                && done(why, id, t)
+            {
+                w.scans.pop();
+            }
+        }
+        let (ready, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.answer_only && w.scans.is_empty());
+        self.waits = waiting;
+        ready
     }
 
     /// A read or an event found the cookie at `path`.
@@ -238,7 +274,7 @@ impl Syncs {
     /// Takes the waits whose cookies were seen earlier and whose polled
     /// directories' looks are all `done` now.
     pub(super) fn take_scanned(&mut self, done: impl Fn(Purpose, DirId, u64) -> bool) -> Vec<Wait> {
-        for w in &mut self.waits {
+        for w in self.waits.iter_mut().filter(|w| !w.answer_only) {
             // (Done for good once done: a look applied or overtaken, or
             // its directory polled, or rescanned, no more.)
             while let Some(&(why, id, t)) = w.scans.last()
@@ -249,7 +285,7 @@ impl Syncs {
         }
         let (ready, waiting) = std::mem::take(&mut self.waits)
             .into_iter()
-            .partition(|w| w.parked && w.scans.is_empty());
+            .partition(|w| w.parked && !w.answer_only && w.scans.is_empty());
         self.waits = waiting;
         ready
     }
@@ -311,6 +347,7 @@ mod tests {
                 parked: false,
                 scans: Vec::new(),
                 hold: None,
+                answer_only: false,
             },
             rx,
         )

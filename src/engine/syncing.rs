@@ -27,7 +27,8 @@ use super::polling::look_done;
 use super::specs::GUARD_DEADLINE;
 use super::sync::{HoldMark, Wait, cookies_for};
 use crate::fs;
-use crate::index::SpecId;
+use crate::index::{DirId, SpecId};
+use crate::scanner::Purpose;
 
 /// A barrier whose cookies have all been seen.
 pub(super) struct Ready {
@@ -179,10 +180,10 @@ impl Engine {
     /// handed looks to the scanner is parked, and returned here (ready) in
     /// the pass that applies the last of them.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
-        let (polls, rescans) = (&self.polls, &self.rescans);
+        let owners = (&self.polls, &self.rescans, &self.reloads);
         let scanned = self
             .syncs
-            .take_scanned(|why, id, t| look_done(polls, rescans, why, id, t));
+            .take_scanned(|why, id, t| look_done(owners, why, id, t));
         let (guards, ready): (Vec<Wait>, Vec<Wait>) = self
             .syncs
             .take_ready()
@@ -213,13 +214,17 @@ impl Engine {
             if let Some(sid) = sid {
                 self.specs.end_guard(sid);
                 let polled = self.poll_spec(sid);
-                self.look_outside(true);
+                let outside = self.look_outside(true);
                 // Handed over after the polls' looks: the last first.
                 let mut scans = match wait.rescan() {
                     Some(began) => self.rescan_spec(sid, began),
                     None => Vec::new(),
                 };
                 scans.extend(polled);
+                if let Some(token) = outside {
+                    // (Handed over first: waited for last.)
+                    scans.insert(0, (Purpose::Outside, 0, token));
+                }
                 self.revalidate_links_of(sid);
                 if !self.roots.is_empty() {
                     self.settle();
@@ -239,11 +244,25 @@ impl Engine {
         out
     }
 
-    /// Answers barriers whose batches have been delivered, and lets go of
-    /// those whose caller gave up.
+    /// Answers barriers whose batches have been delivered (one whose
+    /// batch waits for its files' hashes is answered once it is out), and
+    /// lets go of those whose caller gave up.
     pub(super) fn answer_syncs(&mut self, ready: Vec<Ready>) {
         for r in ready {
-            r.wait.pass();
+            match r.sid.and_then(|sid| Some((sid, self.holds.hashing(sid)?))) {
+                Some((sid, token)) => {
+                    self.syncs
+                        .park_answer(r.wait, vec![(Purpose::Hash, sid as DirId, token)]);
+                }
+                None => r.wait.pass(),
+            }
+        }
+        let holds = &self.holds;
+        let out = self.syncs.take_answerable(|_, sid, token| {
+            SpecId::try_from(sid).is_ok_and(|sid| holds.hashes_done(sid, token))
+        });
+        for w in out {
+            w.pass();
         }
         for w in self.syncs.take_expired(self.clock.now()) {
             w.remove_cookies();

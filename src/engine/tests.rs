@@ -646,6 +646,7 @@ fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
 }
 
 mod declared;
+mod hashing;
 mod polling;
 mod storage_errors;
 mod updates;
