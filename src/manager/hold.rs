@@ -41,8 +41,9 @@ impl std::fmt::Debug for HoldGuard {
 
 impl HoldGuard {
     /// Ends the hold, as dropping the guard does, and waits until what it
-    /// held has been delivered (or dropped): every change made after this
-    /// returns is out of the hold. (A dropped guard ends it without
+    /// held has been closed, delivered or dropped (for a spec that
+    /// compares contents, its files' hashes may still be being read):
+    /// every change made after this returns is out of the hold. (A dropped guard ends it without
     /// waiting: a change made within the moment the engine takes to hear
     /// of the drop, usually well under a millisecond, may still count as
     /// held.) Returns within the time the release's barriers take, at
