@@ -448,7 +448,11 @@ const ENGINE_READS: &[(&str, &str, &str)] = &[
         "reattach_partial_only",
         "the walk: a root attached",
     ),
-    ("ignoring.rs", "read", "the walk: an ignore file it reaches"),
+    (
+        "ignoring.rs",
+        "read",
+        "the walk: an ignore file it reaches (again on its event)",
+    ),
     (
         "ignoring.rs",
         "load_ignore_files_above",
