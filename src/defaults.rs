@@ -63,6 +63,12 @@ pub const DEFAULT_SAVE_EVERY: Duration = Duration::from_secs(10);
 /// crashed `git` then delays one batch by 10 s, not forever.
 pub const DEFAULT_VCS_SETTLE: Duration = Duration::from_secs(10);
 
+/// Default bound of a hold a program declares: see
+/// [`WatchOptions::hold_bound`](crate::WatchOptions::hold_bound). 10 s,
+/// as [`DEFAULT_VCS_SETTLE`]: a build step or a code generator that holds
+/// its spec for longer has probably forgotten its guard.
+pub const DEFAULT_HOLD_BOUND: Duration = Duration::from_secs(10);
+
 /// An interval for [`WatchOptions::write_finished`](crate::WatchOptions::write_finished),
 /// which is off by default: 500 ms. A file whose size and mtime stayed
 /// the same that long is taken as finished where the OS does not report

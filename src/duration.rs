@@ -177,6 +177,10 @@ mod with_serde {
             named("vcs_settle", opt_duration::deserialize(d))
         }
 
+        pub(crate) fn hold_bound<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+            named("hold_bound", duration::deserialize(d))
+        }
+
         pub(crate) fn write_finished<'de, D: Deserializer<'de>>(
             d: D,
         ) -> Result<Option<Duration>, D::Error> {

@@ -159,7 +159,14 @@
 //!   symlinks, so that paths that do not exist yet can be accepted.
 //! - The sync barrier's cookies are created by the engine thread: a `sync`
 //!   issued while the engine is busy (walking a huge new tree, or blocked
-//!   on a hung network file system) waits for it, up to its timeout.
+//!   on a hung network file system) waits for it, up to its timeout. A
+//!   barrier (a `sync`, a hold's start or end) of a spec whose root is on
+//!   a mount that hangs creates its cookie there, and that hangs the
+//!   engine; so do the other reads the engine's thread still makes,
+//!   which `ARCHITECTURE.md` lists ("What the engine's thread reads"):
+//!   the `lstat` of a name an event named, the walk, a file held for its
+//!   writer, a change's metadata as its batch closes, a root's mount
+//!   check.
 //!
 //! # Cargo features
 //!
@@ -210,7 +217,7 @@
 // core (`index`, `ignore`, `ignore_files`, `git_pattern`, `docker_ignore`, `coalesce`, `reconcile`,
 // `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
 // threads that only read through it: `reads`, `scanner`) -> plain data
-// (`spec`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
+// (`spec`, `hold`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
 // `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
 // checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
@@ -237,6 +244,7 @@ mod fanout;
 mod fasthash;
 mod fs;
 mod git_pattern;
+mod hold;
 #[cfg(feature = "test-hooks")]
 mod hooks;
 mod ids;
@@ -273,20 +281,21 @@ pub use content::{ContentHash, ParseContentHashError};
 /// named without depending on a matching version.
 pub use crossbeam_channel;
 pub use defaults::{
-    DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_OVERFLOW_MARGIN,
-    DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST, DEFAULT_RESTART_MAX,
-    DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY, DEFAULT_VCS_SETTLE,
-    DEFAULT_WRITE_FINISHED,
+    DEFAULT_HOLD_BOUND, DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS,
+    DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST,
+    DEFAULT_RESTART_MAX, DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_VCS_SETTLE, DEFAULT_WRITE_FINISHED,
 };
 pub use error::{Error, Result};
 pub use event::Event;
+pub use hold::{DuringHolds, HoldScope};
 #[cfg(feature = "test-hooks")]
 pub use hooks::EngineHold;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
 pub use ignore_kinds::IgnoreFiles;
 pub use journal::{ChangesSince, ResyncReason};
-pub use manager::{Applied, Manager, ManagerBuilder};
+pub use manager::{Applied, HoldGuard, Manager, ManagerBuilder};
 pub use options::WatchOptions;
 pub use reconcile::ReconcileSummary;
 pub use restore::{Restore, StateRefused};
@@ -295,7 +304,8 @@ pub use serde_impl::WatchSpecs;
 pub use spec::WatchSpec;
 pub use stats::Stats;
 pub use status::{
-    BackendReason, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock, WatchStatus,
+    BackendReason, HoldReason, HoldStatus, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock,
+    WatchStatus,
 };
 #[cfg(feature = "stream")]
 pub use stream::{ChangeStream, EventStream, StatusStream};

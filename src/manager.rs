@@ -25,8 +25,10 @@ use crate::stream::EventStream;
 
 mod builder;
 mod files;
+mod hold;
 
 pub use builder::ManagerBuilder;
+pub use hold::HoldGuard;
 
 /// What [`Manager::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

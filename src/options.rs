@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::choice::Backend;
-use crate::defaults::{DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY};
+use crate::defaults::{
+    DEFAULT_HOLD_BOUND, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY,
+};
+use crate::hold::DuringHolds;
 use crate::ignore_kinds::IgnoreFiles;
 
 /// How changes are batched and which built-in filters apply.
@@ -154,16 +157,24 @@ pub struct WatchOptions {
     /// reports then carries its [`hash`](crate::Change::hash). Directories,
     /// links and removals are reported as always.
     ///
-    /// Costs: the engine reads every file the spec sees when the spec
-    /// starts (on up to four threads; `Watching` comes after), and every
-    /// `Created` or `Modified` file when its batch closes; it keeps a hash
-    /// (with the path) per file. Files over 64 MiB are compared by their
-    /// type alone (always reported). Off by default. The content counted as
-    /// "before" is the one read at start: a write made while the spec
-    /// started and before its file was read is not seen (as a write before
-    /// a directory's watch landed is not). Watchman offers the same through
-    /// its `content.sha1hex` field; a consumer keying a cache on contents
-    /// can use [`ContentHash`](crate::ContentHash) the same way.
+    /// Costs: every file the spec sees is read when the spec starts
+    /// (`Watching` comes after), and every `Created` or `Modified` file
+    /// when its batch closes; a hash (with the path) is kept per file.
+    /// The reads are the scanner's (a thread per file system, as polls'
+    /// looks), never the engine's: a closing batch waits for its files'
+    /// hashes (listed in [`WatchStatus::holds`](crate::WatchStatus::holds)
+    /// meanwhile, the spec's next batches behind it) while other specs go
+    /// on; a hash that does not come within
+    /// [`ManagerBuilder::storage_deadline`](crate::ManagerBuilder::storage_deadline)
+    /// of the last one (a mount that stopped answering) is given up, and
+    /// its file reported without one (never left out). Likewise a start's
+    /// reads. Files over 64 MiB are compared by their type alone (always
+    /// reported). Off by default. The content counted as "before" is the
+    /// one read at start: a write made while the spec started and before
+    /// its file was read is not seen (as a write before a directory's
+    /// watch landed is not). Watchman offers the same through its
+    /// `content.sha1hex` field; a consumer keying a cache on contents can
+    /// use [`ContentHash`](crate::ContentHash) the same way.
     pub skip_same_content: bool,
     /// Report a directory renamed within what the spec sees (a move the
     /// OS paired: see [`Change::from`](crate::Change::from)) as one
@@ -363,7 +374,9 @@ pub struct WatchOptions {
     /// [`Manager::sync`](crate::Manager::sync) closes the batch with
     /// everything, files being written included (they are reported again
     /// if written after). Removals, directories and links are never held.
-    /// The status shows nothing of it.
+    /// While a due batch waits for files being written,
+    /// [`WatchStatus::holds`](crate::WatchStatus::holds) says so (how
+    /// many, since when, until when).
     ///
     /// Costs: on Linux's native backend every watched directory reports
     /// closes after a write (`IN_CLOSE_WRITE`, one more event per written
@@ -378,6 +391,42 @@ pub struct WatchOptions {
         )
     )]
     pub write_finished: Option<Duration>,
+    /// What the spec does with the changes made while a hold a program
+    /// declared ([`Manager::hold`](crate::Manager::hold)) is on it:
+    /// [`DuringHolds::Defer`] (the default) delivers them in one batch
+    /// once the hold ends; [`DuringHolds::Drop`] delivers them to no one
+    /// (they are still journaled: [`changes_since`](crate::Manager::changes_since)
+    /// and the [`state`](Self::state) file describe the disk, and
+    /// [`WatchStatus::dropped_by_holds`](crate::WatchStatus::dropped_by_holds)
+    /// counts them).
+    ///
+    /// What is held: every change made after `hold` returns and before
+    /// the guard is dropped, by anyone (the OS does not say who wrote a
+    /// file); a change made before `hold` was called is delivered as
+    /// usual (`hold` passes a barrier first, as
+    /// [`Manager::sync`](crate::Manager::sync) does). When the guard is
+    /// dropped the engine passes another barrier (the writes made before
+    /// the drop are all in), then delivers (`Defer`) or drops (`Drop`)
+    /// the held batch at once. A [`Manager::sync`](crate::Manager::sync)
+    /// during a hold closes the held batch as the hold's end would
+    /// (delivered, or dropped). Bounded by [`hold_bound`](Self::hold_bound).
+    pub during_holds: DuringHolds,
+    /// How long a hold a program declared holds the spec's batches at
+    /// most (from when it began): a guard kept longer (forgotten, or a
+    /// step that hangs) is marked `overdue` in
+    /// [`WatchStatus::holds`](crate::WatchStatus::holds), and what it
+    /// held is delivered (`Defer`) or dropped (`Drop`); then batches flow
+    /// as if there were no hold, until it ends. Default: 10 s
+    /// ([`DEFAULT_HOLD_BOUND`](crate::DEFAULT_HOLD_BOUND)), as
+    /// [`vcs_settle`](Self::vcs_settle)'s suggested bound.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "crate::duration::duration::serialize",
+            deserialize_with = "crate::duration::field::hold_bound"
+        )
+    )]
+    pub hold_bound: Duration,
 }
 
 impl Default for WatchOptions {
@@ -400,6 +449,8 @@ impl Default for WatchOptions {
             save_every: DEFAULT_SAVE_EVERY,
             vcs_settle: None,
             write_finished: None,
+            during_holds: DuringHolds::Defer,
+            hold_bound: DEFAULT_HOLD_BOUND,
         }
     }
 }

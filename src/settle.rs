@@ -3,10 +3,10 @@
 //! (`.git/index.lock`, `.hg/wlock`) exists, until when, and what its
 //! status says.
 //!
-//! One hold per spec generation, owned by the batches' owner
-//! (`engine/specs.rs`), beside the spec's coalescer: a held batch is the
-//! coalescer's open batch, left open, so it keeps netting per path and
-//! nothing is dropped, only delayed.
+//! One hold per spec generation, owned by the holds' owner
+//! (`engine/holds.rs`) with the spec's other holds: a held batch is the
+//! coalescer's open batch (`engine/specs.rs`), left open, so it keeps
+//! netting per path and nothing is dropped, only delayed.
 //!
 //! Pure: the caller passes the time and what it found at the lock's path
 //! (the engine `stat`s it through `fs`, when a batch is due and at the
@@ -83,6 +83,11 @@ impl VcsHold {
             recheck: quiet.clamp(RECHECK_MIN, RECHECK_MAX),
             state: State::Idle,
         }
+    }
+
+    /// How long a batch is held at most.
+    pub(crate) fn bound(&self) -> Duration {
+        self.bound
     }
 
     /// Whether the lock is to be looked at now (`due`: the spec's batch

@@ -6,6 +6,7 @@ use std::time::Duration;
 // The engine's modules name `Backend` through here.
 pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
+use crate::hold::DuringHolds;
 use crate::ignore::{IgnoreRule, Matcher};
 use crate::ignore_kinds::IgnoreFiles;
 pub(crate) use crate::options::WatchOptions;
@@ -398,6 +399,30 @@ impl WatchSpec {
         self
     }
 
+    /// Sets [`WatchOptions::during_holds`]: what the spec does with the
+    /// changes made while a hold a program declared is on it.
+    ///
+    /// ```
+    /// use specwatch::{DuringHolds, WatchSpec};
+    ///
+    /// // A build tool whose outputs land in the watched tree.
+    /// let spec = WatchSpec::new(["/src/app"]).during_holds(DuringHolds::Drop);
+    /// # let _ = spec;
+    /// ```
+    #[must_use]
+    pub fn during_holds(mut self, during: DuringHolds) -> Self {
+        self.options.during_holds = during;
+        self
+    }
+
+    /// Sets [`WatchOptions::hold_bound`]: how long a hold a program
+    /// declared holds the spec's batches at most.
+    #[must_use]
+    pub fn hold_bound(mut self, bound: Duration) -> Self {
+        self.options.hold_bound = bound;
+        self
+    }
+
     /// Replaces all options.
     #[must_use]
     pub fn options(mut self, options: WatchOptions) -> Self {
@@ -528,6 +553,13 @@ impl WatchSpec {
                 spec: spec_err(),
                 option: "write_finished",
                 reason: "must be more than zero (leave it unset for no holding)".into(),
+            });
+        }
+        if options.hold_bound.is_zero() {
+            return Err(Error::InvalidOption {
+                spec: spec_err(),
+                option: "hold_bound",
+                reason: "must be more than zero".into(),
             });
         }
         if options.save_every.is_zero() {

@@ -129,6 +129,25 @@ fn errors_name_the_culprit() {
         }
         other => panic!("expected InvalidOption, got {other:?}"),
     }
+    for (option, spec) in [
+        (
+            "vcs_settle",
+            WatchSpec::new([abs("/a")]).vcs_settle(Duration::ZERO),
+        ),
+        (
+            "write_finished",
+            WatchSpec::new([abs("/a")]).write_finished(Duration::ZERO),
+        ),
+        (
+            "hold_bound",
+            WatchSpec::new([abs("/a")]).hold_bound(Duration::ZERO),
+        ),
+    ] {
+        match spec.normalized("web") {
+            Err(Error::InvalidOption { option: o, .. }) => assert_eq!(o, option),
+            other => panic!("expected InvalidOption {option}, got {other:?}"),
+        }
+    }
     match WatchSpec::new([""]).normalized("web") {
         Err(Error::RelativePath { .. }) => {}
         other => panic!("expected RelativePath for an empty path, got {other:?}"),

@@ -3,9 +3,8 @@
 //! when its batch waits for them, and which of its changes move to the
 //! next batch when the batch's maximum delay is up.
 //!
-//! One hold per spec generation, owned by the batches' owner
-//! (`engine/specs.rs`) beside the spec's coalescer, as `settle.rs`'s VCS
-//! hold is. A file is *written* when a change of it (a regular file,
+//! One hold per spec generation, owned by the holds' owner
+//! (`engine/holds.rs`), as `settle.rs`'s VCS hold is. A file is *written* when a change of it (a regular file,
 //! `Created` or `Modified`) is routed into the batch, with what the look
 //! that found it saw (size, mtime). It is *finished* when:
 //!
@@ -147,6 +146,11 @@ impl WriteHold {
             f.seen = now_seen;
             f.last = now;
         }
+    }
+
+    /// How many files are being written at `now`.
+    pub(crate) fn writing_count(&self, now: Instant) -> usize {
+        self.files.values().filter(|f| f.writing(now)).count()
     }
 
     /// Whether a file is being written at `now`.

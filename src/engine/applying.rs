@@ -30,9 +30,13 @@ impl Engine {
         trace::span!(INFO, "apply", spec = %name, generation = generation.0);
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
+        if let Some(st) = self.specs.get(sid) {
+            self.holds.add(sid, st.name(), st.options());
+        }
         if let Some(old) = old {
-            // Its last batch first, so that it is journaled with it.
-            self.emit(old, None, None);
+            // Its last batch first, so that it is journaled with it
+            // (dropped, if a hold held it to drop it).
+            self.close_retiring(old);
         }
         let wall = self.clock.wall();
         let name = self

@@ -32,7 +32,7 @@ impl Engine {
             // A writer's close matters only to specs that wait for one.
             OsEvent::Entry {
                 hint: Hint::Closed, ..
-            } if !self.specs.any_write_holds() => {}
+            } if !self.holds.any_write_holds() => {}
             OsEvent::Entry { watch, name, hint } => {
                 self.each_node_of(watch, |e, id| e.handle_name(id, &name, hint));
             }

@@ -15,6 +15,7 @@
 //! |---|---|
 //! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
+//! | `holds.rs` | every hold on a spec's batch (a VCS lock, files being written, holds programs declare), and whether a due batch closes |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
@@ -38,7 +39,10 @@
 //! watched, and what that asks of each directory), `polling.rs` (polls,
 //! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
 //! `applying.rs` (specs created, replaced, deleted), `batching.rs`
-//! (changes routed into batches, batches closed), `attaching.rs` (roots
+//! (changes routed into batches, batches closed), `hashing.rs` (content
+//! hashes read on the scanner's lanes, batches waiting for them),
+//! `holding.rs` (holds a
+//! program declares, taken and ended), `attaching.rs` (roots
 //! attached, and again when their watching point changes),
 //! `following.rs` (symlinks looked at again), `mounting.rs` (a polled
 //! root's file system unmounted and mounted again), `ignoring.rs` (ignore files
@@ -79,6 +83,9 @@ mod contents;
 mod events;
 mod following;
 mod forget;
+mod hashing;
+mod holding;
+mod holds;
 mod ignore_files;
 mod ignoring;
 mod inbox;
@@ -150,6 +157,17 @@ pub(crate) enum Msg {
     StateSaved { name: String, error: Option<String> },
     /// Delete the named spec.
     Delete { name: String },
+    /// A program declares hold `id` on `scope` (`label`): reply once it
+    /// is in effect.
+    Hold {
+        id: u64,
+        scope: crate::hold::HoldScope,
+        label: String,
+        reply: Sender<()>,
+    },
+    /// The guard of hold `id` was dropped; `reply` (a caller of
+    /// `HoldGuard::release`) once what it held is closed.
+    Unhold { id: u64, reply: Option<Sender<()>> },
     /// A sync barrier: reply `true` once every change made before has been
     /// delivered (`false`: no such spec). Given up at `deadline`.
     Sync {
@@ -174,6 +192,8 @@ pub(crate) enum Msg {
     Os(OsMsg),
     /// What the scanner found in polled and rescanned directories.
     Looked(Vec<crate::scanner::Finding>),
+    /// What the scanner read of files (hashes, ignore files).
+    Read(Vec<crate::scanner::FileFound>),
     /// Test hooks.
     #[cfg(feature = "test-hooks")]
     Hook(Hook),
@@ -227,6 +247,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
+    /// A sender into the engine's inbox, for what must tell the engine
+    /// without a manager at hand (a hold's guard, when dropped).
+    pub(crate) fn sender(&self) -> Sender<Msg> {
+        self.tx.clone()
+    }
+
     /// Sends a message; an error once the engine thread has stopped.
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.tx.send(msg).map_err(|_| stopped())
@@ -332,8 +358,10 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     engine.queue = queue;
     engine.respawn = Some(respawn);
     let to_engine = tx.clone();
-    engine.scanner =
-        crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
+    engine.scanner = crate::scanner::Scanner::threaded(move |looks, files| {
+        (looks.is_empty() || to_engine.send(Msg::Looked(looks)).is_ok())
+            && (files.is_empty() || to_engine.send(Msg::Read(files)).is_ok())
+    });
     let thread = std::thread::Builder::new()
         .name("specwatch-engine".into())
         .spawn(move || engine.run_guarded())
@@ -360,6 +388,8 @@ pub(crate) struct Engine {
     now: Instant,
     index: Index,
     specs: SpecTable,
+    /// Every hold on a spec's batch (a VCS lock, files being written).
+    holds: holds::Holds,
     watches: WatchTable,
     polls: PollSet,
     /// Looks at the directories polled without an OS watch, and at those
@@ -413,6 +443,7 @@ impl Engine {
             now,
             index: Index::default(),
             specs: SpecTable::default(),
+            holds: holds::Holds::default(),
             watches,
             polls: {
                 let mut p = PollSet::new(config.poll_interval);
@@ -512,13 +543,14 @@ impl Engine {
     /// or (while a subscriber is behind) a look for room in its channel.
     fn next_deadline(&self) -> Option<Instant> {
         let timers = [
-            self.specs.next_deadline(),
+            batching::next_deadline(&self.specs, &self.holds),
             self.polls.next_deadline(),
             self.recovery.next_deadline(),
             self.syncs.next_deadline(),
             self.rescans.next_deadline(),
             self.reloads.next_deadline(),
             self.mounts.next_deadline(),
+            self.contents.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -546,6 +578,13 @@ impl Engine {
             }
             Msg::StateSaved { name, error } => self.state_saved(&name, error),
             Msg::Delete { name } => self.delete(&name),
+            Msg::Hold {
+                id,
+                scope,
+                label,
+                reply,
+            } => self.hold(id, scope, label, reply),
+            Msg::Unhold { id, reply } => self.unhold(id, reply),
             Msg::Shutdown => return false,
             Msg::Os(m) => {
                 let lost = self.queue.taken(m.weight());
@@ -573,6 +612,7 @@ impl Engine {
                 }
             }
             Msg::Looked(findings) => self.looked(findings),
+            Msg::Read(found) => self.files_read(found),
             Msg::Sync {
                 name,
                 deadline,
@@ -619,7 +659,7 @@ impl Engine {
         self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
-        self.flush_batches(&syncing::specs_of(&synced));
+        self.flush_batches(&syncing::passed(&synced));
         self.publish();
         // Before the answers: a caller of `sync` finds the engine settled.
         self.trim_if_idle();

@@ -97,16 +97,6 @@ impl Engine {
         Ok(listing)
     }
 
-    /// Takes the signature of entry `name` of polled directory `id` if it
-    /// has none yet (a name a partial node starts to wait for).
-    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let path = node.path().join(name);
-        self.polls.sign_name(id, name, || fs::sig_of(&path));
-    }
-
     /// Polls directory `id` every `every` because a covering spec polls it
     /// (its first picture is taken now if it is read already).
     pub(super) fn choose_poll(&mut self, id: DirId, every: Duration) {
@@ -449,7 +439,9 @@ impl Engine {
         asked
             .into_iter()
             .rev()
-            .filter(|&(id, t)| !look_done(&self.polls, &self.rescans, purpose, id, t))
+            .filter(|&(id, t)| {
+                !look_done((&self.polls, &self.rescans, &self.reloads), purpose, id, t)
+            })
             .map(|(id, t)| (purpose, id, t))
             .collect()
     }
@@ -498,8 +490,11 @@ impl Engine {
 /// Whether look `token` at directory `id`, made for `purpose`, is done
 /// with: applied, or given up (the owner of that kind of look says).
 pub(super) fn look_done(
-    polls: &poll::PollSet,
-    rescans: &super::rescan::Rescans,
+    (polls, rescans, reloads): (
+        &poll::PollSet,
+        &super::rescan::Rescans,
+        &super::ignore_files::Reloads,
+    ),
     purpose: Purpose,
     id: DirId,
     token: u64,
@@ -507,5 +502,8 @@ pub(super) fn look_done(
     match purpose {
         Purpose::Poll => polls.done(id, token),
         Purpose::Rescan => rescans.done(id, token),
+        Purpose::Outside => reloads.round_done(token),
+        // (A barrier waits for a batch's hashes through its answer.)
+        Purpose::Hash | Purpose::Start => true,
     }
 }

@@ -645,6 +645,8 @@ fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
     assert!(h.engine.check_invariants().is_empty());
 }
 
+mod declared;
+mod hashing;
 mod polling;
 mod storage_errors;
 mod updates;
