@@ -212,57 +212,42 @@
 #![warn(rust_2018_idioms)]
 
 // Layers, imported downwards only: the front (this file, `manager`,
-// `stream`, `serde_impl`, `hooks`, `bench_api`; `docs`, the guide, holds
-// no code) -> `engine` -> the pure
-// core (`index`, `ignore`, `ignore_files`, `git_pattern`, `docker_ignore`, `coalesce`, `reconcile`,
-// `fanout`, `journal`) and the I/O leaves (`backend`, `fs`, and the
-// threads that only read through it: `reads`, `scanner`) -> plain data
-// (`spec`, `hold`, `choice`, `ignore_kinds`, `duration`, `change`, `event`, `status`, `stats`,
-// `ids`, `error`, `clock`, `fasthash`). ARCHITECTURE.md draws it; tests/layers.rs
-// checks it.
+// `state`'s loading and saving, `stream`, `serde_impl`, `hooks`,
+// `bench_api`; `docs`, the guide, holds no code) -> `engine` -> the pure
+// core (`index`, `ignore/`, `batch`'s `coalesce`, `fanout` and `journal`,
+// `hold`'s rules, `state`'s format, `reconcile`) and the I/O leaves
+// (`backend`, `fs`, and the threads that only read through it: `reads`,
+// `scanner`) -> plain data (`spec/`, `batch`'s `change`, `content` and
+// `event`, `status`, `stats`, `ids`, `error`, `clock`, `fasthash`). A
+// folder per concept: `ignore/`, `batch/`, `state/`, `spec/`, `hold/`.
+// ARCHITECTURE.md draws it; tests/layers.rs checks it.
 /// The README's examples, compiled as doc tests so that they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
 mod backend;
+mod batch;
 #[cfg(feature = "bench")]
 pub mod bench_api;
-mod change;
-mod choice;
 mod clock;
-mod coalesce;
-mod content;
-mod defaults;
-mod docker_ignore;
 pub mod docs;
-mod duration;
 mod engine;
 mod error;
-mod event;
-mod fanout;
 mod fasthash;
 mod fs;
-mod git_pattern;
 mod hold;
 #[cfg(feature = "test-hooks")]
 mod hooks;
 mod ids;
 mod ignore;
-mod ignore_files;
-mod ignore_kinds;
 mod index;
-mod journal;
 mod manager;
-mod options;
 mod reads;
 mod reconcile;
-mod restore;
 mod scanner;
 #[cfg(feature = "serde")]
 mod serde_impl;
-mod settle;
-mod snapshot;
 mod spec;
 mod state;
 mod stats;
@@ -271,37 +256,36 @@ mod status;
 mod stream;
 #[cfg(test)]
 mod test_paths;
-mod write_hold;
 
-pub use change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
-pub use choice::{Backend, ParseBackendError};
-pub use content::{ContentHash, ParseContentHashError};
+pub use batch::change::{Change, ChangeBatch, ChangeKind, FileType, Meta};
+pub use batch::content::{ContentHash, ParseContentHashError};
+pub use batch::event::Event;
+pub use batch::journal::{ChangesSince, ResyncReason};
 /// The channel crate whose [`Receiver`](crossbeam_channel::Receiver)
 /// [`Manager::subscribe`] returns, re-exported so that its type can be
 /// named without depending on a matching version.
 pub use crossbeam_channel;
-pub use defaults::{
-    DEFAULT_HOLD_BOUND, DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS,
-    DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST,
-    DEFAULT_RESTART_MAX, DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY,
-    DEFAULT_VCS_SETTLE, DEFAULT_WRITE_FINISHED,
-};
 pub use error::{Error, Result};
-pub use event::Event;
 pub use hold::{DuringHolds, HoldScope};
 #[cfg(feature = "test-hooks")]
 pub use hooks::EngineHold;
 pub use ids::{Generation, ParseSeqError, Seq};
 pub use ignore::IgnoreRule;
-pub use ignore_kinds::IgnoreFiles;
-pub use journal::{ChangesSince, ResyncReason};
+pub use ignore::kinds::IgnoreFiles;
 pub use manager::{Applied, HoldGuard, Manager, ManagerBuilder};
-pub use options::WatchOptions;
 pub use reconcile::ReconcileSummary;
-pub use restore::{Restore, StateRefused};
 #[cfg(feature = "serde")]
 pub use serde_impl::WatchSpecs;
 pub use spec::WatchSpec;
+pub use spec::choice::{Backend, ParseBackendError};
+pub use spec::defaults::{
+    DEFAULT_HOLD_BOUND, DEFAULT_JOURNAL_PATHS, DEFAULT_MAX_DELAY, DEFAULT_MAX_QUEUED_EVENTS,
+    DEFAULT_OVERFLOW_MARGIN, DEFAULT_POLL_INTERVAL, DEFAULT_QUIET_WINDOW, DEFAULT_RESTART_FIRST,
+    DEFAULT_RESTART_MAX, DEFAULT_SAVE_EVERY, DEFAULT_STORAGE_DEADLINE, DEFAULT_SUBSCRIBER_CAPACITY,
+    DEFAULT_VCS_SETTLE, DEFAULT_WRITE_FINISHED,
+};
+pub use spec::options::WatchOptions;
+pub use state::restore::{Restore, StateRefused};
 pub use stats::Stats;
 pub use status::{
     BackendReason, HoldReason, HoldStatus, Phase, Progress, RECENT_BATCHES, RootStatus, VcsLock,

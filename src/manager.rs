@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
-use crate::choice::Backend;
+use crate::batch::event::Event;
+use crate::batch::fanout::Subscriber;
 use crate::engine::{Handle, Msg, trace};
 use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
 use crate::spec::WatchSpec;
+use crate::spec::choice::Backend;
 use crate::state::{self, Saver};
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
@@ -87,7 +87,7 @@ pub struct Manager {
     specs: Mutex<HashMap<String, AppliedSpec>>,
     /// Each stream's link to its subscriber, for `live_streams`.
     #[cfg(all(feature = "stream", feature = "test-hooks"))]
-    streams: Mutex<Vec<std::sync::Weak<crate::fanout::Wake>>>,
+    streams: Mutex<Vec<std::sync::Weak<crate::batch::fanout::Wake>>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -559,7 +559,7 @@ impl Manager {
     #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
     pub fn stream(&self) -> EventStream {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
-        let wake = std::sync::Arc::new(crate::fanout::Wake::default());
+        let wake = std::sync::Arc::new(crate::batch::fanout::Wake::default());
         #[cfg(feature = "test-hooks")]
         {
             let mut streams = self.streams.lock();

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::content::ContentHash;
+use crate::batch::content::ContentHash;
 use crate::fs::{self, Look, Picture, Sig};
 
 /// What a look is for: the engine's, handed back with the finding (each

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::change::ChangeBatch;
-use crate::choice::Backend;
+use crate::batch::change::ChangeBatch;
 use crate::ids::Generation;
+use crate::spec::choice::Backend;
 
 /// How many recent batches a [`WatchStatus`] keeps.
 pub const RECENT_BATCHES: usize = 20;

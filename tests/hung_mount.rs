@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
 use common::fuse::{BindMount, bind_mount};
+use common::*;
 use specwatch::{Backend, ChangeKind, ContentHash, HoldReason, Manager, Phase};
 
 /// A storage directory and a FUSE (`bindfs`) mount of it, in a directory

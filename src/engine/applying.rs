@@ -7,13 +7,13 @@ use std::path::PathBuf;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::SpecId;
-use crate::restore::StateRefused;
-use crate::snapshot::Snapshot;
 use crate::spec::WatchSpec;
+use crate::state::restore::StateRefused;
+use crate::state::snapshot::Snapshot;
 
 impl Engine {
     /// Creates or replaces the named spec. The old generation's open batch

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::index::{DirId, Partial, SpecId};
 

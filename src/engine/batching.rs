@@ -13,10 +13,10 @@ use std::time::{Instant, SystemTime};
 use super::Engine;
 use super::holds::{Answer, Barrier, Closing, Holds};
 use super::specs::SpecTable;
-use crate::change::{Change, ChangeKind, FileType, Meta};
+use crate::batch::change::{Change, ChangeKind, FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, SpecId};
-use crate::restore::Restore;
+use crate::state::restore::Restore;
 
 /// What [`take_due`] closed, and what it holds.
 #[derive(Default)]

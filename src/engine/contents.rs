@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::change::{Change, ChangeKind, FileType};
-use crate::content::ContentHash;
+use crate::batch::change::{Change, ChangeKind, FileType};
+use crate::batch::content::ContentHash;
 use crate::fasthash::{FastMap, FastSet};
 use crate::index::SpecId;
 

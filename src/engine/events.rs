@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Engine;
 use crate::backend::{Hint, OsEvent, WatchId};
-use crate::change::{FileType, Meta};
+use crate::batch::change::{FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, diff};
 
@@ -212,7 +212,7 @@ impl Engine {
             }
             (Some(_), Some(t)) => {
                 if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
-                    let kind = crate::change::ChangeKind::Modified;
+                    let kind = crate::batch::change::ChangeKind::Modified;
                     self.route(id, name, kind, t, from_os, meta);
                 }
                 if t == FileType::Symlink {

@@ -18,10 +18,10 @@ use std::time::Instant;
 
 use super::Engine;
 use super::holds::Hashed;
-use crate::change::{Change, FileType};
+use crate::batch::change::{Change, FileType};
 use crate::index::SpecId;
-use crate::restore::Restore;
 use crate::scanner::{FileFound, FileJob, FileRead, FileResult, Purpose};
+use crate::state::restore::Restore;
 
 impl Engine {
     /// Spec `sid` compares contents: what the files it sees hold now is

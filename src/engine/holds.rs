@@ -39,16 +39,16 @@ use crossbeam_channel::Sender;
 
 use std::collections::VecDeque;
 
-use crate::change::{Change, Meta};
-use crate::content::ContentHash;
+use crate::batch::change::{Change, Meta};
+use crate::batch::content::ContentHash;
 use crate::fasthash::FastMap;
+use crate::hold::settle::{VcsHold, Verdict};
+use crate::hold::write::WriteHold;
 use crate::hold::{DuringHolds, HoldScope};
 use crate::index::SpecId;
-use crate::options::WatchOptions;
-use crate::restore::Restore;
-use crate::settle::{VcsHold, Verdict};
+use crate::spec::options::WatchOptions;
+use crate::state::restore::Restore;
 use crate::status::{HoldReason, HoldStatus, VcsLock};
-use crate::write_hold::WriteHold;
 
 /// The holds of every spec generation, and the holds programs declared.
 #[derive(Debug, Default)]

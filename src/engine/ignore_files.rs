@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::fs;
-use crate::ignore_files::IgnoreFile;
+use crate::ignore::files::IgnoreFile;
 use crate::index::{DirId, SpecId};
 
 /// How often ignore files outside the watched tree are looked at.

@@ -16,11 +16,11 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::Engine;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::ignore::Matcher;
-use crate::ignore_files::IgnoreFile;
-use crate::ignore_kinds::IgnoreFiles;
+use crate::ignore::files::IgnoreFile;
+use crate::ignore::kinds::IgnoreFiles;
 use crate::index::{DirId, SpecId};
 use crate::scanner::{FileJob, FileRead, Purpose};
 

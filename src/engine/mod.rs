@@ -63,15 +63,15 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use parking_lot::Mutex;
 
 use crate::backend::{self, OsMsg, Read, Sink};
+use crate::batch::fanout::Subscriber;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::Index;
-use crate::restore::StateRefused;
-use crate::snapshot::Snapshot;
 use crate::spec::{Backend, WatchSpec};
+use crate::state::restore::StateRefused;
+use crate::state::snapshot::Snapshot;
 use crate::stats::Stats;
 
 mod applying;
@@ -325,7 +325,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let queue = inbox::Inbox::new(
         config
             .max_queued_events
-            .unwrap_or(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+            .unwrap_or(crate::spec::defaults::DEFAULT_MAX_QUEUED_EVENTS),
     );
     let admits = queue.clone();
     // Never waits: a message the bound has no room for is dropped, and
@@ -458,7 +458,7 @@ impl Engine {
                 running: backend::resolve(config.backend),
                 poll_interval: config
                     .poll_interval
-                    .unwrap_or(crate::defaults::DEFAULT_POLL_INTERVAL)
+                    .unwrap_or(crate::spec::defaults::DEFAULT_POLL_INTERVAL)
                     .max(Duration::from_millis(1)),
             },
             recovery: Recovery::new(config.overflow_margin, config.restart_backoff, wall),
@@ -476,7 +476,7 @@ impl Engine {
             syncs: Syncs::default(),
             out,
             os_events: 0,
-            queue: inbox::Inbox::new(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+            queue: inbox::Inbox::new(crate::spec::defaults::DEFAULT_MAX_QUEUED_EVENTS),
             respawn: None,
             stats_waiters: Vec::new(),
             clock,

@@ -10,9 +10,9 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::defaults::DEFAULT_POLL_INTERVAL;
 use crate::fs::{self, Picture};
 use crate::index::DirId;
+use crate::spec::defaults::DEFAULT_POLL_INTERVAL;
 
 /// What to do with a look of the scanner's that came back.
 #[derive(Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl PollSet {
             limit_reason: None,
             changed: false,
             tokens: 0,
-            deadline: crate::defaults::DEFAULT_STORAGE_DEADLINE,
+            deadline: crate::spec::defaults::DEFAULT_STORAGE_DEADLINE,
             hung: BTreeSet::new(),
             checked: None,
         }

@@ -13,7 +13,7 @@ use super::poll::{self, Why};
 use super::rescanning::keep_engine_view;
 use super::trace;
 use crate::backend::WatchError;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::fs::{self, Picture};
 use crate::index::{DirId, SpecId};
 use crate::scanner::{Finding, Job, Purpose};

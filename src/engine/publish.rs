@@ -17,15 +17,15 @@ use crossbeam_channel::Receiver;
 use parking_lot::{Condvar, Mutex};
 
 use super::trace;
-use crate::change::{Change, ChangeBatch};
-use crate::defaults::DEFAULT_JOURNAL_PATHS;
-use crate::event::Event;
-use crate::fanout::Subscriber;
+use crate::batch::change::{Change, ChangeBatch};
+use crate::batch::event::Event;
+use crate::batch::fanout::Subscriber;
+use crate::batch::journal::{ChangesSince, Journal};
 use crate::ids::Generation;
 use crate::ids::Seq;
 use crate::index::SpecId;
-use crate::journal::{ChangesSince, Journal};
-use crate::restore::Restore;
+use crate::spec::defaults::DEFAULT_JOURNAL_PATHS;
+use crate::state::restore::Restore;
 use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 
 /// What the engine publishes for the manager to read: written by the
@@ -521,7 +521,7 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change::{ChangeKind, FileType};
+    use crate::batch::change::{ChangeKind, FileType};
     use std::time::Duration;
 
     fn publisher() -> (Publisher, crossbeam_channel::Receiver<Event>) {

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use super::holds::Batch;
 use super::trace;
-use crate::change::{Change, ChangeKind, FileType, Meta};
-use crate::coalesce::Coalescer;
+use crate::batch::change::{Change, ChangeKind, FileType, Meta};
+use crate::batch::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
-use crate::ignore_files::{IgnoreFile, Set};
-use crate::ignore_kinds::IgnoreFiles;
+use crate::ignore::files::{IgnoreFile, Set};
+use crate::ignore::kinds::IgnoreFiles;
 use crate::index::{DirNode, SpecId};
 use crate::spec::{Backend, WatchSpec};
 use crate::status::RootStatus;
@@ -89,7 +89,7 @@ impl SpecState {
     }
 
     /// Its options.
-    pub(super) fn options(&self) -> &crate::options::WatchOptions {
+    pub(super) fn options(&self) -> &crate::spec::options::WatchOptions {
         &self.spec.options
     }
 

@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 
 use super::Engine;
 use crate::backend::Hint;
-use crate::change::{ChangeKind, FileType, Meta};
+use crate::batch::change::{ChangeKind, FileType, Meta};
 use crate::fs;
 use crate::index::DirId;
 

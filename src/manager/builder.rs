@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use super::Manager;
-use crate::choice::Backend;
-use crate::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
 use crate::engine;
 use crate::error::Result;
+use crate::spec::choice::Backend;
+use crate::spec::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
 
 /// Builds a [`Manager`].
 #[derive(Clone, Debug, Default)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::Manager;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::engine::Msg;
 use crate::error::{Error, Result};
 use crate::fs;

@@ -6,8 +6,8 @@
 //! moves every timer; the test plays the OS for the cookies.
 
 use super::*;
+use crate::batch::journal::ChangesSince;
 use crate::hold::{DuringHolds, HoldScope};
-use crate::journal::ChangesSince;
 use crate::status::{HoldReason, HoldStatus};
 
 impl Harness {
@@ -102,7 +102,7 @@ fn a_deferring_hold_delivers_what_it_held_as_one_batch_once_released() {
                 label: "hold 1".into()
             },
             since,
-            until: Some(since + crate::defaults::DEFAULT_HOLD_BOUND),
+            until: Some(since + crate::spec::defaults::DEFAULT_HOLD_BOUND),
             overdue: false,
         }]
     );

@@ -7,7 +7,7 @@
 //! sync is answered once its batch is out.
 
 use super::*;
-use crate::content::ContentHash;
+use crate::batch::content::ContentHash;
 use crate::scanner::{Scanner, read_files};
 use crate::status::HoldReason;
 

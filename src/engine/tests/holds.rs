@@ -5,7 +5,7 @@
 //! the test's.
 
 use super::*;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::engine::batching::{self, Due};
 use crate::engine::specs::SpecTable;
 use crate::engine::specs::tests::state;

@@ -1,17 +1,27 @@
 //! Watch specs: the desired state of one named watch.
+//!
+//! The folder is the spec as the user writes it, all plain data: this
+//! file ([`WatchSpec`] and its checks), `options` (its batching and
+//! watching options), `choice` (the backend it asks for), `defaults` (the
+//! defaults' constants) and `duration` (durations as specs write them).
+
+pub(crate) mod choice;
+pub(crate) mod defaults;
+pub(crate) mod duration;
+pub(crate) mod options;
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 // The engine's modules name `Backend` through here.
-pub(crate) use crate::choice::Backend;
 use crate::error::{Error, Result};
 use crate::hold::DuringHolds;
+use crate::ignore::kinds::IgnoreFiles;
 use crate::ignore::{IgnoreRule, Matcher};
-use crate::ignore_kinds::IgnoreFiles;
-pub(crate) use crate::options::WatchOptions;
+pub(crate) use crate::spec::choice::Backend;
+pub(crate) use crate::spec::options::WatchOptions;
 
-use crate::defaults::DEFAULT_MAX_DELAY;
+use crate::spec::defaults::DEFAULT_MAX_DELAY;
 
 /// The desired state of one watch: what to watch, what to leave out, and how
 /// to batch what is seen.
@@ -600,5 +610,5 @@ pub(crate) fn clean(path: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-#[path = "spec_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

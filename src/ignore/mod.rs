@@ -3,6 +3,17 @@
 //! pattern match anything below this ignored directory?").
 //!
 //! Pure: no I/O. The caller says whether a path is a directory.
+//!
+//! The folder holds every part of the ignore rules, each pure: this file
+//! (a spec's rules and its [`Matcher`]), `files` (the rules read from a
+//! tree's ignore files, per directory), `kinds` (which ignore files a spec
+//! follows: [`IgnoreFiles`](crate::IgnoreFiles)), `git_pattern` (a pattern
+//! line read as git reads it) and `docker` (`.dockerignore`'s reading).
+
+pub(crate) mod docker;
+pub(crate) mod files;
+pub(crate) mod git_pattern;
+pub(crate) mod kinds;
 
 use std::cell::{Cell, RefCell};
 
@@ -16,8 +27,8 @@ use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::{Error, Result};
 use crate::fasthash::FastMap;
-use crate::git_pattern::{Line, Why, rewrite};
-use crate::ignore_files::{FileRules, IgnoreFile, Set};
+use crate::ignore::files::{FileRules, IgnoreFile, Set};
+use crate::ignore::git_pattern::{Line, Why, rewrite};
 
 /// Gitignore-style patterns relative to a base directory.
 ///
@@ -600,5 +611,5 @@ impl Matcher {
 }
 
 #[cfg(test)]
-#[path = "ignore_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

@@ -35,10 +35,10 @@ use std::ffi::{OsStr, OsString};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::ids::Seq;
-use crate::restore::{FORMAT, StateRefused};
 use crate::spec::WatchSpec;
+use crate::state::restore::{FORMAT, StateRefused};
 
 const MAGIC: &[u8; 16] = b"specwatch-state\n";
 const UNCERTAIN: u8 = 0x80;
@@ -314,7 +314,7 @@ impl Snapshot {
 pub(crate) fn fingerprint(spec: &WatchSpec) -> u64 {
     let mut s = spec.clone();
     let o = &mut s.options;
-    let d = crate::options::WatchOptions::default();
+    let d = crate::spec::options::WatchOptions::default();
     o.quiet_window = d.quiet_window;
     o.max_delay = d.max_delay;
     o.backend = None;

@@ -11,7 +11,7 @@ use crate::fasthash::{FastMap, FastSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::change::{Change, ChangeKind, FileType, Meta};
+use crate::batch::change::{Change, ChangeKind, FileType, Meta};
 
 #[derive(Clone, Debug)]
 struct Net {
@@ -91,7 +91,7 @@ impl Coalescer {
         let opened = self.first.is_none();
         self.first.get_or_insert(now);
         self.last = Some(now);
-        let (before, after) = crate::change::ends(kind, ft);
+        let (before, after) = crate::batch::change::ends(kind, ft);
         let meta = meta.filter(|_| after.is_some());
         match self.pending.entry(path) {
             Entry::Occupied(mut e) => {
@@ -180,7 +180,7 @@ impl Coalescer {
             .drain()
             .filter(|(path, _)| !implied.contains(path))
             .filter_map(|(path, net)| {
-                let (kind, file_type) = crate::change::net(net.before, net.now)?;
+                let (kind, file_type) = crate::batch::change::net(net.before, net.now)?;
                 let from = froms.remove(&path).map(PathBuf::into_boxed_path);
                 Some(Change {
                     path,

@@ -12,6 +12,13 @@
 //! restore reports them again), the rest with the signature just read,
 //! which is theirs at `t2` since nothing changed them. The snapshot
 //! reflects `t2`.
+//!
+//! The folder is the saved state: this file (loading, saving and the
+//! saving thread, the only I/O here), `snapshot` (the file format, pure)
+//! and `restore` (what a restored batch says, and why a file is refused).
+
+pub(crate) mod restore;
+pub(crate) mod snapshot;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -23,15 +30,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
+use crate::batch::journal::ChangesSince;
 use crate::engine::{Handle, Msg};
 use crate::error::{Error, Result};
 use crate::fs::{self, Sig};
 use crate::ids::Seq;
-use crate::journal::ChangesSince;
-use crate::restore::StateRefused;
-use crate::snapshot::{self, Block, Header, Saved, Snapshot, Stamp};
 use crate::spec::WatchSpec;
+use crate::state::restore::StateRefused;
+use crate::state::snapshot::{Block, Header, Saved, Snapshot, Stamp};
 
 /// How long a save waits for the engine, and again for its sync barrier.
 const SAVE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -135,7 +142,7 @@ pub(crate) fn save(
         };
         // What changed meanwhile, by directory: those blocks decoded,
         // changed, encoded again.
-        let mut by_dir: HashMap<&Path, Vec<&crate::change::Change>> = HashMap::new();
+        let mut by_dir: HashMap<&Path, Vec<&crate::batch::change::Change>> = HashMap::new();
         for c in &changes {
             if let (Some(dir), Some(_)) = (c.path.parent(), c.path.file_name()) {
                 by_dir.entry(dir).or_default().push(c);

@@ -332,5 +332,5 @@ impl DockerIgnore {
 }
 
 #[cfg(test)]
-#[path = "docker_ignore_tests.rs"]
+#[path = "docker_tests.rs"]
 mod tests;

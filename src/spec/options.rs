@@ -1,16 +1,16 @@
 //! A spec's options ([`WatchOptions`]): how its changes are batched,
 //! which built-in filters apply, how it is watched, and what it keeps
-//! across runs. The spec itself and its builder are `spec.rs`'s.
+//! across runs. The spec itself and its builder are `mod.rs`'s.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::choice::Backend;
-use crate::defaults::{
+use crate::hold::DuringHolds;
+use crate::ignore::kinds::IgnoreFiles;
+use crate::spec::choice::Backend;
+use crate::spec::defaults::{
     DEFAULT_HOLD_BOUND, DEFAULT_MAX_DELAY, DEFAULT_QUIET_WINDOW, DEFAULT_SAVE_EVERY,
 };
-use crate::hold::DuringHolds;
-use crate::ignore_kinds::IgnoreFiles;
 
 /// How changes are batched and which built-in filters apply.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -32,8 +32,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::duration::serialize",
-            deserialize_with = "crate::duration::field::quiet_window"
+            serialize_with = "crate::spec::duration::duration::serialize",
+            deserialize_with = "crate::spec::duration::field::quiet_window"
         )
     )]
     pub quiet_window: Duration,
@@ -43,8 +43,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::duration::serialize",
-            deserialize_with = "crate::duration::field::max_delay"
+            serialize_with = "crate::spec::duration::duration::serialize",
+            deserialize_with = "crate::spec::duration::field::max_delay"
         )
     )]
     pub max_delay: Duration,
@@ -106,7 +106,7 @@ pub struct WatchOptions {
     /// found once and routed to every spec, each batching them its own way.
     #[cfg_attr(
         feature = "serde",
-        serde(deserialize_with = "crate::choice::backend_field")
+        serde(deserialize_with = "crate::spec::choice::backend_field")
     )]
     pub backend: Option<Backend>,
     /// Report every entry that exists when watching starts as `Created`
@@ -133,8 +133,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::opt_duration::serialize",
-            deserialize_with = "crate::duration::field::rescan_every"
+            serialize_with = "crate::spec::duration::opt_duration::serialize",
+            deserialize_with = "crate::spec::duration::field::rescan_every"
         )
     )]
     pub rescan_every: Option<Duration>,
@@ -287,8 +287,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::duration::serialize",
-            deserialize_with = "crate::duration::field::save_every"
+            serialize_with = "crate::spec::duration::duration::serialize",
+            deserialize_with = "crate::spec::duration::field::save_every"
         )
     )]
     pub save_every: Duration,
@@ -331,8 +331,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::opt_duration::serialize",
-            deserialize_with = "crate::duration::field::vcs_settle"
+            serialize_with = "crate::spec::duration::opt_duration::serialize",
+            deserialize_with = "crate::spec::duration::field::vcs_settle"
         )
     )]
     pub vcs_settle: Option<Duration>,
@@ -386,8 +386,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::opt_duration::serialize",
-            deserialize_with = "crate::duration::field::write_finished"
+            serialize_with = "crate::spec::duration::opt_duration::serialize",
+            deserialize_with = "crate::spec::duration::field::write_finished"
         )
     )]
     pub write_finished: Option<Duration>,
@@ -422,8 +422,8 @@ pub struct WatchOptions {
     #[cfg_attr(
         feature = "serde",
         serde(
-            serialize_with = "crate::duration::duration::serialize",
-            deserialize_with = "crate::duration::field::hold_bound"
+            serialize_with = "crate::spec::duration::duration::serialize",
+            deserialize_with = "crate::spec::duration::field::hold_bound"
         )
     )]
     pub hold_bound: Duration,

@@ -1,5 +1,5 @@
 //! The matcher's table of cases and unit tests (kept apart from
-//! `ignore.rs` only for its length).
+//! `mod.rs` only for its length).
 use super::*;
 
 /// A matcher for root `/r` with one rule based there.

@@ -1,4 +1,4 @@
-//! Tests of `spec.rs`: normalising, validating and the builders.
+//! Tests of `spec/mod.rs`: normalising, validating and the builders.
 
 use super::*;
 use crate::test_paths::abs;

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::change::{Change, ChangeKind, FileType, Meta};
+use crate::batch::change::{Change, ChangeKind, FileType, Meta};
 use crate::ids::{Generation, Seq};
 
 /// Appearances and disappearances kept per path. A path that comes and

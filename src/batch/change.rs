@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::content::ContentHash;
+use crate::batch::content::ContentHash;
 use crate::ids::{Generation, Seq};
 
 /// What happened to a path, net over one batch.
@@ -306,7 +306,7 @@ pub struct ChangeBatch {
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
     )]
-    pub restore: Option<crate::restore::Restore>,
+    pub restore: Option<crate::state::restore::Restore>,
 }
 
 impl ChangeBatch {
@@ -360,7 +360,7 @@ impl ChangeBatch {
     /// The batch, marked as a spec's first after a restore (see
     /// [`restore`](ChangeBatch::restore)).
     #[must_use]
-    pub fn with_restore(mut self, restore: crate::restore::Restore) -> ChangeBatch {
+    pub fn with_restore(mut self, restore: crate::state::restore::Restore) -> ChangeBatch {
         self.restore = Some(restore);
         self
     }

@@ -31,7 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::change::{Change, Meta};
+use crate::batch::change::{Change, Meta};
 use crate::fasthash::FastMap;
 
 /// What a look saw of a file: its size and modification time.
@@ -199,5 +199,5 @@ impl WriteHold {
 }
 
 #[cfg(test)]
-#[path = "write_hold_tests.rs"]
+#[path = "write_tests.rs"]
 mod tests;

@@ -24,16 +24,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(feature = "stream")]
 use std::task::Waker;
 
-use crate::change::{Change, ChangeBatch};
-use crate::event::Event;
+use crate::batch::change::{Change, ChangeBatch};
+use crate::batch::event::Event;
 
 /// Combines two net changes of one path (`first` older) into one; `None`
 /// when they cancel out (created, then removed). The metadata is the
 /// newer's: what the path is after both.
 pub(crate) fn merge(first: &Change, then: &Change) -> Option<Change> {
-    let (before, _) = crate::change::ends(first.kind, first.file_type);
-    let (_, after) = crate::change::ends(then.kind, then.file_type);
-    let (kind, file_type) = crate::change::net(before, after)?;
+    let (before, _) = crate::batch::change::ends(first.kind, first.file_type);
+    let (_, after) = crate::batch::change::ends(then.kind, then.file_type);
+    let (kind, file_type) = crate::batch::change::net(before, after)?;
     Some(Change {
         path: then.path.clone(),
         kind,
@@ -56,7 +56,7 @@ fn from_before(
     older: &HashMap<PathBuf, Change>,
 ) -> Option<Box<std::path::Path>> {
     match older.get(from) {
-        Some(c) if c.kind == crate::change::ChangeKind::Created || c.from.is_some() => {
+        Some(c) if c.kind == crate::batch::change::ChangeKind::Created || c.from.is_some() => {
             c.from.clone()
         }
         _ => Some(from.into()),
@@ -384,9 +384,9 @@ impl Drop for Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change::ChangeKind::*;
-    use crate::change::FileType::*;
-    use crate::change::{ChangeKind, FileType};
+    use crate::batch::change::ChangeKind::*;
+    use crate::batch::change::FileType::*;
+    use crate::batch::change::{ChangeKind, FileType};
     use crate::ids::{Generation, Seq};
     use crate::status::WatchStatus;
     use std::time::SystemTime;
@@ -402,7 +402,7 @@ mod tests {
         if kind == Removed {
             c
         } else {
-            c.with_meta(crate::change::Meta::new(size, None, Some(1)))
+            c.with_meta(crate::batch::change::Meta::new(size, None, Some(1)))
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::change::ChangeBatch;
+use crate::batch::change::ChangeBatch;
 use crate::status::WatchStatus;
 
 /// One message to a subscriber.

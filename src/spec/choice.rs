@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::duration::{BadDuration, parse_duration};
+use crate::spec::duration::{BadDuration, parse_duration};
 
 /// How a watch learns of changes: from the OS's events, or by looking.
 ///

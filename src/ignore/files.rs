@@ -3,7 +3,7 @@
 //! top and git's global excludes file, with git's semantics through the
 //! `ignore` crate's gitignore matcher (each line first rewritten into the
 //! form the crate reads as git does, `git_pattern.rs`); and
-//! `.dockerignore` / `.tiltignore`, with Docker's (`docker_ignore.rs`).
+//! `.dockerignore` / `.tiltignore`, with Docker's (`docker.rs`).
 //!
 //! Pure: the engine reads the files and hands their contents in. For a
 //! path, the files of its nearest directory decide first (`.ignore`, then
@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use ::ignore::Match;
 use ::ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use crate::docker_ignore::DockerIgnore;
-use crate::git_pattern::{Line, rewrite};
-use crate::ignore_kinds::IgnoreFiles;
+use crate::ignore::docker::DockerIgnore;
+use crate::ignore::git_pattern::{Line, rewrite};
+use crate::ignore::kinds::IgnoreFiles;
 
 /// Which ignore file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

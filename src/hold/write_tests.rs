@@ -2,7 +2,7 @@
 //! to the next batch. No file system: the looks are given.
 
 use super::*;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 
 const I: Duration = Duration::from_millis(100);
 

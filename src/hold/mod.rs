@@ -2,6 +2,15 @@
 //! which specs a hold is on ([`HoldScope`]) and what a spec does with the
 //! changes made while one lives ([`DuringHolds`]). The guard is the
 //! manager's (`manager/hold.rs`); the engine's side is `engine/holds.rs`.
+//!
+//! The folder holds the pure rules of every hold on a batch: this file
+//! (a program's holds), `settle` (held for a version-control lock,
+//! `vcs_settle`) and `write` (held while a file is being written,
+//! `write_finished`). Which holds are on a spec's batch now, and the one
+//! question a due batch asks, are `engine/holds.rs`'s.
+
+pub(crate) mod settle;
+pub(crate) mod write;
 
 use std::fmt;
 
