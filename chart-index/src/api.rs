@@ -266,7 +266,11 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             .headers()
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes);
-        if let Err(denied) = repo.policy.auth.check(access, authorization) {
+        if let Err(denied) = repo
+            .policy
+            .auth
+            .check(access, route.tenant(), authorization)
+        {
             eprintln!(
                 "auth: refused {method} {}: {}",
                 req.uri().path(),

@@ -23,13 +23,15 @@ use std::time::Duration;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use specwatch::Backend;
 
+use crate::access::Scheme;
 use crate::api::Policy;
 use crate::auth::Auth;
 use crate::routes::Rules;
+use crate::rules_file::RulesFile;
 
 /// The listen address when neither `--listen` nor `--port` says.
 pub const DEFAULT_HOST: &str = "0.0.0.0";
@@ -49,6 +51,7 @@ pub const DEFAULT_MAX_UPLOAD_MB: u64 = 16;
 #[command(
     name = "chart-index",
     version,
+    disable_help_subcommand = true,
     about = "A Helm chart repository server (chartmuseum's API) whose index follows its \
              storage directory through specwatch change batches.",
     after_help = "Each setting is also read from the environment variable shown, and from \
@@ -63,6 +66,29 @@ struct Cli {
     config: Option<PathBuf>,
     #[command(flatten)]
     settings: Settings,
+    #[command(subcommand)]
+    command: Option<Tool>,
+}
+
+/// What the binary does instead of serving.
+#[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    /// Prints the CREDENTIAL field of an --auth-rules-file rule for a
+    /// secret read from stdin (a token, or USER:PASSWORD for Basic), e.g.
+    /// `printf '%s' "$TOKEN" | chart-index hash-credential bearer`.
+    HashCredential {
+        /// How clients send it: `bearer` (a token) or `basic` (user and
+        /// password).
+        #[arg(value_enum)]
+        scheme: SchemeArg,
+    },
+}
+
+/// `hash-credential`'s scheme.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum SchemeArg {
+    Bearer,
+    Basic,
 }
 
 /// Every setting, each `None` where it was not given: what the command
@@ -149,6 +175,11 @@ pub struct Settings {
         value_delimiter = ','
     )]
     pub auth_token_file: Option<Vec<PathBuf>>,
+    /// A file of access rules per tenant, `PREFIX read|write CREDENTIAL`
+    /// per line (the credential a sha256 digest: see `chart-index
+    /// hash-credential --help`); reloaded when it changes.
+    #[arg(long, env = "AUTH_RULES_FILE", value_name = "FILE")]
+    pub auth_rules_file: Option<PathBuf>,
     /// Reads (GET, HEAD) need no credentials.
     #[arg(long, env = "AUTH_ANONYMOUS_GET", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = bool_value())]
@@ -198,6 +229,7 @@ impl Settings {
             basic_auth_user: self.basic_auth_user.or(other.basic_auth_user),
             basic_auth_pass: self.basic_auth_pass.or(other.basic_auth_pass),
             auth_token_file: self.auth_token_file.or(other.auth_token_file),
+            auth_rules_file: self.auth_rules_file.or(other.auth_rules_file),
             auth_anonymous_get: self.auth_anonymous_get.or(other.auth_anonymous_get),
             allow_anonymous_write: self.allow_anonymous_write.or(other.allow_anonymous_write),
             cache_dir: self.cache_dir.or(other.cache_dir),
@@ -317,6 +349,8 @@ pub enum Parsed {
     Info(String),
     /// Print on stderr, exit 2.
     Refused(String),
+    /// `hash-credential`: print the field of the secret on stdin.
+    HashCredential(Scheme),
 }
 
 /// The environment variables the server reads (each setting's, and
@@ -346,6 +380,12 @@ where
         Ok(c) => c,
         Err(e) => return refusal(e, &command, &args),
     };
+    if let Some(Tool::HashCredential { scheme }) = cli.command {
+        return Parsed::HashCredential(match scheme {
+            SchemeArg::Bearer => Scheme::Bearer,
+            SchemeArg::Basic => Scheme::Basic,
+        });
+    }
     let file = match &cli.config {
         Some(path) => match read_file(path) {
             Ok(s) => s,
@@ -524,10 +564,19 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
         auth.add_tokens(file, &text)
             .map_err(|e| err(format!("{token_flag}: {e}")))?;
     }
+    if let Some(file) = &s.auth_rules_file {
+        let rules = RulesFile::load(file).map_err(|e| {
+            err(format!(
+                "{}: {e}",
+                name("auth_rules_file", "--auth-rules-file")
+            ))
+        })?;
+        auth.set_rules(std::sync::Arc::new(rules));
+    }
     if auth.anonymous_write && auth.has_credentials() {
         return Err(err(format!(
             "{} opens writes to anyone: it cannot go with credentials (--basic-auth-*, \
-             BASIC_AUTH_*, --auth-token-file)",
+             BASIC_AUTH_*, --auth-token-file, --auth-rules-file)",
             name("allow_anonymous_write", "--allow-anonymous-write")
         )));
     }
@@ -704,6 +753,70 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(listen(both).unwrap(), "127.0.0.1:0");
+    }
+
+    #[test]
+    fn the_rules_file_is_read_at_start_naming_the_setting_and_line() {
+        let d = tempfile::tempdir().unwrap();
+        let good = d.path().join("rules");
+        std::fs::write(&good, "# none yet\npublic read anonymous\n").unwrap();
+        let bad = d.path().join("bad");
+        std::fs::write(&bad, "public read anonymous\norg write tok-raw\n").unwrap();
+        let m = Cli::command().get_matches_from(["chart-index"]);
+        let with = |file: &Path, anonymous_write: bool| {
+            check(
+                Settings {
+                    storage: Some("/srv".into()),
+                    auth_rules_file: Some(file.to_owned()),
+                    allow_anonymous_write: Some(anonymous_write),
+                    ..Settings::default()
+                },
+                &m,
+            )
+        };
+        let c = with(&good, false).map_err(|e| e.0).unwrap();
+        let rules = c.policy.auth.rules_file().expect("the rules are taken");
+        assert_eq!(rules.path(), good);
+        assert!(c.policy.auth.has_credentials());
+        let e = with(&bad, false).err().unwrap().0;
+        assert!(
+            e.starts_with(&format!(
+                "--auth-rules-file (AUTH_RULES_FILE, or the config file): {}: line 2: the \
+                 credential is none of",
+                bad.display()
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("tok-raw"), "{e}");
+        let e = with(&d.path().join("missing"), false).err().unwrap().0;
+        assert!(e.contains("missing: "), "{e}");
+        let e = with(&good, true).err().unwrap().0;
+        assert!(e.contains("--auth-rules-file"), "{e}");
+        // The key in the file.
+        let s: Settings = serde_norway::from_str("auth-rules-file: /etc/rules\n").unwrap();
+        assert_eq!(s.auth_rules_file.as_deref(), Some(Path::new("/etc/rules")));
+    }
+
+    #[test]
+    fn hash_credential_is_a_subcommand() {
+        for (scheme, want) in [("bearer", Scheme::Bearer), ("basic", Scheme::Basic)] {
+            let p = parse(["chart-index", "hash-credential", scheme]);
+            assert!(
+                matches!(p, Parsed::HashCredential(s) if s == want),
+                "{scheme}"
+            );
+        }
+        let Parsed::Refused(e) = parse(["chart-index", "hash-credential", "token"]) else {
+            panic!("an unknown scheme is refused")
+        };
+        assert!(e.contains("bearer") && e.contains("basic"), "{e}");
+        let Parsed::Info(help) = parse(["chart-index", "--help"]) else {
+            panic!("--help")
+        };
+        assert!(
+            help.contains("hash-credential") && help.contains("AUTH_RULES_FILE"),
+            "{help}"
+        );
     }
 
     #[test]

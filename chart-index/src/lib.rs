@@ -7,8 +7,9 @@
 //!     [--max-upload-mb MIB | --max-upload-size BYTES] [--sync-timeout MS]
 //!     [--depth N] [--allow-overwrite] [--disable-delete]
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
-//!     [--auth-token-file FILE] [--auth-anonymous-get]
+//!     [--auth-token-file FILE] [--auth-rules-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
+//! printf '%s' SECRET | chart-index hash-credential bearer|basic
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
@@ -92,6 +93,27 @@
 //! what is open) before `LISTENING`, and `auth: refused METHOD PATH:
 //! REASON` for each refusal.
 //!
+//! **Access rules per tenant** (`--auth-rules-file FILE`, `AUTH_RULES_FILE`;
+//! the [`access`] module gives the format, [`rules_file`] the reloads).
+//! Lines `PREFIX read|write CREDENTIAL`: a tenant prefix matched by whole
+//! path segments (`org` covers `org` and `org/team`, never `orgx`; `/` or
+//! `*` every tenant), `write` including `read`, and a credential as its
+//! digest: `bearer:sha256:HEX` (a token's), `basic:sha256:HEX` (of
+//! `USER:PASSWORD`), or `anonymous` (reads only). `chart-index
+//! hash-credential bearer|basic` prints the field for a secret on stdin.
+//! The global credentials (`--basic-auth-*`, `--auth-token-file`) stay,
+//! and may read and write every tenant (rules of prefix `/`);
+//! `--auth-anonymous-get` still opens every read; `--allow-anonymous-write`
+//! cannot go with a rules file. A known credential asking for more than
+//! its rules give is a 403 (`forbidden: this credential may not write to
+//! this tenant`), the same whether the tenant exists or not; an unknown
+//! one a 401. The file's directory is watched (a spec of the server's
+//! manager): a save, a rename over it or a Kubernetes Secret's `..data`
+//! swap puts new rules in force without a restart (`chart_index: auth:
+//! rules reloaded from FILE: N rules: ...`); a file that does not parse
+//! or cannot be read keeps the rules in force (`chart_index: auth: rules
+//! not reloaded: FILE: line N: WHAT; ...`) and leaves `/health` alone.
+//!
 //! **Read-your-writes.** An upload or a delete answers once this server's
 //! own index shows it: it passes a [`Manager::sync`] barrier and waits for
 //! the batch it delivered to be applied, for at most `--sync-timeout`
@@ -167,11 +189,12 @@
 //! `chart_index: stopped` on stderr.
 //!
 //! Modules: `http` (connections, limits, bodies, path segments), `routes`
-//! (which route a path names), `auth` (credentials), `api` (the routes'
-//! handlers), `listing` (the API's JSON of the index), `chart` (reading
-//! packages), `provenance` (reading provenance files), `index` (the index
-//! and its YAML), `cache` (the restart cache), `storage` (path safety,
-//! durable writes, file stamps).
+//! (which route a path names), `auth` (credentials), `access` (the rules
+//! per tenant: format and matching), `rules_file` (the rules file, watched
+//! and reloaded), `api` (the routes' handlers), `listing` (the API's JSON
+//! of the index), `chart` (reading packages), `provenance` (reading
+//! provenance files), `index` (the index and its YAML), `cache` (the
+//! restart cache), `storage` (path safety, durable writes, file stamps).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -180,6 +203,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 mod api;
 pub mod auth;
 mod cache;
@@ -191,6 +215,7 @@ mod index;
 mod listing;
 pub mod provenance;
 pub mod routes;
+pub mod rules_file;
 mod server;
 pub mod storage;
 

@@ -63,7 +63,8 @@ pub enum Route {
 }
 
 impl Route {
-    fn tenant(&self) -> Option<&[String]> {
+    /// The tenant's segments, for a route of a tenant.
+    pub fn tenant(&self) -> Option<&[String]> {
         match self {
             Route::Health => None,
             Route::Index { tenant }

@@ -18,6 +18,7 @@ use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
+use crate::rules_file;
 use crate::storage::UPLOAD_PREFIX;
 
 /// The name of the one watch spec, over the storage directory.
@@ -60,6 +61,7 @@ pub fn main() -> ExitCode {
             eprintln!("{}", e.trim_end());
             return ExitCode::from(2);
         }
+        Parsed::HashCredential(scheme) => return rules_file::hash_credential(scheme),
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +156,7 @@ fn run(args: Config) -> Result<(), String> {
         None => None,
     };
     follower.started(dropped, writer.as_ref().map(Writer::notify));
+    rules_file::watch(&manager, &args.policy.auth)?;
     let manager = Arc::new(manager);
     let repo = Arc::new(Repo::new(
         root,

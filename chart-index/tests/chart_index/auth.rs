@@ -247,19 +247,28 @@ fn writes_are_closed_without_credentials_unless_asked() {
         ),
     ];
     for (args, env, says) in cases {
-        let mut cmd = server::command();
-        cmd.arg("--storage")
-            .arg(d.path().join("refused"))
-            .args(["--listen", "256.0.0.1:1"])
-            .args(args)
-            .envs(env.iter().copied());
-        let out = process::output("chart_index", cmd);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
-        assert!(err.contains(says), "{args:?} {env:?} says {says:?}: {err}");
-        assert!(
-            !err.contains(PASSWORD),
-            "{args:?}: the password printed: {err}"
-        );
+        refused_to_start(d.path(), args, env, says, PASSWORD);
     }
+}
+
+/// Starts the server with `args` and `env` (and a storage directory in
+/// `dir`), and checks that it exits 2 saying `says`, without `secret`.
+pub(crate) fn refused_to_start(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    says: &str,
+    secret: &str,
+) {
+    let mut cmd = server::command();
+    cmd.arg("--storage")
+        .arg(dir.join("refused"))
+        .args(["--listen", "256.0.0.1:1"])
+        .args(args)
+        .envs(env.iter().copied());
+    let out = process::output("chart_index", cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+    assert!(err.contains(says), "{args:?} {env:?} says {says:?}: {err}");
+    assert!(!err.contains(secret), "{args:?}: a secret printed: {err}");
 }

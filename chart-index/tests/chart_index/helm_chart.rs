@@ -116,6 +116,8 @@ fn value_sets() -> Vec<Value> {
         json!({}),
         json!({"auth": {"basic": {"user": "ci", "password": "pw-1"}}}),
         json!({"auth": {"existingSecret": "creds", "tokenSecret": "tokens"}}),
+        json!({"auth": {"basic": {"user": "admin", "password": "pw-2"},
+                        "rulesSecret": "tenant-rules"}}),
         json!({"persistence": {"existingClaim": "shared"}, "replicaCount": 3}),
         json!({"persistence": {"accessModes": ["ReadWriteMany"], "storageClass": "-"},
                "replicaCount": 2}),
@@ -259,7 +261,12 @@ fn the_deployment_probes_listens_and_runs_confined() {
     assert_eq!(r.env("ALLOW_OVERWRITE").unwrap()["value"], "true");
     assert_eq!(r.env("POLL_INTERVAL").unwrap()["value"], "250");
     let dir = chart_dir();
-    for var in ["PORT", "STORAGE_LOCAL_ROOTDIR", "BASIC_AUTH_PASS"] {
+    for var in [
+        "PORT",
+        "STORAGE_LOCAL_ROOTDIR",
+        "BASIC_AUTH_PASS",
+        "AUTH_RULES_FILE",
+    ] {
         let values = json!({"settings": {var: "x"}}).to_string();
         let e = helm
             .run(&["render", dir.to_str().unwrap(), &values])
@@ -343,20 +350,44 @@ fn credentials_come_from_a_secret() {
     );
     assert!(!r.one("Deployment").to_string().contains("ignored"));
 
-    // Bearer tokens: an existing Secret's key as the token file, mounted
-    // read-only.
-    let r = Rendered::new(&helm, json!({"auth": {"tokenSecret": "tokens"}}));
-    let file = r.env("AUTH_TOKEN_FILE").unwrap()["value"].as_str().unwrap();
-    let (dir, key) = file.rsplit_once('/').unwrap();
-    assert_eq!(key, "tokens");
-    assert_eq!(r.volume_at(dir)["secret"]["secretName"], "tokens");
-    let mount = r.container()["volumeMounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mountPath"] == dir)
-        .unwrap();
-    assert_eq!(mount["readOnly"], true);
+    // Bearer tokens, and access rules: an existing Secret's key as the
+    // file, the whole Secret mounted read-only (a subPath mount would
+    // never see the Secret's updates, on which the server reloads the
+    // rules).
+    for (values, var, secret, key) in [
+        (
+            json!({"auth": {"tokenSecret": "tokens"}}),
+            "AUTH_TOKEN_FILE",
+            "tokens",
+            "tokens",
+        ),
+        (
+            json!({"auth": {"rulesSecret": "tenant-rules", "rulesSecretKey": "access"}}),
+            "AUTH_RULES_FILE",
+            "tenant-rules",
+            "access",
+        ),
+    ] {
+        let r = Rendered::new(&helm, values);
+        let file = r.env(var).unwrap()["value"].as_str().unwrap();
+        let (dir, file_key) = file.rsplit_once('/').unwrap();
+        assert_eq!(file_key, key);
+        assert_eq!(r.volume_at(dir)["secret"]["secretName"], secret);
+        let mount = r.container()["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == dir)
+            .unwrap();
+        assert_eq!(mount["readOnly"], true);
+        assert!(mount.get("subPath").is_none(), "{mount}");
+        assert!(
+            !r.notes().contains("No credentials are configured"),
+            "{var}"
+        );
+    }
+    let r = Rendered::new(&helm, json!({}));
+    assert!(r.env("AUTH_TOKEN_FILE").is_none() && r.env("AUTH_RULES_FILE").is_none());
 
     // Half a pair is refused, saying what is missing.
     let dir = chart_dir();

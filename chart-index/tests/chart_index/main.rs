@@ -23,6 +23,7 @@
 //! (packages and indexes).
 #![cfg(unix)]
 
+mod access;
 mod api;
 mod auth;
 mod charts;
