@@ -53,6 +53,7 @@ use serde_json::json;
 use specwatch::{ChangesSince, Manager, Phase, Seq};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::{info, warn};
 
 use crate::auth::{Access, Auth, Denied};
 use crate::chart::{ChartVersion, parse_chart};
@@ -183,7 +184,7 @@ impl Repo {
         let barrier = self.barrier().await;
         fields["indexed"] = json!(barrier.is_ok());
         if let Err(why) = &barrier {
-            eprintln!("chart_index: answering before the index shows the change: {why}");
+            warn!("chart_index: answering before the index shows the change: {why}");
             fields["warning"] = json!(format!(
                 "stored, but this replica's index may not show it yet: {why}"
             ));
@@ -233,11 +234,13 @@ fn strs(names: &[String]) -> Vec<&str> {
     names.iter().map(String::as_str).collect()
 }
 
-/// Runs blocking file system work on tokio's blocking pool.
+/// Runs blocking file system work on tokio's blocking pool, in the
+/// request's span (its log lines carry the request's id).
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Reply> + Send + 'static,
 ) -> Result<T, Reply> {
-    tokio::task::spawn_blocking(f)
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
         .await
         .unwrap_or_else(|e| Err(error(500, &format!("the request's worker failed: {e}"))))
 }
@@ -267,7 +270,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes);
         if let Err(denied) = repo.policy.auth.check(access, authorization) {
-            eprintln!(
+            warn!(
                 "auth: refused {method} {}: {}",
                 req.uri().path(),
                 denied.reason
@@ -651,7 +654,7 @@ fn store(
     sync_dir(&dir);
     match written {
         Ok(true) => {
-            eprintln!(
+            info!(
                 "upload: {} ({} {}{}{})",
                 rel(&repo.root, &target),
                 chart.name,
@@ -690,7 +693,7 @@ fn store_prov(
     match put(repo, &dir, prov, &target, exists) {
         Ok(true) => {
             sync_dir(&dir);
-            eprintln!(
+            info!(
                 "upload: {} (provenance of {name} {version}{})",
                 rel(&repo.root, &target),
                 if exists { ", replacing it" } else { "" }
@@ -775,6 +778,6 @@ fn delete(
     if removed.is_empty() {
         return Err(error(404, &format!("no {name} {version} in /{key}")));
     }
-    eprintln!("delete: /{key} {name} {version}");
+    info!("delete: /{key} {name} {version}");
     Ok(json!({ "deleted": true }))
 }

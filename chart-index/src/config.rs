@@ -29,6 +29,7 @@ use specwatch::Backend;
 
 use crate::api::Policy;
 use crate::auth::Auth;
+use crate::logging::LogSettings;
 use crate::routes::Rules;
 
 /// The listen address when neither `--listen` nor `--port` says.
@@ -162,6 +163,19 @@ pub struct Settings {
     /// created if missing); without it, a start reads every package.
     #[arg(long, env = "CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Log lines as JSON objects, one per line (else human-readable).
+    #[arg(long, env = "LOG_JSON", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub log_json: Option<bool>,
+    /// Log debug messages too (each change batch the watch delivers, with
+    /// its first paths).
+    #[arg(long, env = "DEBUG", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub debug: Option<bool>,
+    /// Log the requests of /health (a probe's) too.
+    #[arg(long, env = "LOG_HEALTH", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub log_health: Option<bool>,
 }
 
 /// `true`/`false` (and `1`/`0`, `yes`/`no`, `on`/`off`) for a boolean
@@ -201,6 +215,9 @@ impl Settings {
             auth_anonymous_get: self.auth_anonymous_get.or(other.auth_anonymous_get),
             allow_anonymous_write: self.allow_anonymous_write.or(other.allow_anonymous_write),
             cache_dir: self.cache_dir.or(other.cache_dir),
+            log_json: self.log_json.or(other.log_json),
+            debug: self.debug.or(other.debug),
+            log_health: self.log_health.or(other.log_health),
         }
     }
 }
@@ -296,6 +313,8 @@ pub struct Config {
     pub policy: Policy,
     /// Where the restart cache is kept (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
+    /// How the log is written.
+    pub log: LogSettings,
 }
 
 /// Why the server cannot start with what it was given: said on stderr,
@@ -544,6 +563,11 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             allow_overwrite: s.allow_overwrite.unwrap_or(false),
         },
         cache_dir: s.cache_dir,
+        log: LogSettings {
+            json: s.log_json.unwrap_or(false),
+            debug: s.debug.unwrap_or(false),
+            health: s.log_health.unwrap_or(false),
+        },
     })
 }
 
@@ -581,6 +605,9 @@ mod tests {
             "DISABLE_DELETE",
             "AUTH_ANONYMOUS_GET",
             "MAX_UPLOAD_SIZE",
+            "LOG_JSON",
+            "LOG_HEALTH",
+            "DEBUG",
         ] {
             assert!(vars.iter().any(|v| v == chartmuseum), "{chartmuseum}");
         }
@@ -704,6 +731,34 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(listen(both).unwrap(), "127.0.0.1:0");
+    }
+
+    #[test]
+    fn log_settings() {
+        let s = settings(&["--log-json"]).unwrap();
+        let file: Settings =
+            serde_norway::from_str("debug: true\nlog-health: true\nlog-json: false\n").unwrap();
+        let s = s.or(file);
+        assert_eq!(s.log_json, Some(true), "the flag wins over the file");
+        assert_eq!((s.debug, s.log_health), (Some(true), Some(true)));
+        let m = Cli::command().get_matches_from(["chart-index"]);
+        let c = check(
+            Settings {
+                storage: Some("/srv".into()),
+                ..s
+            },
+            &m,
+        )
+        .map_err(|e| e.0)
+        .unwrap();
+        assert_eq!(
+            c.log,
+            LogSettings {
+                json: true,
+                debug: true,
+                health: true
+            }
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use specwatch::{Change, ChangeBatch, ChangeKind, FileType};
+use tracing::{info, warn};
 
 use crate::cache::Verdicts;
 use crate::chart::{ChartMeta, ChartVersion, read_package};
@@ -61,13 +62,14 @@ impl Index {
         self.changed.insert(key.to_owned(), self.seq);
     }
 
-    /// Forgets the package `key`; says whether there was one.
-    fn forget_package(&mut self, key: &str) -> bool {
+    /// Forgets the package `key`; says whether there was one (and notes
+    /// the line `index: - KEY` in `said`).
+    fn forget_package(&mut self, key: &str, said: &mut Vec<String>) -> bool {
         let (parent, file) = split_key(key);
         if let Some(charts) = self.tenants.get_mut(parent)
             && charts.remove(file).is_some()
         {
-            eprintln!("index: - {key}");
+            said.push(format!("index: - {key}"));
             self.touch(parent);
             return true;
         }
@@ -106,15 +108,16 @@ impl Index {
     }
 
     /// Applies `op`; says whether a package was added, replaced or
-    /// removed (a tenant forgotten with its packages counts).
-    fn apply(&mut self, op: Op) -> bool {
+    /// removed (a tenant forgotten with its packages counts), and notes in
+    /// `said` the lines to log once the index's lock is released.
+    fn apply(&mut self, op: Op, said: &mut Vec<String>) -> bool {
         match op {
             Op::Gone(key) => {
-                let package = self.forget_package(&key);
+                let package = self.forget_package(&key, said);
                 self.forget_tenants(&key) | package
             }
             Op::Dir(key) => {
-                let package = self.forget_package(&key);
+                let package = self.forget_package(&key, said);
                 if !self.tenants.contains_key(&key) {
                     self.touch(&key);
                     self.tenants.insert(key, BTreeMap::new());
@@ -126,12 +129,15 @@ impl Index {
                 let (parent, file) = split_key(&key);
                 match (package, self.tenants.get_mut(parent)) {
                     (Some(p), Some(charts)) => {
-                        eprintln!("index: + {key} ({} {})", p.meta.name, p.meta.version);
+                        said.push(format!(
+                            "index: + {key} ({} {})",
+                            p.meta.name, p.meta.version
+                        ));
                         charts.insert(file.to_owned(), *p);
                         self.touch(parent);
                         true
                     }
-                    _ => self.forget_package(&key) | below,
+                    _ => self.forget_package(&key, said) | below,
                 }
             }
         }
@@ -157,9 +163,10 @@ pub struct Reads {
 
 /// Applies one change batch of the storage watch: its packages are read
 /// (or taken from `reads`' verdicts) first, then the index is locked for
-/// the ops alone. Says on stderr `index: seq N: K changes` once the batch
-/// is applied, and returns whether a package was added, replaced or
-/// removed.
+/// the ops alone. Logs `index: + KEY (NAME VERSION)` and `index: - KEY`
+/// per package and `index: seq N: K changes` once the batch is applied
+/// (after the lock is released), and returns whether a package was added,
+/// replaced or removed.
 pub fn apply_batch(
     index: &RwLock<Index>,
     root: &Path,
@@ -172,16 +179,20 @@ pub fn apply_batch(
         .filter_map(|c| plan(root, c, reads))
         .collect();
     let mut changed = false;
+    let mut said = Vec::new();
     {
         let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
         // Set first, so that the tenants the ops change are marked with
         // this batch (no reader sees the index before the ops are done).
         index.seq = batch.seq.number();
         for op in ops {
-            changed |= index.apply(op);
+            changed |= index.apply(op, &mut said);
         }
     }
-    eprintln!(
+    for line in said {
+        info!("{line}");
+    }
+    info!(
         "index: seq {}: {} changes",
         batch.seq.number(),
         batch.changes.len()
@@ -265,7 +276,7 @@ fn plan(root: &Path, change: &Change, reads: &mut Reads) -> Option<Op> {
             && change.file_type == FileType::File
             && change.path.extension().is_some_and(|e| e == "tgz")
         {
-            eprintln!(
+            warn!(
                 "skip {}: not a plain name below the storage directory",
                 change.path.display()
             );
@@ -288,7 +299,7 @@ fn plan(root: &Path, change: &Change, reads: &mut Reads) -> Option<Op> {
 
 /// The package at `key`: the cache's entry if its verdict is to reuse
 /// it, else read (only hashed if the cache's entry to verify has its
-/// digest); or `None`, saying on stderr why.
+/// digest); or `None`, logging why.
 fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> {
     let mut known = None;
     if let Some(v) = &mut reads.verdicts {
@@ -310,7 +321,7 @@ fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> 
         }
         Err(reason) => {
             reads.unreadable += 1;
-            eprintln!("skip {}: {reason}", root.join(key).display());
+            warn!("skip {}: {reason}", root.join(key).display());
             None
         }
     }

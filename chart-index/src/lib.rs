@@ -9,12 +9,13 @@
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
 //!     [--auth-token-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
+//!     [--log-json] [--debug] [--log-health]
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
 //! names where it has the setting: `STORAGE_LOCAL_ROOTDIR`, `PORT`,
 //! `DEPTH`, `BASIC_AUTH_USER`, `ALLOW_OVERWRITE`, `DISABLE_DELETE`,
-//! `AUTH_ANONYMOUS_GET`, ...) and from the YAML file `--config` names
+//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, ...) and from the YAML file `--config` names
 //! (keys are the flags' names): a flag wins over its variable, which wins
 //! over the file. `chart-index --help` lists them all; the [`config`]
 //! module says how each is read. It listens on `0.0.0.0:8080` unless told
@@ -88,8 +89,8 @@
 //! `--auth-anonymous-get`. With neither, reads are open and writes are
 //! refused (403) unless `--allow-anonymous-write` says otherwise (which
 //! cannot go with credentials). Credentials are compared in constant time
-//! and never printed. Stderr says `chart_index: auth: ...` (the schemes and
-//! what is open) before `LISTENING`, and `auth: refused METHOD PATH:
+//! and never printed. The log says `chart_index: auth: ...` (the schemes
+//! and what is open) before `LISTENING`, and `auth: refused METHOD PATH:
 //! REASON` for each refusal.
 //!
 //! **Read-your-writes.** An upload or a delete answers once this server's
@@ -111,10 +112,10 @@
 //! it from the watch, like any write of another replica sharing `DIR` (or
 //! of a person with a shell): each change of a `*.tgz` directly in a tenant
 //! directory re-reads just that package. There is no walk of `DIR`, no
-//! timer, no rebuild. Each applied batch says `index: seq N: K changes` on
-//! stderr. A package that cannot be read (half written, corrupt) is left
-//! out with a line `skip PATH: REASON` on stderr, and read again at its next
-//! change.
+//! timer, no rebuild. Each applied batch logs `index: seq N: K changes`
+//! (after `index: + KEY (NAME VERSION)` and `index: - KEY` per package). A
+//! package that cannot be read (half written, corrupt) is left out with a
+//! line `skip PATH: REASON`, and read again at its next change.
 //!
 //! `--backend` chooses how the watch learns of changes (the spec's
 //! [`WatchSpec::backend`]): `auto` (the default) uses the OS's events,
@@ -124,7 +125,7 @@
 //! `poll` polls at that interval whatever the file system; `native` and
 //! `portable` name the OS backend (`--poll-interval` then only paces the
 //! polling of directories the OS refuses to watch). Before `LISTENING`,
-//! one line per root on stderr says what it got and why, e.g.
+//! one line per root in the log says what it got and why, e.g.
 //! `chart_index: root: poll every 1s: fuse (0x65735546) at /mnt/charts`
 //! (again whenever that changes). Trouble is said as it comes
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
@@ -164,14 +165,22 @@
 //! new connection is accepted, the requests in flight are answered (for
 //! at most 30 s), then the watch is stopped and the process exits 0,
 //! saying `chart_index: stopping (SIGTERM): N connections open` and
-//! `chart_index: stopped` on stderr.
+//! `chart_index: stopped`.
+//!
+//! **Logs** (the [`logging`] module) go to stderr through `tracing`,
+//! specwatch's own events included: human-readable (`TIME LEVEL
+//! MESSAGE FIELDS`; the messages quoted here are what follows the level),
+//! or JSON with `--log-json`; one access line per request (`served
+//! status=... ms=...` with the request's `method`, `path`, `client` and
+//! `request_id`: `x-request-id`, kept from the client or made, and sent
+//! back); never a credential.
 //!
 //! Modules: `http` (connections, limits, bodies, path segments), `routes`
 //! (which route a path names), `auth` (credentials), `api` (the routes'
 //! handlers), `listing` (the API's JSON of the index), `chart` (reading
 //! packages), `provenance` (reading provenance files), `index` (the index
 //! and its YAML), `cache` (the restart cache), `storage` (path safety,
-//! durable writes, file stamps).
+//! durable writes, file stamps), `logging` (the log and the access log).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -189,6 +198,7 @@ pub mod form;
 pub mod http;
 mod index;
 mod listing;
+pub mod logging;
 pub mod provenance;
 pub mod routes;
 mod server;

@@ -1,5 +1,6 @@
 //! The server: its arguments, the watch over the storage directory, the
-//! thread that applies its batches to the index, and the HTTP listener.
+//! thread that applies its batches to the index, and the HTTP listener
+//! with its access log.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,12 +13,14 @@ use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
 use tokio::sync::watch;
+use tracing::{error, info, warn};
 
 use crate::api::{self, Repo};
 use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
+use crate::logging;
 use crate::storage::UPLOAD_PREFIX;
 
 /// The name of the one watch spec, over the storage directory.
@@ -47,8 +50,8 @@ fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
         .initial_scan(true)
 }
 
-/// The server's `main`: reads the arguments, runs the server until it is
-/// asked to stop, and says how it ended.
+/// The server's `main`: reads the arguments, sets up the log, runs the
+/// server until it is asked to stop, and says how it ended.
 pub fn main() -> ExitCode {
     let args = match config::parse(std::env::args_os()) {
         Parsed::Run(c) => *c,
@@ -57,21 +60,26 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Parsed::Refused(e) => {
+            // Before the log is set up: as clap says it.
             eprintln!("{}", e.trim_end());
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = logging::init(args.log) {
+        eprintln!("chart_index: {e}");
+        return ExitCode::from(1);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("chart_index: {e}");
+            error!("chart_index: {e}");
             ExitCode::from(1)
         }
     }
 }
 
 fn run(args: Config) -> Result<(), String> {
-    eprintln!("chart_index: auth: {}", args.policy.auth.describe());
+    info!("chart_index: auth: {}", args.policy.auth.describe());
     fs::create_dir_all(&args.storage)
         .map_err(|e| format!("cannot create {}: {e}", args.storage.display()))?;
     // Changes are reported under the path as watched: watch the canonical
@@ -95,14 +103,14 @@ fn run(args: Config) -> Result<(), String> {
         let path = dir.join(cache::FILE_NAME);
         match cache::load(dir, options) {
             Loaded::Missing => {
-                eprintln!(
+                info!(
                     "chart_index: cache: none at {} yet: every package is read",
                     path.display()
                 );
                 None
             }
             Loaded::Ignored(why) => {
-                eprintln!(
+                warn!(
                     "chart_index: cache: ignored {}: {why}; every package is read",
                     path.display()
                 );
@@ -155,6 +163,7 @@ fn run(args: Config) -> Result<(), String> {
     };
     follower.started(dropped, writer.as_ref().map(Writer::notify));
     let manager = Arc::new(manager);
+    let log = args.log;
     let repo = Arc::new(Repo::new(
         root,
         Arc::clone(&follower.index),
@@ -188,7 +197,8 @@ fn run(args: Config) -> Result<(), String> {
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())?;
         }
-        http::serve(listener, api::router(repo), stop).await;
+        let app = logging::access_log(api::router(repo), log, "");
+        http::serve(listener, app, stop).await;
         Ok::<(), String>(())
     })?;
     // Blocking work still under way (a sync barrier whose client left)
@@ -285,7 +295,7 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
 
 /// Applies the watch's events, in order: change batches to the index
 /// (then says through `applied` which batch it has applied), statuses to
-/// stderr (each root's backend, trouble) when they change.
+/// the log (each root's backend, trouble) when they change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
@@ -327,7 +337,7 @@ impl Follower {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             index.tenants.values().map(BTreeMap::len).sum()
         };
-        eprintln!(
+        info!(
             "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
              them only hashed), {} unreadable; {dropped} cached packages gone",
             r.cached,
@@ -360,7 +370,7 @@ impl Follower {
     fn status(&mut self, s: &WatchStatus) {
         if !s.roots.is_empty() && s.roots != self.roots {
             for r in &s.roots {
-                eprintln!("chart_index: root: {r}");
+                info!("chart_index: root: {r}");
             }
             self.roots = s.roots.clone();
         }
@@ -372,8 +382,8 @@ impl Follower {
         };
         if trouble != self.trouble {
             match &trouble {
-                Some(t) => eprintln!("chart_index: {t}"),
-                None => eprintln!("chart_index: watching again"),
+                Some(t) => warn!("chart_index: {t}"),
+                None => info!("chart_index: watching again"),
             }
             self.trouble = trouble;
         }

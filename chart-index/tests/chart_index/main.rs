@@ -2,9 +2,9 @@
 //! its storage directory through change batches only. Run against the built
 //! example binary over HTTP (a minimal client on `TcpStream`). Nothing
 //! sleeps: every wait has a deadline and says what it awaited, and waits
-//! for the server's next stderr line between looks at `index.yaml` (the
-//! server says `index: seq N: K changes` after applying each batch, and
-//! its index changes at no other time).
+//! for the server's next log line (not an access line) between looks at
+//! `index.yaml` (the server says `index: seq N: K changes` after applying
+//! each batch, and its index changes at no other time).
 //!
 //! This target holds the tests of the HTTP routes, tenants, direct writes
 //! to the storage directory, traversal safety and the backend flags;
@@ -13,7 +13,8 @@
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
 //! `replicas` two servers on one storage directory, `restart` the restart
-//! cache (`--cache-dir`), and `helm` Helm's own
+//! cache (`--cache-dir`), `ops` what operators see and set (the access
+//! log), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
 //! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`
@@ -25,6 +26,7 @@ mod auth;
 mod charts;
 mod client;
 mod helm;
+mod ops;
 mod replicas;
 mod restart;
 mod server;
