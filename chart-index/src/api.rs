@@ -2,8 +2,9 @@
 //! `org/team`, or none for the storage root; exactly `--depth N`
 //! segments when the server runs with it):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch is Watching;
-//!   503 with the phase and its reason otherwise; always open;
+//! - `GET /health` (liveness) and `GET /ready` (readiness): see the
+//!   `probes` module; `GET /metrics` (with `--enable-metrics`): see the
+//!   `metrics` module; always open;
 //! - `GET /<tenant>/index.yaml`: the index (header `X-Index-Seq`);
 //! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists, and
 //!   `<file>.tgz.prov`, its provenance file, if one was uploaded;
@@ -50,7 +51,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
-use specwatch::{ChangesSince, Manager, Phase, Seq};
+use specwatch::{ChangesSince, Manager, Seq};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -63,6 +64,8 @@ use crate::http::{
 };
 use crate::index::{Index, render_index};
 use crate::listing::{all_charts, one_chart, one_version, page};
+use crate::metrics::Metrics;
+use crate::probes::Probes;
 use crate::provenance::prov_chart;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
@@ -95,6 +98,19 @@ pub struct Repo {
     /// had last changed the tenant then ([`Index::changed`]): served again
     /// until a batch changes that tenant.
     rendered: Mutex<HashMap<String, (u64, Bytes)>>,
+    /// `/health` and `/ready`.
+    probes: Probes,
+    /// Metrics: see [`Repo::with_ops`].
+    ops: Ops,
+}
+
+/// What operators configure and watch beside the routes.
+#[derive(Default)]
+pub struct Ops {
+    /// The server's metrics (counted whether served or not).
+    pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served (`--enable-metrics`).
+    pub serve_metrics: bool,
 }
 
 /// What the server's flags allow.
@@ -117,6 +133,7 @@ impl Repo {
         policy: Policy,
     ) -> Repo {
         Repo {
+            probes: Probes::new(root.clone(), Arc::clone(&manager), applied.clone()),
             root,
             index,
             manager,
@@ -126,7 +143,14 @@ impl Repo {
             uploads: AtomicU64::new(0),
             policy,
             rendered: Mutex::new(HashMap::new()),
+            ops: Ops::default(),
         }
+    }
+
+    /// The same, with `ops`' metrics.
+    pub fn with_ops(mut self, ops: Ops) -> Repo {
+        self.ops = ops;
+        self
     }
 
     /// Read-your-writes: waits until the index shows every change made to
@@ -185,6 +209,7 @@ impl Repo {
         fields["indexed"] = json!(barrier.is_ok());
         if let Err(why) = &barrier {
             warn!("chart_index: answering before the index shows the change: {why}");
+            self.ops.metrics.sync_timeout();
             fields["warning"] = json!(format!(
                 "stored, but this replica's index may not show it yet: {why}"
             ));
@@ -260,7 +285,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         Ok(r) => r,
         Err(miss) => return refuse(req, missed(miss, &method)),
     };
-    if route != Route::Health {
+    if !route.is_open() {
         let access = match method {
             Method::GET | Method::HEAD => Access::Read,
             _ => Access::Write,
@@ -279,7 +304,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
     }
     if !matches!(method, Method::GET | Method::HEAD)
-        && route != Route::Health
+        && !route.is_open()
         && let Some(why) = unmounted(&repo)
     {
         return refuse(req, error(503, &why));
@@ -287,7 +312,13 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     let query = req.uri().query();
     let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
     let result = match route {
-        Route::Health => Ok(health(&repo)),
+        Route::Health => Ok(repo.probes.health()),
+        Route::Ready => Ok(repo.probes.ready().await),
+        Route::Metrics if repo.ops.serve_metrics => Ok(repo.ops.metrics.reply()),
+        Route::Metrics => Err(error(
+            404,
+            "metrics are not served here (start the server with --enable-metrics)",
+        )),
         Route::Index { tenant } => get_index(&repo, &tenant),
         Route::Package { tenant, file } => {
             let repo = Arc::clone(&repo);
@@ -364,29 +395,6 @@ fn unauthorized(denied: Denied) -> Reply {
         }
     }
     reply
-}
-
-/// 200 `{"healthy":true}` while the watch is Watching, else 503 with the
-/// phase (and the reason for Degraded, the error for Failed).
-fn health(repo: &Repo) -> Reply {
-    let unhealthy = |phase: &str, why: Option<(&str, &str)>| {
-        let mut body = json!({ "healthy": false, "phase": phase });
-        if let Some((key, text)) = why {
-            body[key] = json!(text);
-        }
-        json(503, &body)
-    };
-    match repo.manager.status(SPEC).map(|s| s.phase) {
-        Some(Phase::Watching) => json(200, &json!({ "healthy": true })),
-        Some(Phase::Degraded { reason }) => unhealthy("degraded", Some(("reason", &reason))),
-        Some(Phase::Failed { error }) => unhealthy("failed", Some(("error", &error))),
-        Some(Phase::Starting) => unhealthy("starting", None),
-        Some(other) => unhealthy(&other.to_string(), None),
-        None => unhealthy(
-            "none",
-            Some(("error", "the storage directory is not watched")),
-        ),
-    }
 }
 
 /// Why a write is refused now: the storage's file system is unmounted

@@ -172,10 +172,14 @@ pub struct Settings {
     #[arg(long, env = "DEBUG", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = bool_value())]
     pub debug: Option<bool>,
-    /// Log the requests of /health (a probe's) too.
+    /// Log the probes' requests (/health, /ready) too.
     #[arg(long, env = "LOG_HEALTH", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = bool_value())]
     pub log_health: Option<bool>,
+    /// Serve Prometheus metrics at /metrics (open to anyone, as the probes).
+    #[arg(long, env = "ENABLE_METRICS", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub enable_metrics: Option<bool>,
 }
 
 /// `true`/`false` (and `1`/`0`, `yes`/`no`, `on`/`off`) for a boolean
@@ -218,6 +222,7 @@ impl Settings {
             log_json: self.log_json.or(other.log_json),
             debug: self.debug.or(other.debug),
             log_health: self.log_health.or(other.log_health),
+            enable_metrics: self.enable_metrics.or(other.enable_metrics),
         }
     }
 }
@@ -315,6 +320,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// How the log is written.
     pub log: LogSettings,
+    /// Whether `/metrics` is served.
+    pub metrics: bool,
 }
 
 /// Why the server cannot start with what it was given: said on stderr,
@@ -568,6 +575,7 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             debug: s.debug.unwrap_or(false),
             health: s.log_health.unwrap_or(false),
         },
+        metrics: s.enable_metrics.unwrap_or(false),
     })
 }
 
@@ -608,6 +616,7 @@ mod tests {
             "LOG_JSON",
             "LOG_HEALTH",
             "DEBUG",
+            "ENABLE_METRICS",
         ] {
             assert!(vars.iter().any(|v| v == chartmuseum), "{chartmuseum}");
         }
@@ -734,8 +743,8 @@ mod tests {
     }
 
     #[test]
-    fn log_settings() {
-        let s = settings(&["--log-json"]).unwrap();
+    fn log_and_metrics_settings() {
+        let s = settings(&["--log-json", "--enable-metrics"]).unwrap();
         let file: Settings =
             serde_norway::from_str("debug: true\nlog-health: true\nlog-json: false\n").unwrap();
         let s = s.or(file);
@@ -759,6 +768,7 @@ mod tests {
                 health: true
             }
         );
+        assert!(c.metrics);
     }
 
     #[test]

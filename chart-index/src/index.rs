@@ -23,7 +23,7 @@ use tracing::{info, warn};
 
 use crate::cache::Verdicts;
 use crate::chart::{ChartMeta, ChartVersion, read_package};
-use crate::storage::{Stamp, resolve_dir, safe_name, stamp_in};
+use crate::storage::{Stamp, from_time, resolve_dir, safe_name, stamp_in};
 
 /// Tenants and their packages.
 pub struct Index {
@@ -159,6 +159,10 @@ pub struct Reads {
     pub verified: usize,
     /// Packages that could not be read (`skip` lines).
     pub unreadable: usize,
+    /// When each package read since the caller last emptied this was
+    /// last changed on the storage (the newest of its file's mtime and
+    /// ctime): the metrics' time from a change to the index.
+    pub changed_at: Vec<SystemTime>,
 }
 
 /// Applies one change batch of the storage watch: its packages are read
@@ -316,6 +320,9 @@ fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> 
                 reads.parsed += 1;
             } else {
                 reads.verified += 1;
+            }
+            if let Some(s) = &p.source {
+                reads.changed_at.push(from_time(s.stamp.newest()));
             }
             Some(Box::new(p))
         }

@@ -9,13 +9,13 @@
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
 //!     [--auth-token-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
-//!     [--log-json] [--debug] [--log-health]
+//!     [--log-json] [--debug] [--log-health] [--enable-metrics]
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
 //! names where it has the setting: `STORAGE_LOCAL_ROOTDIR`, `PORT`,
 //! `DEPTH`, `BASIC_AUTH_USER`, `ALLOW_OVERWRITE`, `DISABLE_DELETE`,
-//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, ...) and from the YAML file `--config` names
+//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, `ENABLE_METRICS`, ...) and from the YAML file `--config` names
 //! (keys are the flags' names): a flag wins over its variable, which wins
 //! over the file. `chart-index --help` lists them all; the [`config`]
 //! module says how each is read. It listens on `0.0.0.0:8080` unless told
@@ -28,9 +28,13 @@
 //! `--depth`; without it, a path that could name two routes is read as
 //! the `routes` module says):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch's phase is
-//!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
-//!   Degraded phase's `"reason"` or the Failed phase's `"error"`. Never
+//! - `GET /health` (liveness: 200 unless the watch has failed or the index
+//!   stopped following it) and `GET /ready` (readiness: the storage
+//!   answers; 503 with a `"cause"` otherwise): the [`probes`] module says
+//!   which state of the watch makes a replica unready, and why. Never need
+//!   credentials.
+//! - `GET /metrics` (with `--enable-metrics`): Prometheus metrics,
+//!   chartmuseum's names and the watch's (the [`metrics`] module). Never
 //!   needs credentials.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
@@ -72,8 +76,9 @@
 //! - While the storage's file system is unmounted (a polled `DIR` on NFS
 //!   or FUSE whose mount went away: [`RootStatus::unmounted_since`]),
 //!   every write is refused with 503 `{"error":...}` saying so (it would
-//!   land in the directory below the mount), `/health` answers 503 with
-//!   the watch's reason ("storage gone"), and the index keeps serving what
+//!   land in the directory below the mount), `/ready` answers 503 with the
+//!   watch's reason ("storage gone"; `/health` stays 200), and the index
+//!   keeps serving what
 //!   it had: the watch reports nothing meanwhile, and once the storage is
 //!   mounted again it reports the changes made there meanwhile, which the
 //!   index applies as any.
@@ -83,8 +88,8 @@
 //! environment, which keeps the password off the command line; a flag
 //! wins over its variable) set one Basic user; `--auth-token-file FILE`
 //! (repeatable) takes Bearer tokens, one per line (`#` comments and blank
-//! lines skipped). With either, every route but `/health` needs
-//! credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
+//! lines skipped). With either, every route but the probes and
+//! `/metrics` needs credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
 //! and/or `Bearer realm="chart_index"`), except reads (GET, HEAD) with
 //! `--auth-anonymous-get`. With neither, reads are open and writes are
 //! refused (403) unless `--allow-anonymous-write` says otherwise (which
@@ -180,7 +185,9 @@
 //! handlers), `listing` (the API's JSON of the index), `chart` (reading
 //! packages), `provenance` (reading provenance files), `index` (the index
 //! and its YAML), `cache` (the restart cache), `storage` (path safety,
-//! durable writes, file stamps), `logging` (the log and the access log).
+//! durable writes, file stamps),
+//! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
+//! (the log and the access log).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -199,6 +206,8 @@ pub mod http;
 mod index;
 mod listing;
 pub mod logging;
+pub mod metrics;
+pub mod probes;
 pub mod provenance;
 pub mod routes;
 mod server;

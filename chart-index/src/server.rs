@@ -1,6 +1,6 @@
 //! The server: its arguments, the watch over the storage directory, the
 //! thread that applies its batches to the index, and the HTTP listener
-//! with its access log.
+//! with its layers (access log, metrics).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,12 +15,13 @@ use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpe
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
-use crate::api::{self, Repo};
+use crate::api::{self, Ops, Repo};
 use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
 use crate::logging;
+use crate::metrics::{self, Metrics, Sources};
 use crate::storage::UPLOAD_PREFIX;
 
 /// The name of the one watch spec, over the storage directory.
@@ -32,7 +33,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// `portable`), else the default one (`Auto` and `Poll` are the spec's
 /// business); `poll_interval` paces what the manager polls on its own
 /// account (roots `Auto` finds on shared storage).
-fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result<Manager> {
+pub(crate) fn watch_manager(
+    backend: Backend,
+    poll_interval: Duration,
+) -> specwatch::Result<Manager> {
     let builder = Manager::builder().poll_interval(poll_interval);
     match backend {
         Backend::Native | Backend::Portable => builder.backend(backend),
@@ -43,7 +47,7 @@ fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result
 
 /// The one watch: the whole storage directory, temporary uploads left out,
 /// watched as `backend` says, its existing entries reported first.
-fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
+pub(crate) fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
     WatchSpec::new([root])
         .ignore(IgnoreRule::new(root, [format!("{UPLOAD_PREFIX}*")]))
         .backend(backend)
@@ -120,7 +124,8 @@ fn run(args: Config) -> Result<(), String> {
         }
     });
 
-    let manager = watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?;
+    let manager =
+        Arc::new(watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?);
     // Subscribed before the spec is applied: the initial scan's batches
     // come through here, as every later one does.
     let events = manager.subscribe();
@@ -131,7 +136,18 @@ fn run(args: Config) -> Result<(), String> {
         .wait_watching(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
     let (applied_tx, applied) = watch::channel(0);
-    let mut follower = Follower::new(root.clone(), applied_tx);
+    let index = Arc::new(RwLock::new(Index::new()));
+    let metrics = Arc::new(Metrics::new(Sources {
+        index: Arc::clone(&index),
+        manager: Arc::clone(&manager),
+        applied: applied.clone(),
+    }));
+    let mut follower = Follower::new(
+        root.clone(),
+        Arc::clone(&index),
+        applied_tx,
+        Arc::clone(&metrics),
+    );
     follower.status(&status);
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
@@ -162,17 +178,22 @@ fn run(args: Config) -> Result<(), String> {
         None => None,
     };
     follower.started(dropped, writer.as_ref().map(Writer::notify));
-    let manager = Arc::new(manager);
-    let log = args.log;
-    let repo = Arc::new(Repo::new(
-        root,
-        Arc::clone(&follower.index),
-        Arc::clone(&manager),
-        applied,
-        args.max_upload,
-        args.sync_timeout,
-        args.policy,
-    ));
+    let rules = args.policy.rules;
+    let repo = Arc::new(
+        Repo::new(
+            root,
+            Arc::clone(&follower.index),
+            Arc::clone(&manager),
+            applied,
+            args.max_upload,
+            args.sync_timeout,
+            args.policy,
+        )
+        .with_ops(Ops {
+            metrics: Arc::clone(&metrics),
+            serve_metrics: args.metrics,
+        }),
+    );
     // The follower holds the index, not the manager: once the manager is
     // dropped, the events end and so does the thread.
     std::thread::Builder::new()
@@ -187,6 +208,10 @@ fn run(args: Config) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
+    // Inside out: the routes, counted (metrics), with the access log and
+    // request ids outermost.
+    let app = metrics::layer(api::router(repo), metrics, rules);
+    let app = logging::access_log(app, args.log, "");
     runtime.block_on(async {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
@@ -197,7 +222,6 @@ fn run(args: Config) -> Result<(), String> {
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())?;
         }
-        let app = logging::access_log(api::router(repo), log, "");
         http::serve(listener, app, stop).await;
         Ok::<(), String>(())
     })?;
@@ -301,6 +325,11 @@ struct Follower {
     root: PathBuf,
     index: Arc<RwLock<Index>>,
     applied: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
+    /// The packages that could not be read, as counted in the metrics.
+    skipped: usize,
+    /// Whether the start's batches are applied (lags are measured after).
+    live: bool,
     /// The roots last printed.
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
@@ -313,11 +342,19 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(root: PathBuf, applied: watch::Sender<u64>) -> Follower {
+    fn new(
+        root: PathBuf,
+        index: Arc<RwLock<Index>>,
+        applied: watch::Sender<u64>,
+        metrics: Arc<Metrics>,
+    ) -> Follower {
         Follower {
             root,
-            index: Arc::new(RwLock::new(Index::new())),
+            index,
             applied,
+            metrics,
+            skipped: 0,
+            live: false,
             roots: Vec::new(),
             trouble: None,
             reads: Reads::default(),
@@ -351,12 +388,32 @@ impl Follower {
             n.changed();
         }
         self.cache = cache;
+        self.count_skipped();
+        self.reads.changed_at.clear();
+        self.live = true;
+    }
+
+    /// Counts in the metrics the packages found unreadable since the
+    /// last call.
+    fn count_skipped(&mut self) {
+        let n = self.reads.unreadable;
+        self.metrics
+            .skipped(u64::try_from(n - self.skipped).unwrap_or(0));
+        self.skipped = n;
     }
 
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
                 let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
+                // Counted before the batch is said applied: a write that
+                // waited for it finds the metrics up to date.
+                if self.live {
+                    self.metrics
+                        .batch_applied(batch.time, &self.reads.changed_at);
+                    self.count_skipped();
+                }
+                self.reads.changed_at.clear();
                 self.applied.send_replace(batch.seq.number());
                 if changed && let Some(cache) = &self.cache {
                     cache.changed();
@@ -366,7 +423,6 @@ impl Follower {
             _ => {}
         }
     }
-
     fn status(&mut self, s: &WatchStatus) {
         if !s.roots.is_empty() && s.roots != self.roots {
             for r in &s.roots {

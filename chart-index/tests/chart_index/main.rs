@@ -9,12 +9,12 @@
 //! This target holds the tests of the HTTP routes, tenants, direct writes
 //! to the storage directory, traversal safety and the backend flags;
 //! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
-//! form, read-your-writes, `/health`, graceful shutdown), `api` those of
+//! form, read-your-writes, the probes, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
 //! `replicas` two servers on one storage directory, `restart` the restart
 //! cache (`--cache-dir`), `ops` what operators see and set (the access
-//! log), and `helm` Helm's own
+//! log, `/metrics`, readiness on failing storage), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
 //! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`

@@ -1,9 +1,11 @@
 //! What an operator sees and sets: the access log and its request ids
-//! (human-readable and `--log-json`, never a credential).
+//! (human-readable and `--log-json`, never a credential), Prometheus
+//! `/metrics` (chartmuseum's names and this design's), and readiness on
+//! storage that fails.
 
 use serde_json::{Value, json};
 
-use crate::charts::chart;
+use crate::charts::{chart, nv};
 use crate::server::Server;
 
 /// The JSON log lines a server printed on stderr (each line must be one).
@@ -27,8 +29,9 @@ fn access_log_in_json_with_request_ids_and_no_credential() {
         &[("BASIC_AUTH_USER", "ci"), ("BASIC_AUTH_PASS", password)],
     );
     let basic = "Authorization: Basic Y2k6cGFzcy1XMHJkLW5vdC10by1iZS1zZWVu";
-    // The probe is not logged (no --log-health).
+    // The probes are not logged (no --log-health).
     assert_eq!(s.get("/health").status, 200);
+    assert_eq!(s.get("/ready").status, 200);
     // A request id from the client (or a proxy) is kept and sent back.
     let r = s.send(
         "POST",
@@ -110,11 +113,11 @@ fn access_log_in_json_with_request_ids_and_no_credential() {
         }
     }
 
-    // With --log-health, the probe is logged too (human-readable).
+    // With --log-health, the probes are logged too (human-readable).
     let s = Server::start("log health", &storage, &["--log-health"]);
-    assert_eq!(s.get("/health").status, 200);
+    assert_eq!(s.get("/ready").status, 200);
     let line = s.wait_log("the probe's access line", |l| l.starts_with("served "));
-    assert!(line.contains(" path=/health "), "{line}");
+    assert!(line.contains(" path=/ready "), "{line}");
     assert!(line.contains(" status=200 "), "{line}");
     let raw = s
         .raw_output()
@@ -125,4 +128,199 @@ fn access_log_in_json_with_request_ids_and_no_credential() {
         raw.contains("Z  INFO request: served status=200 ms="),
         "time, level, span, message: {raw}"
     );
+}
+
+/// The value of the sample `series` (`name{labels}`, as the text has it)
+/// in a metrics text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.split(' ').next())
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+fn metrics(s: &Server) -> String {
+    let r = s.get("/metrics");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    let text = r.text();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    text
+}
+
+#[test]
+fn metrics_with_chartmuseums_names_and_the_watchs() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = d.path().canonicalize().unwrap().join("charts");
+    let plain = Server::start("no metrics", &storage, &[]);
+    let r = plain.get("/metrics");
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(r.text().contains("--enable-metrics"), "{}", r.text());
+    drop(plain);
+
+    let s = Server::start("metrics", &storage, &["--enable-metrics"]);
+    // A package that cannot be read: skipped, and counted (by the time
+    // the writes below are answered: they wait for later batches).
+    std::fs::create_dir_all(storage.join("org")).unwrap();
+    let garbage = storage.join("org/garbage.tgz");
+    std::fs::write(&garbage, b"not a chart").unwrap();
+    s.wait_log("the skip", |l| {
+        l.starts_with(&format!("skip {}: ", garbage.display()))
+    });
+    for (tenant, name, version) in [
+        ("org", "a", "1.0.0"),
+        ("org", "a", "1.1.0"),
+        ("org", "b", "0.1.0"),
+        ("", "root", "2.0.0"),
+    ] {
+        let target = if tenant.is_empty() {
+            "/api/charts".to_owned()
+        } else {
+            format!("/api/{tenant}/charts")
+        };
+        let r = s.post(&target, &chart(name, version));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    assert_eq!(s.get("/org/index.yaml").status, 200);
+    assert_eq!(s.get("/api/org/charts/nope").status, 404);
+    assert_eq!(s.get("/no/such/route").status, 404);
+
+    let text = metrics(&s);
+    let at =
+        |series: &str| sample(&text, series).unwrap_or_else(|| panic!("no {series} in:\n{text}"));
+    // chartmuseum's.
+    assert_eq!(at("chartmuseum_charts_served_total{repo=\"org\"}"), 2.0);
+    assert_eq!(
+        at("chartmuseum_chart_versions_served_total{repo=\"org\"}"),
+        3.0
+    );
+    assert_eq!(at("chartmuseum_charts_served_total{repo=\"\"}"), 1.0);
+    assert_eq!(
+        at("chartmuseum_requests_total{code=\"201\",method=\"POST\",url=\"/api/:repo/charts\"}"),
+        4.0
+    );
+    assert_eq!(
+        at("chartmuseum_requests_total{code=\"200\",method=\"GET\",url=\"/:repo/index.yaml\"}"),
+        1.0
+    );
+    assert_eq!(
+        at(
+            "chartmuseum_requests_total{code=\"404\",method=\"GET\",url=\"/api/:repo/charts/:name\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        at("chartmuseum_requests_total{code=\"404\",method=\"GET\",url=\"unmatched\"}"),
+        1.0
+    );
+    assert_eq!(
+        at(
+            "chartmuseum_request_duration_seconds_count{code=\"201\",method=\"POST\",url=\"/api/:repo/charts\"}"
+        ),
+        4.0
+    );
+    assert_eq!(
+        at(
+            "chartmuseum_request_duration_seconds_bucket{le=\"+Inf\",code=\"201\",method=\"POST\",url=\"/api/:repo/charts\"}"
+        ),
+        4.0
+    );
+    // This design's.
+    assert_eq!(at("chart_index_watch_phase{phase=\"watching\"}"), 1.0);
+    assert_eq!(at("chart_index_watch_phase{phase=\"degraded\"}"), 0.0);
+    assert_eq!(at("chart_index_storage_unmounted"), 0.0);
+    assert_eq!(at("chart_index_watch_polled_dirs"), 0.0);
+    assert_eq!(at("chart_index_packages_skipped_total"), 1.0);
+    assert_eq!(at("chart_index_sync_timeouts_total"), 0.0);
+    assert!(at("chart_index_index_seq") >= 4.0, "{text}");
+    assert!(at("chart_index_batch_apply_seconds_count") >= 4.0, "{text}");
+    assert!(
+        at("chart_index_change_to_index_seconds_count") >= 4.0,
+        "{text}"
+    );
+    assert_eq!(at("chart_index_build_info{version=\"0.1.0\"}"), 1.0);
+    assert!(
+        text.contains("# TYPE chartmuseum_requests counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE chartmuseum_charts_served_total gauge"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE chartmuseum_request_duration_seconds histogram"),
+        "{text}"
+    );
+
+    // A write answered before the index shows it is counted.
+    let quick = Server::start(
+        "sync 0",
+        &storage,
+        &["--enable-metrics", "--sync-timeout", "0"],
+    );
+    let r = quick.post("/api/org/charts", &chart("quick", "1.0.0"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["indexed"], json!(false));
+    assert_eq!(
+        sample(&metrics(&quick), "chart_index_sync_timeouts_total"),
+        Some(1.0)
+    );
+}
+
+/// Readiness on storage that fails (a FUSE file system whose operations
+/// fail on demand): a subdirectory that cannot be read leaves a replica
+/// ready (the rest is served); a root that cannot be read makes it
+/// unready; neither makes it dead; healed, it is ready again.
+#[test]
+fn readiness_follows_the_storage_failing_and_healing() {
+    let Some(mut fs) = testkit::faultfs::fault_mount() else {
+        return;
+    };
+    std::fs::create_dir_all(fs.src().join("org")).unwrap();
+    std::fs::write(fs.src().join("org/kept-1.0.0.tgz"), chart("kept", "1.0.0")).unwrap();
+    let mnt = fs.mnt().to_path_buf();
+    let s = Server::start("faultfs", &mnt, &["--poll-interval", "50"]);
+    let root = s.root_line();
+    assert!(root.starts_with("poll every 50ms: fuse"), "{root}");
+    let r = s.get("/ready");
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    fs.fail(testkit::faultfs::Errno::Eio, "/org");
+    let line = s.wait_log("the watch degraded", |l| {
+        l.starts_with("chart_index: watch degraded: ") && l.contains("not watched")
+    });
+    assert!(line.contains("Input/output error"), "{line}");
+    let r = s.get("/ready");
+    assert_eq!(r.status, 200, "a subdirectory failing: {}", r.text());
+    let j = r.json();
+    assert_eq!(j["phase"], "degraded", "{j}");
+    assert!(j["reason"].as_str().unwrap_or("").contains("/org"), "{j}");
+    let (_, l) = s.index("org");
+    assert!(
+        l.unwrap().contains_key(&nv("kept", "1.0.0")),
+        "served as known"
+    );
+
+    fs.fail(testkit::faultfs::Errno::Eio, "/");
+    let r = s.wait_status("/ready", 503, "the root failing");
+    let j = r.json();
+    assert_eq!(j["cause"], "storage_failing", "{j}");
+    assert!(
+        j["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Input/output error"),
+        "{j}"
+    );
+    let r = s.get("/health");
+    assert_eq!(r.status, 200, "alive all the same: {}", r.text());
+
+    fs.heal();
+    let r = s.wait_status("/ready", 200, "the storage healed");
+    assert_eq!(r.json()["ready"], true);
 }
