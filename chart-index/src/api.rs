@@ -67,6 +67,7 @@ use crate::listing::{all_charts, one_chart, one_version, page};
 use crate::metrics::Metrics;
 use crate::probes::Probes;
 use crate::provenance::prov_chart;
+use crate::proxy::Links;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
 use crate::storage::{
@@ -100,7 +101,7 @@ pub struct Repo {
     rendered: Mutex<HashMap<String, (u64, Bytes)>>,
     /// `/health` and `/ready`.
     probes: Probes,
-    /// Metrics: see [`Repo::with_ops`].
+    /// Metrics, links: see [`Repo::with_ops`].
     ops: Ops,
 }
 
@@ -111,6 +112,8 @@ pub struct Ops {
     pub metrics: Arc<Metrics>,
     /// Whether `/metrics` is served (`--enable-metrics`).
     pub serve_metrics: bool,
+    /// How the index's links are written.
+    pub links: Links,
 }
 
 /// What the server's flags allow.
@@ -147,7 +150,7 @@ impl Repo {
         }
     }
 
-    /// The same, with `ops`' metrics.
+    /// The same, with `ops`' metrics and links.
     pub fn with_ops(mut self, ops: Ops) -> Repo {
         self.ops = ops;
         self
@@ -329,13 +332,15 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
         Route::Charts { tenant } => {
             match page(query_value(query, "offset"), query_value(query, "limit")) {
-                Ok((offset, limit)) => read_api(&repo, &tenant, |charts| {
-                    Ok(all_charts(charts, offset, limit))
+                Ok((offset, limit)) => read_api(&repo, &tenant, |charts, base| {
+                    Ok(all_charts(charts, base, offset, limit))
                 }),
                 Err(e) => Err(error(400, &e)),
             }
         }
-        Route::Chart { tenant, name } => read_api(&repo, &tenant, |c| one_chart(c, &name)),
+        Route::Chart { tenant, name } => {
+            read_api(&repo, &tenant, |c, base| one_chart(c, base, &name))
+        }
         Route::Version {
             tenant,
             name,
@@ -351,7 +356,9 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             tenant,
             name,
             version,
-        } => read_api(&repo, &tenant, |c| one_version(c, &name, &version)),
+        } => read_api(&repo, &tenant, |c, base| {
+            one_version(c, base, &name, &version)
+        }),
         Route::Prov { tenant } => upload(&repo, &tenant, req, force, true).await,
     };
     result.unwrap_or_else(|r| r)
@@ -452,7 +459,7 @@ fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
         .filter(|(at, _)| *at == changed)
         .map(|(_, yaml)| yaml.clone());
     let yaml = kept.unwrap_or_else(|| {
-        let yaml = Bytes::from(render_index(charts));
+        let yaml = Bytes::from(render_index(charts, &repo.ops.links, &key));
         rendered().insert(key, (changed, yaml.clone()));
         yaml
     });
@@ -463,16 +470,17 @@ fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
     ))
 }
 
-/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, or why
-/// not: a 404).
+/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, with
+/// package URLs after the base it is given, or why not: a 404).
 fn read_api(
     repo: &Repo,
     tenant: &[String],
-    answer: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<serde_json::Value, String>,
+    answer: impl FnOnce(&BTreeMap<String, ChartVersion>, &str) -> Result<serde_json::Value, String>,
 ) -> Result<Reply, Reply> {
     let key = tenant.join("/");
+    let base = repo.ops.links.base(&key);
     let (body, seq) = read_tenant(repo, tenant, |charts| {
-        answer(charts).map_err(|e| error(404, &format!("{e} in /{key}")))
+        answer(charts, &base).map_err(|e| error(404, &format!("{e} in /{key}")))
     })?;
     Ok(with_seq(json(200, &body), seq))
 }

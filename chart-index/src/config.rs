@@ -30,7 +30,9 @@ use specwatch::Backend;
 use crate::api::Policy;
 use crate::auth::Auth;
 use crate::logging::LogSettings;
+use crate::proxy::{self, Links};
 use crate::routes::Rules;
+use crate::tls::TlsFiles;
 
 /// The listen address when neither `--listen` nor `--port` says.
 pub const DEFAULT_HOST: &str = "0.0.0.0";
@@ -180,6 +182,22 @@ pub struct Settings {
     #[arg(long, env = "ENABLE_METRICS", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = bool_value())]
     pub enable_metrics: Option<bool>,
+    /// The absolute URL the index's package URLs start with
+    /// (`https://charts.example.com`): each is URL[/CONTEXT-PATH][/TENANT]/charts/FILE;
+    /// without it, charts/FILE (relative to the index).
+    #[arg(long, env = "CHART_URL", value_name = "URL")]
+    pub chart_url: Option<String>,
+    /// Serve everything (the probes and /metrics too) under this path
+    /// (`/charts`), as behind a reverse proxy that forwards it whole.
+    #[arg(long, env = "CONTEXT_PATH", value_name = "PATH")]
+    pub context_path: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM; with --tls-key);
+    /// reloaded when it changes.
+    #[arg(long, env = "TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `true`/`false` (and `1`/`0`, `yes`/`no`, `on`/`off`) for a boolean
@@ -223,6 +241,10 @@ impl Settings {
             debug: self.debug.or(other.debug),
             log_health: self.log_health.or(other.log_health),
             enable_metrics: self.enable_metrics.or(other.enable_metrics),
+            chart_url: self.chart_url.or(other.chart_url),
+            context_path: self.context_path.or(other.context_path),
+            tls_cert: self.tls_cert.or(other.tls_cert),
+            tls_key: self.tls_key.or(other.tls_key),
         }
     }
 }
@@ -322,6 +344,11 @@ pub struct Config {
     pub log: LogSettings,
     /// Whether `/metrics` is served.
     pub metrics: bool,
+    /// `--chart-url`, `--context-path`.
+    pub links: Links,
+    /// `--tls-cert`, `--tls-key` (absolute, links not resolved: a
+    /// Secret's files are links that change), checked readable.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Why the server cannot start with what it was given: said on stderr,
@@ -550,6 +577,51 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
         auth.add_tokens(file, &text)
             .map_err(|e| err(format!("{token_flag}: {e}")))?;
     }
+    let chart_url = match &s.chart_url {
+        Some(u) => Some(
+            proxy::chart_url(u)
+                .map_err(|e| err(format!("{}: {e}", name("chart_url", "--chart-url"))))?,
+        ),
+        None => None,
+    };
+    let context_path = match &s.context_path {
+        Some(c) => proxy::context_path(c)
+            .map_err(|e| err(format!("{}: {e}", name("context_path", "--context-path"))))?,
+        None => None,
+    };
+    let tls = match (s.tls_cert, s.tls_key) {
+        (Some(cert), Some(key)) => {
+            let absolute = |p: PathBuf, id: &str, flag: &str| {
+                std::path::absolute(&p)
+                    .map_err(|e| err(format!("{}: {}: {e}", name(id, flag), p.display())))
+            };
+            let files = TlsFiles {
+                cert: absolute(cert, "tls_cert", "--tls-cert")?,
+                key: absolute(key, "tls_key", "--tls-key")?,
+            };
+            crate::tls::load(&files).map_err(|e| {
+                err(format!(
+                    "{} / {}: {e}",
+                    name("tls_cert", "--tls-cert"),
+                    name("tls_key", "--tls-key")
+                ))
+            })?;
+            Some(files)
+        }
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(err(format!(
+                "{} needs --tls-key (TLS_KEY)",
+                name("tls_cert", "--tls-cert")
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(err(format!(
+                "{} needs --tls-cert (TLS_CERT)",
+                name("tls_key", "--tls-key")
+            )));
+        }
+    };
     if auth.anonymous_write && auth.has_credentials() {
         return Err(err(format!(
             "{} opens writes to anyone: it cannot go with credentials (--basic-auth-*, \
@@ -576,6 +648,11 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             health: s.log_health.unwrap_or(false),
         },
         metrics: s.enable_metrics.unwrap_or(false),
+        links: Links {
+            chart_url,
+            context_path,
+        },
+        tls,
     })
 }
 
@@ -617,6 +694,10 @@ mod tests {
             "LOG_HEALTH",
             "DEBUG",
             "ENABLE_METRICS",
+            "CHART_URL",
+            "CONTEXT_PATH",
+            "TLS_CERT",
+            "TLS_KEY",
         ] {
             assert!(vars.iter().any(|v| v == chartmuseum), "{chartmuseum}");
         }
@@ -743,18 +824,30 @@ mod tests {
     }
 
     #[test]
-    fn log_and_metrics_settings() {
-        let s = settings(&["--log-json", "--enable-metrics"]).unwrap();
-        let file: Settings =
-            serde_norway::from_str("debug: true\nlog-health: true\nlog-json: false\n").unwrap();
+    fn observability_proxy_and_tls_settings() {
+        let s = settings(&[
+            "--log-json",
+            "--enable-metrics",
+            "--chart-url",
+            "https://charts.example.com/",
+            "--context-path",
+            "/charts/",
+        ])
+        .unwrap();
+        let file: Settings = serde_norway::from_str(
+            "debug: true\nlog-health: true\nlog-json: false\ntls-cert: /etc/tls/tls.crt\n",
+        )
+        .unwrap();
         let s = s.or(file);
         assert_eq!(s.log_json, Some(true), "the flag wins over the file");
         assert_eq!((s.debug, s.log_health), (Some(true), Some(true)));
+        assert_eq!(s.tls_cert.as_deref(), Some(Path::new("/etc/tls/tls.crt")));
         let m = Cli::command().get_matches_from(["chart-index"]);
         let c = check(
             Settings {
                 storage: Some("/srv".into()),
-                ..s
+                tls_cert: None,
+                ..s.clone()
             },
             &m,
         )
@@ -769,6 +862,53 @@ mod tests {
             }
         );
         assert!(c.metrics);
+        assert_eq!(
+            c.links,
+            Links {
+                chart_url: Some("https://charts.example.com".into()),
+                context_path: Some("/charts".into()),
+            }
+        );
+        // Bad values name the flag and its variable.
+        let refused = |s: Settings| {
+            check(
+                Settings {
+                    storage: Some("/srv".into()),
+                    ..s
+                },
+                &m,
+            )
+            .err()
+            .unwrap()
+            .0
+        };
+        let e = refused(Settings {
+            chart_url: Some("charts.example.com".into()),
+            ..Settings::default()
+        });
+        assert!(e.contains("--chart-url (CHART_URL"), "{e}");
+        let e = refused(Settings {
+            context_path: Some("charts".into()),
+            ..Settings::default()
+        });
+        assert!(e.contains("--context-path (CONTEXT_PATH"), "{e}");
+        let e = refused(Settings {
+            tls_cert: Some("/etc/tls/tls.crt".into()),
+            ..Settings::default()
+        });
+        assert!(
+            e.contains("--tls-cert (TLS_CERT") && e.contains("--tls-key"),
+            "{e}"
+        );
+        let e = refused(Settings {
+            tls_cert: Some("/nonexistent/tls.crt".into()),
+            tls_key: Some("/nonexistent/tls.key".into()),
+            ..Settings::default()
+        });
+        assert!(
+            e.contains("/nonexistent/tls.crt") && e.contains("--tls-cert (TLS_CERT"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,6 +29,8 @@
 //!   wait in the kernel's backlog until one closes (they are not accepted
 //!   and answered 503 as the hand-written server did: with keep-alive, a
 //!   slot frees as soon as an idle connection times out).
+//! - **TLS** (with `--tls-cert`, see the `tls` module): the handshake on
+//!   the connection's own task, within [`READ_TIMEOUT`].
 //! - **The client's address** as axum's `ConnectInfo<SocketAddr>` in each
 //!   request's extensions (for the access log).
 //! - **Graceful shutdown** ([`serve`]): when the stop signal comes, no new
@@ -63,8 +65,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::TlsAcceptor;
 use tower_http::add_extension::AddExtension;
-use tracing::info;
+use tracing::{debug, info};
 
 /// Connections served at once; more wait in the backlog.
 pub const MAX_CONNECTIONS: usize = 1024;
@@ -137,12 +140,18 @@ pub fn check_head(req: &axum::extract::Request) -> Option<Reply> {
     })
 }
 
-/// Serves `app` on `listener` until `stop` completes, then shuts down
-/// gracefully: stops accepting, closes idle connections, and waits for
-/// the requests in flight (at most [`DRAIN_TIMEOUT`]). Logs `chart_index:
-/// stopping (WHY): N connections open` when `stop` gives WHY, and
-/// `chart_index: stopped` (or what was cut) at the end.
-pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = String>) {
+/// Serves `app` on `listener` (over TLS with `tls`) until `stop`
+/// completes, then shuts down gracefully: stops accepting, closes idle
+/// connections, and waits for the requests in flight (at most
+/// [`DRAIN_TIMEOUT`]). Logs `chart_index: stopping (WHY): N connections
+/// open` when `stop` gives WHY, and `chart_index: stopped` (or what was
+/// cut) at the end.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    stop: impl Future<Output = String>,
+    tls: Option<TlsAcceptor>,
+) {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut stop = std::pin::pin!(stop);
@@ -157,7 +166,30 @@ pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output 
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(peer)));
         let io = WriteDeadline::new(stream);
-        serve_connection(&graceful, TokioIo::new(io), service, slot);
+        match &tls {
+            None => serve_connection(&graceful, TokioIo::new(io), service, slot),
+            Some(acceptor) => {
+                // The handshake on the connection's task: the accept loop
+                // never waits for a client. Watched for the graceful
+                // shutdown from now (a shutdown during the handshake
+                // waits for its connection too).
+                let handshake = acceptor.accept(io);
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(READ_TIMEOUT, handshake).await {
+                        Ok(Ok(tls)) => {
+                            let conn = http1().serve_connection(TokioIo::new(tls), service);
+                            let _ = watcher.watch(conn).await;
+                        }
+                        Ok(Err(e)) => debug!("TLS handshake with {peer} failed: {e}"),
+                        Err(_) => {
+                            debug!("TLS handshake with {peer}: no answer in {READ_TIMEOUT:?}");
+                        }
+                    }
+                    drop(slot);
+                });
+            }
+        }
     };
     drop(listener);
     info!(

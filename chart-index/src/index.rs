@@ -23,6 +23,7 @@ use tracing::{info, warn};
 
 use crate::cache::Verdicts;
 use crate::chart::{ChartMeta, ChartVersion, read_package};
+use crate::proxy::Links;
 use crate::storage::{Stamp, from_time, resolve_dir, safe_name, stamp_in};
 
 /// Tenants and their packages.
@@ -342,15 +343,16 @@ fn tenant_names(key: &str) -> Vec<&str> {
     }
 }
 
-/// Helm's `repo.IndexFile`, as chartmuseum serves it: `serverInfo` (an
-/// empty mapping: no context path) beside Helm's own fields.
+/// Helm's `repo.IndexFile`, as chartmuseum serves it: `serverInfo`
+/// (`contextPath` with `--context-path`, else an empty mapping) beside
+/// Helm's own fields.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct IndexFile<'a> {
     api_version: &'static str,
     entries: BTreeMap<&'a str, Vec<Entry<'a>>>,
     generated: String,
-    server_info: BTreeMap<&'static str, &'static str>,
+    server_info: BTreeMap<&'static str, &'a str>,
 }
 
 /// Helm's `repo.ChartVersion`: the Chart.yaml's fields, then the package's.
@@ -365,14 +367,15 @@ pub struct Entry<'a> {
     urls: [String; 1],
 }
 
-/// The entry of package `file`, `c`; its URL relative to the tenant's
-/// index (`charts/<file>`).
-pub fn entry<'a>(file: &str, c: &'a ChartVersion) -> Entry<'a> {
+/// The entry of package `file`, `c`; its URL `charts/<file>` after
+/// `base` (empty: relative to the tenant's index; else `--chart-url`'s
+/// absolute prefix, see [`Links::base`]).
+pub fn entry<'a>(base: &str, file: &str, c: &'a ChartVersion) -> Entry<'a> {
     Entry {
         meta: &c.meta,
         created: rfc3339(c.created),
         digest: &c.digest,
-        urls: [format!("charts/{file}")],
+        urls: [format!("{base}charts/{file}")],
     }
 }
 
@@ -395,19 +398,23 @@ pub fn by_name(
     out
 }
 
-/// Helm's index.yaml of one tenant: each chart's versions in [`by_name`]'s
-/// order, each an [`entry`].
+/// Helm's index.yaml of tenant `key`, `charts`: each chart's versions in
+/// [`by_name`]'s order, each an [`entry`] linked as `links` say.
 ///
 /// It is written as JSON, which is YAML too, and which Helm's index loader
 /// reads with its JSON decoder (it tries JSON first). Helm's YAML reader
 /// is YAML 1.1: a YAML serializer (serde_norway, serde_yaml_ng) leaves a
 /// string such as `on`, `y` or `1_000` unquoted, which that reader takes
 /// for a boolean or a number, and then Helm refuses the whole index.
-pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
+pub fn render_index(charts: &BTreeMap<String, ChartVersion>, links: &Links, key: &str) -> String {
+    let base = links.base(key);
     let entries = by_name(charts)
         .into_iter()
         .map(|(name, versions)| {
-            let versions = versions.into_iter().map(|(f, c)| entry(f, c)).collect();
+            let versions = versions
+                .into_iter()
+                .map(|(f, c)| entry(&base, f, c))
+                .collect();
             (name, versions)
         })
         .collect();
@@ -415,7 +422,12 @@ pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
         api_version: "v1",
         entries,
         generated: rfc3339(SystemTime::now()),
-        server_info: BTreeMap::new(),
+        server_info: links
+            .context_path
+            .as_deref()
+            .map(|c| ("contextPath", c))
+            .into_iter()
+            .collect(),
     };
     let mut json = serde_json::to_string_pretty(&index)
         .unwrap_or_else(|e| format!("{{\"error\": \"the index: {e}\"}}"));

@@ -10,19 +10,23 @@
 //!     [--auth-token-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
 //!     [--log-json] [--debug] [--log-health] [--enable-metrics]
+//!     [--chart-url URL] [--context-path PATH]
+//!     [--tls-cert FILE --tls-key FILE]
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
 //! names where it has the setting: `STORAGE_LOCAL_ROOTDIR`, `PORT`,
 //! `DEPTH`, `BASIC_AUTH_USER`, `ALLOW_OVERWRITE`, `DISABLE_DELETE`,
-//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, `ENABLE_METRICS`, ...) and from the YAML file `--config` names
+//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, `ENABLE_METRICS`, `CHART_URL`,
+//! `CONTEXT_PATH`, `TLS_CERT`, ...) and from the YAML file `--config` names
 //! (keys are the flags' names): a flag wins over its variable, which wins
 //! over the file. `chart-index --help` lists them all; the [`config`]
 //! module says how each is read. It listens on `0.0.0.0:8080` unless told
 //! otherwise.
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
-//! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
+//! `--listen 127.0.0.1:0` works; `https://` with `--tls-cert`) once the
+//! first index is built. Routes (under `--context-path`, if given), for
 //! a tenant path of any depth (`org`, `org/team`, or none for `DIR`
 //! itself; exactly N segments with `--depth N`, as chartmuseum's
 //! `--depth`; without it, a path that could name two routes is read as
@@ -180,14 +184,21 @@
 //! `request_id`: `x-request-id`, kept from the client or made, and sent
 //! back); never a credential.
 //!
-//! Modules: `http` (connections, limits, bodies, path segments), `routes`
-//! (which route a path names), `auth` (credentials), `api` (the routes'
-//! handlers), `listing` (the API's JSON of the index), `chart` (reading
-//! packages), `provenance` (reading provenance files), `index` (the index
-//! and its YAML), `cache` (the restart cache), `storage` (path safety,
-//! durable writes, file stamps),
+//! **Behind a proxy and on TLS** (the [`proxy`] and [`tls`] modules):
+//! `--context-path` serves everything under a path prefix, `--chart-url`
+//! makes the index's package URLs absolute (both as chartmuseum's);
+//! `--tls-cert` and `--tls-key` serve HTTPS with rustls (ring), the
+//! certificate reloaded when its files change.
+//!
+//! Modules: `http` (connections, limits, bodies, path segments, TLS
+//! handshakes), `routes` (which route a path names), `auth`
+//! (credentials), `api` (the routes' handlers), `listing` (the API's JSON
+//! of the index), `chart` (reading packages), `provenance` (reading
+//! provenance files), `index` (the index and its YAML), `cache` (the
+//! restart cache), `storage` (path safety, durable writes, file stamps),
 //! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
-//! (the log and the access log).
+//! (the log and the access log), `proxy` (`--context-path`,
+//! `--chart-url`), `tls` (certificates and their reload).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -209,9 +220,11 @@ pub mod logging;
 pub mod metrics;
 pub mod probes;
 pub mod provenance;
+pub mod proxy;
 pub mod routes;
 mod server;
 pub mod storage;
+pub mod tls;
 
 #[cfg(test)]
 mod chart_tests;

@@ -50,6 +50,8 @@
 //! - `chart_index_packages_skipped_total`: packages left out of the index
 //!   because they could not be read (half written, corrupt, not a chart
 //!   Helm accepts).
+//! - `chart_index_tls_reloads_total{result}`: reloads of the TLS
+//!   certificate (`ok`, `error`: the old one is kept).
 //! - `chart_index_build_info{version}`: 1.
 //!
 //! The duration of the watch's polls is not there: the library does not
@@ -104,6 +106,11 @@ struct HttpLabels {
     url: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
 fn http_histogram() -> Histogram {
     Histogram::new(HTTP_BUCKETS)
 }
@@ -133,6 +140,7 @@ pub struct Metrics {
     change_to_index: Histogram,
     sync_timeouts: Counter,
     skipped: Counter,
+    tls_reloads: Family<ResultLabel, Counter>,
 }
 
 impl fmt::Debug for Metrics {
@@ -198,6 +206,12 @@ impl Metrics {
             "Packages left out of the index because they could not be read",
             skipped.clone(),
         );
+        let tls_reloads = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "chart_index_tls_reloads",
+            "Reloads of the TLS certificate and key, by result",
+            tls_reloads.clone(),
+        );
         registry.register(
             "chart_index_build",
             "The server's version",
@@ -211,6 +225,7 @@ impl Metrics {
             change_to_index,
             sync_timeouts,
             skipped,
+            tls_reloads,
         }
     }
 
@@ -248,6 +263,14 @@ impl Metrics {
     /// A write was answered before the index showed it.
     pub fn sync_timeout(&self) {
         self.sync_timeouts.inc();
+    }
+
+    /// The TLS certificate was reloaded (or not).
+    pub fn tls_reload(&self, ok: bool) {
+        let result = if ok { "ok" } else { "error" };
+        self.tls_reloads
+            .get_or_create(&ResultLabel { result })
+            .inc();
     }
 
     /// The OpenMetrics text of every metric.

@@ -1,6 +1,7 @@
-//! The server: its arguments, the watch over the storage directory, the
-//! thread that applies its batches to the index, and the HTTP listener
-//! with its layers (access log, metrics).
+//! The server: its arguments, the watch over the storage directory (and
+//! over the TLS certificate's directories), the thread that applies its
+//! batches to the index, and the HTTP listener with its layers (access
+//! log, metrics, context path).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -20,9 +21,10 @@ use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
-use crate::logging;
 use crate::metrics::{self, Metrics, Sources};
 use crate::storage::UPLOAD_PREFIX;
+use crate::tls::{self, Certs};
+use crate::{logging, proxy};
 
 /// The name of the one watch spec, over the storage directory.
 pub(crate) const SPEC: &str = "storage";
@@ -178,6 +180,19 @@ fn run(args: Config) -> Result<(), String> {
         None => None,
     };
     follower.started(dropped, writer.as_ref().map(Writer::notify));
+    // The certificate, watched from now on: its batches come through the
+    // same subscription, to the follower.
+    let certs = match &args.tls {
+        Some(files) => {
+            let certs = Certs::new(files.clone())?;
+            manager
+                .apply(tls::SPEC, certs.watch_spec())
+                .map_err(|e| format!("watching the TLS files: {e}"))?;
+            follower.certs = Some(Arc::clone(&certs));
+            Some(certs)
+        }
+        None => None,
+    };
     let rules = args.policy.rules;
     let repo = Arc::new(
         Repo::new(
@@ -192,6 +207,7 @@ fn run(args: Config) -> Result<(), String> {
         .with_ops(Ops {
             metrics: Arc::clone(&metrics),
             serve_metrics: args.metrics,
+            links: args.links.clone(),
         }),
     );
     // The follower holds the index, not the manager: once the manager is
@@ -208,21 +224,29 @@ fn run(args: Config) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
-    // Inside out: the routes, counted (metrics), with the access log and
-    // request ids outermost.
-    let app = metrics::layer(api::router(repo), metrics, rules);
-    let app = logging::access_log(app, args.log, "");
+    // Inside out: the routes, counted (metrics), under the context path,
+    // with the access log and request ids outermost.
+    let context = args.links.context_path.clone().unwrap_or_default();
+    let mut app = metrics::layer(api::router(repo), metrics, rules);
+    if !context.is_empty() {
+        app = proxy::strip_context(app, context.clone());
+    }
+    let app = logging::access_log(app, args.log, &context);
+    let (scheme, acceptor) = match &certs {
+        Some(c) => ("https", Some(c.acceptor()?)),
+        None => ("http", None),
+    };
     runtime.block_on(async {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
         let stop = stop_signal().map_err(|e| format!("listening for signals: {e}"))?;
         {
             let mut out = io::stdout().lock();
-            writeln!(out, "LISTENING http://{addr}")
+            writeln!(out, "LISTENING {scheme}://{addr}")
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())?;
         }
-        http::serve(listener, app, stop).await;
+        http::serve(listener, app, stop, acceptor).await;
         Ok::<(), String>(())
     })?;
     // Blocking work still under way (a sync barrier whose client left)
@@ -319,7 +343,8 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
 
 /// Applies the watch's events, in order: change batches to the index
 /// (then says through `applied` which batch it has applied), statuses to
-/// the log (each root's backend, trouble) when they change.
+/// the log (each root's backend, trouble) when they change; and reloads
+/// the TLS certificate when its files change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
@@ -330,6 +355,8 @@ struct Follower {
     skipped: usize,
     /// Whether the start's batches are applied (lags are measured after).
     live: bool,
+    /// The TLS certificate, reloaded on each batch of its spec.
+    certs: Option<Arc<Certs>>,
     /// The roots last printed.
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
@@ -355,6 +382,7 @@ impl Follower {
             metrics,
             skipped: 0,
             live: false,
+            certs: None,
             roots: Vec::new(),
             trouble: None,
             reads: Reads::default(),
@@ -420,9 +448,31 @@ impl Follower {
                 }
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
+            Event::Changes(b) if b.name == tls::SPEC => self.reload_tls(),
+            Event::Status(s) if s.name == tls::SPEC => {
+                if let Phase::Degraded { reason } | Phase::Failed { error: reason } = &s.phase {
+                    warn!("chart_index: tls: the certificate's watch: {reason}");
+                }
+            }
             _ => {}
         }
     }
+
+    /// The certificate's files changed: read them again.
+    fn reload_tls(&self) {
+        let Some(certs) = &self.certs else { return };
+        match certs.reload() {
+            Ok(()) => {
+                self.metrics.tls_reload(true);
+                info!("chart_index: tls: certificate reloaded");
+            }
+            Err(e) => {
+                self.metrics.tls_reload(false);
+                warn!("chart_index: tls: certificate not reloaded, the old one stays: {e}");
+            }
+        }
+    }
+
     fn status(&mut self, s: &WatchStatus) {
         if !s.roots.is_empty() && s.roots != self.roots {
             for r in &s.roots {

@@ -14,7 +14,8 @@
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
 //! `replicas` two servers on one storage directory, `restart` the restart
 //! cache (`--cache-dir`), `ops` what operators see and set (the access
-//! log, `/metrics`, readiness on failing storage), and `helm` Helm's own
+//! log, `/metrics`, readiness on failing storage, `--context-path` and
+//! `--chart-url`, TLS and its reload), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
 //! it is not installed); the helpers live beside them:
 //! `server` (the process and its log), `client` (HTTP) and `charts`

@@ -1,11 +1,19 @@
 //! What an operator sees and sets: the access log and its request ids
 //! (human-readable and `--log-json`, never a credential), Prometheus
-//! `/metrics` (chartmuseum's names and this design's), and readiness on
-//! storage that fails.
+//! `/metrics` (chartmuseum's names and this design's), `--context-path`
+//! and `--chart-url` behind a proxy, and TLS with the certificate
+//! reloaded when its files change.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
+use testkit::WAIT;
 
-use crate::charts::{chart, nv};
+use crate::charts::{chart, nv, parse_index, sha256};
+use crate::client::{Resp, parse_response};
 use crate::server::Server;
 
 /// The JSON log lines a server printed on stderr (each line must be one).
@@ -270,6 +278,243 @@ fn metrics_with_chartmuseums_names_and_the_watchs() {
         sample(&metrics(&quick), "chart_index_sync_timeouts_total"),
         Some(1.0)
     );
+}
+
+#[test]
+fn under_a_context_path_with_absolute_chart_urls() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = d.path().join("charts");
+    let s = Server::start(
+        "proxy",
+        &storage,
+        &[
+            "--context-path",
+            "/charts/",
+            "--chart-url",
+            "https://charts.example.com/",
+        ],
+    );
+    let pkg = chart("proxied", "1.0.0");
+    let r = s.post("/charts/api/org/team/charts", &pkg);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = s.get("/charts/org/team/index.yaml");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let index: Value = serde_json::from_str(&r.text()).unwrap();
+    assert_eq!(index["serverInfo"], json!({ "contextPath": "/charts" }));
+    let url = "https://charts.example.com/charts/org/team/charts/proxied-1.0.0.tgz";
+    let listing = parse_index(&r.text()).unwrap();
+    assert_eq!(listing[&nv("proxied", "1.0.0")].urls, [url]);
+    assert_eq!(listing[&nv("proxied", "1.0.0")].digest, sha256(&pkg));
+    let r = s.get("/charts/api/org/team/charts/proxied/1.0.0");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["urls"], json!([url]));
+    let r = s.get("/charts/org/team/charts/proxied-1.0.0.tgz");
+    assert!(r.status == 200 && r.body == pkg, "{}", r.status);
+    assert_eq!(s.get("/charts/health").status, 200);
+    assert_eq!(s.get("/charts/ready").status, 200);
+    // The root tenant, and what is not under the prefix.
+    let r = s.get("/charts/index.yaml");
+    assert_eq!(r.status, 200, "{}", r.text());
+    for outside in [
+        "/org/team/index.yaml",
+        "/health",
+        "/chartsx/health",
+        "/api/org/team/charts",
+    ] {
+        let r = s.get(outside);
+        assert_eq!(r.status, 404, "{outside}: {}", r.text());
+        assert!(r.text().contains("under /charts/"), "{}", r.text());
+    }
+    // A query survives the prefix's removal.
+    let r = s.get("/charts/api/org/team/charts?offset=0&limit=1");
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // --chart-url alone: URL/TENANT/charts/FILE.
+    let s = Server::start(
+        "chart url",
+        &storage,
+        &["--chart-url", "http://cdn.example.com/helm"],
+    );
+    let (_, l) = s.index("org/team");
+    assert_eq!(
+        l.unwrap()[&nv("proxied", "1.0.0")].urls,
+        ["http://cdn.example.com/helm/org/team/charts/proxied-1.0.0.tgz"]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// TLS
+
+/// A self-signed certificate for `localhost` and 127.0.0.1: (its PEM, its
+/// key's PEM, its DER).
+fn certificate() -> (String, String, Vec<u8>) {
+    let c = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .expect("a certificate");
+    (
+        c.cert.pem(),
+        c.signing_key.serialize_pem(),
+        c.cert.der().to_vec(),
+    )
+}
+
+/// Replaces `path` with `text` at once (beside it, then renamed over).
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A client that trusts `der` alone.
+fn client(der: &[u8]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(der.to_vec()))
+        .unwrap();
+    #[allow(deprecated)] // ring, as the server (see the `tls` module)
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// `GET target` over TLS trusting `der`: the answer and the certificate
+/// the server presented; or the handshake's error.
+fn https_get(addr: &str, der: &[u8], target: &str) -> Result<(Resp, Vec<u8>), String> {
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(client(der), name).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(WAIT)).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    write!(
+        tls,
+        "GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    if let Err(e) = tls.read_to_end(&mut raw)
+        && raw.is_empty()
+    {
+        return Err(e.to_string());
+    }
+    let peer = tls
+        .conn
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.to_vec())
+        .unwrap_or_default();
+    Ok((parse_response(&raw, false)?, peer))
+}
+
+/// HTTPS with a certificate made here; replaced on disk, the new one is
+/// served without a restart; a broken replacement keeps the one in use.
+#[test]
+fn tls_end_to_end_and_reloaded_when_the_files_change() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().canonicalize().unwrap();
+    let storage = base.join("charts");
+    let tls = base.join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let (cert_file, key_file) = (tls.join("tls.crt"), tls.join("tls.key"));
+    let (pem1, key1, der1) = certificate();
+    std::fs::write(&cert_file, &pem1).unwrap();
+    std::fs::write(&key_file, &key1).unwrap();
+    let (cert, key) = (
+        cert_file.display().to_string(),
+        key_file.display().to_string(),
+    );
+    let s = Server::start_with(
+        "tls",
+        &storage,
+        &["--allow-anonymous-write", "--enable-metrics"],
+        &[("TLS_CERT", &cert), ("TLS_KEY", &key)],
+    );
+    assert_eq!(s.scheme, "https", "LISTENING https://...");
+    let (r, peer) = https_get(&s.addr, &der1, "/health").unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(peer, der1, "the certificate made here is served");
+    // Plain HTTP gets no answer from a TLS port.
+    let mut plain = TcpStream::connect(&s.addr).unwrap();
+    plain.set_read_timeout(Some(WAIT)).unwrap();
+    plain
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = plain.read_to_end(&mut got);
+    assert!(!got.starts_with(b"HTTP/1.1 200"), "{got:?}");
+
+    // A new certificate and key, each file replaced at once (the key
+    // first: for a moment the pair does not match, which keeps the old).
+    let (pem2, key2, der2) = certificate();
+    replace(&key_file, &key2);
+    replace(&cert_file, &pem2);
+    s.wait_log("the certificate reloaded", |l| {
+        l == "chart_index: tls: certificate reloaded"
+    });
+    let (r, peer) = https_get(&s.addr, &der2, "/ready").unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(peer, der2, "the new certificate is served, no restart");
+    let old = https_get(&s.addr, &der1, "/health");
+    assert!(
+        old.is_err(),
+        "a client trusting the old one alone is refused"
+    );
+
+    // A broken certificate file: the one in use stays.
+    replace(&cert_file, "-----BEGIN CERTIFICATE-----\nbroken\n");
+    let line = s.wait_log("the reload refused", |l| {
+        l.starts_with("chart_index: tls: certificate not reloaded, the old one stays: ")
+    });
+    assert!(line.contains(&cert), "{line}");
+    let (r, peer) = https_get(&s.addr, &der2, "/metrics").unwrap();
+    assert_eq!(peer, der2);
+    let text = r.text();
+    assert!(
+        sample(&text, "chart_index_tls_reloads_total{result=\"ok\"}").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "chart_index_tls_reloads_total{result=\"error\"}").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+}
+
+/// `--tls-cert` without `--tls-key`, or files that are no certificate:
+/// refused at the start, naming the flag and the file.
+#[test]
+fn tls_settings_are_checked_at_the_start() {
+    let d = tempfile::tempdir().unwrap();
+    let (pem, _, _) = certificate();
+    let cert = d.path().join("tls.crt");
+    std::fs::write(&cert, pem).unwrap();
+    let cert = cert.display().to_string();
+    let other_key = d.path().join("other.key");
+    std::fs::write(&other_key, certificate().1).unwrap();
+    let other_key = other_key.display().to_string();
+    for (args, says) in [
+        (vec!["--tls-cert", &cert], "--tls-cert needs --tls-key"),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &cert],
+            "no private key",
+        ),
+        (
+            vec!["--tls-cert", &cert, "--tls-key", &other_key],
+            "--tls-cert / --tls-key",
+        ),
+    ] {
+        let mut cmd = crate::server::command();
+        cmd.arg("--storage")
+            .arg(d.path().join("refused"))
+            .args(["--listen", "127.0.0.1:0"])
+            .args(&args);
+        let out = testkit::process::output("chart-index tls", cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} says {says:?}: {err}");
+    }
 }
 
 /// Readiness on storage that fails (a FUSE file system whose operations

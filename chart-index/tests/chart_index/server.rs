@@ -60,6 +60,8 @@ pub(crate) struct Server {
     pub(crate) label: String,
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
+    /// `http` or `https` (with `--tls-cert`).
+    pub(crate) scheme: String,
 }
 
 impl Server {
@@ -92,15 +94,17 @@ impl Server {
         // stderr lines before it, which `wait_log` looks at).
         let (_, first) = process.find(0, "on stdout (LISTENING)", |l| l.stream == Stream::Stdout);
         let line = first.text();
-        let addr = line
+        let (scheme, addr) = line
             .trim_end()
-            .strip_prefix("LISTENING http://")
-            .unwrap_or_else(|| panic!("{label}: first stdout line is not LISTENING: {line:?}"))
-            .to_owned();
+            .strip_prefix("LISTENING ")
+            .and_then(|url| url.split_once("://"))
+            .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+            .unwrap_or_else(|| panic!("{label}: first stdout line is not LISTENING: {line:?}"));
         Server {
-            process,
             label: label.to_owned(),
-            addr,
+            addr: addr.to_owned(),
+            scheme: scheme.to_owned(),
+            process,
         }
     }
 
