@@ -180,9 +180,9 @@
 //! specwatch's own events included: human-readable (`TIME LEVEL
 //! MESSAGE FIELDS`; the messages quoted here are what follows the level),
 //! or JSON with `--log-json`; one access line per request (`served
-//! status=... ms=...` with the request's `method`, `path`, `client` and
-//! `request_id`: `x-request-id`, kept from the client or made, and sent
-//! back); never a credential.
+//! status=... route=... ms=...` with the request's `method`, `path`,
+//! `client` and `request_id`: `x-request-id`, kept from the client or
+//! made, and sent back); never a credential.
 //!
 //! **Behind a proxy and on TLS** (the [`proxy`] and [`tls`] modules):
 //! `--context-path` serves everything under a path prefix, `--chart-url`

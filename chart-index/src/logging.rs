@@ -47,6 +47,8 @@ use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{Level, Span, info, info_span};
 
+use crate::routes::RouteTemplate;
+
 /// How the log is written: `--log-json`, `--debug`, `--log-health`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogSettings {
@@ -109,7 +111,8 @@ fn served(res: &Response, latency: Duration, span: &Span) {
         return;
     }
     let ms = latency.as_micros() as f64 / 1000.0;
-    info!(status = res.status().as_u16(), ms, "served");
+    let route = res.extensions().get::<RouteTemplate>().map_or("", |r| r.0);
+    info!(status = res.status().as_u16(), route = %route, ms, "served");
 }
 
 /// Adds the access log and request ids to `router` (whose probes are at

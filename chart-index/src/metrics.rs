@@ -81,7 +81,7 @@ use tokio::sync::watch;
 
 use crate::http::{Reply, error, segments};
 use crate::index::Index;
-use crate::routes::{Rules, route};
+use crate::routes::{RouteTemplate, Rules, route};
 use crate::server::SPEC;
 
 /// The content type of the OpenMetrics text format.
@@ -425,7 +425,8 @@ impl Collector for Sources {
     }
 }
 
-/// Counts each request of `router` (the routes as `rules` read paths).
+/// Counts each request of `router` (the routes as `rules` read paths),
+/// and puts the route's template in the answer's extensions.
 pub fn layer(router: Router, metrics: Arc<Metrics>, rules: Rules) -> Router {
     router.layer(middleware::from_fn(move |req: Request, next: Next| {
         let metrics = Arc::clone(&metrics);
@@ -436,8 +437,9 @@ pub fn layer(router: Router, metrics: Arc<Metrics>, rules: Rules) -> Router {
                 .ok()
                 .and_then(|s| route(method.as_str(), &s, rules).ok())
                 .map_or("unmatched", |r| r.template());
-            let reply = next.run(req).await;
+            let mut reply = next.run(req).await;
             metrics.request(&method, reply.status().as_u16(), url, start.elapsed());
+            reply.extensions_mut().insert(RouteTemplate(url));
             reply
         }
     }))

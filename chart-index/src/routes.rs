@@ -105,6 +105,11 @@ impl Route {
     }
 }
 
+/// The template of the route a request took ([`Route::template`], or
+/// `unmatched`), in its answer's extensions: for the access log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteTemplate(pub &'static str);
+
 /// How paths are read: the server's `--depth` and `--disable-delete`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Rules {

@@ -88,6 +88,7 @@ fn access_log_in_json_with_request_ids_and_no_credential() {
     let upload = served[0];
     assert_eq!(upload["level"], "INFO");
     assert_eq!(upload["fields"]["status"], 201);
+    assert_eq!(upload["fields"]["route"], "/api/:repo/charts");
     assert!(upload["fields"]["ms"].as_f64().is_some(), "{upload}");
     assert_eq!(upload["span"]["method"], "POST");
     assert_eq!(upload["span"]["request_id"], "client-id-42");
@@ -133,7 +134,7 @@ fn access_log_in_json_with_request_ids_and_no_credential() {
         .find(|l| l.contains("served status=200"))
         .unwrap();
     assert!(
-        raw.contains("Z  INFO request: served status=200 ms="),
+        raw.contains("Z  INFO request: served status=200 route=/ready ms="),
         "time, level, span, message: {raw}"
     );
 }
