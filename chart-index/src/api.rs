@@ -2,8 +2,9 @@
 //! `org/team`, or none for the storage root; exactly `--depth N`
 //! segments when the server runs with it):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch is Watching;
-//!   503 with the phase and its reason otherwise; always open;
+//! - `GET /health` (liveness) and `GET /ready` (readiness): see the
+//!   `probes` module; `GET /metrics` (with `--enable-metrics`): see the
+//!   `metrics` module; always open;
 //! - `GET /<tenant>/index.yaml`: the index (header `X-Index-Seq`);
 //! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists, and
 //!   `<file>.tgz.prov`, its provenance file, if one was uploaded;
@@ -50,9 +51,10 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
-use specwatch::{ChangesSince, Manager, Phase, Seq};
+use specwatch::{ChangesSince, Manager, Seq};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::{info, warn};
 
 use crate::auth::{Access, Auth, Denied};
 use crate::chart::{ChartVersion, parse_chart};
@@ -62,7 +64,10 @@ use crate::http::{
 };
 use crate::index::{Index, render_index};
 use crate::listing::{all_charts, one_chart, one_version, page};
+use crate::metrics::Metrics;
+use crate::probes::Probes;
 use crate::provenance::prov_chart;
+use crate::proxy::Links;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
 use crate::storage::{
@@ -94,6 +99,21 @@ pub struct Repo {
     /// had last changed the tenant then ([`Index::changed`]): served again
     /// until a batch changes that tenant.
     rendered: Mutex<HashMap<String, (u64, Bytes)>>,
+    /// `/health` and `/ready`.
+    probes: Probes,
+    /// Metrics, links: see [`Repo::with_ops`].
+    ops: Ops,
+}
+
+/// What operators configure and watch beside the routes.
+#[derive(Default)]
+pub struct Ops {
+    /// The server's metrics (counted whether served or not).
+    pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served (`--enable-metrics`).
+    pub serve_metrics: bool,
+    /// How the index's links are written.
+    pub links: Links,
 }
 
 /// What the server's flags allow.
@@ -116,6 +136,7 @@ impl Repo {
         policy: Policy,
     ) -> Repo {
         Repo {
+            probes: Probes::new(root.clone(), Arc::clone(&manager), applied.clone()),
             root,
             index,
             manager,
@@ -125,7 +146,14 @@ impl Repo {
             uploads: AtomicU64::new(0),
             policy,
             rendered: Mutex::new(HashMap::new()),
+            ops: Ops::default(),
         }
+    }
+
+    /// The same, with `ops`' metrics and links.
+    pub fn with_ops(mut self, ops: Ops) -> Repo {
+        self.ops = ops;
+        self
     }
 
     /// Read-your-writes: waits until the index shows every change made to
@@ -183,7 +211,8 @@ impl Repo {
         let barrier = self.barrier().await;
         fields["indexed"] = json!(barrier.is_ok());
         if let Err(why) = &barrier {
-            eprintln!("chart_index: answering before the index shows the change: {why}");
+            warn!("chart_index: answering before the index shows the change: {why}");
+            self.ops.metrics.sync_timeout();
             fields["warning"] = json!(format!(
                 "stored, but this replica's index may not show it yet: {why}"
             ));
@@ -233,11 +262,13 @@ fn strs(names: &[String]) -> Vec<&str> {
     names.iter().map(String::as_str).collect()
 }
 
-/// Runs blocking file system work on tokio's blocking pool.
+/// Runs blocking file system work on tokio's blocking pool, in the
+/// request's span (its log lines carry the request's id).
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Reply> + Send + 'static,
 ) -> Result<T, Reply> {
-    tokio::task::spawn_blocking(f)
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
         .await
         .unwrap_or_else(|e| Err(error(500, &format!("the request's worker failed: {e}"))))
 }
@@ -257,7 +288,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         Ok(r) => r,
         Err(miss) => return refuse(req, missed(miss, &method)),
     };
-    if route != Route::Health {
+    if !route.is_open() {
         let access = match method {
             Method::GET | Method::HEAD => Access::Read,
             _ => Access::Write,
@@ -271,7 +302,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             .auth
             .check(access, route.tenant(), authorization)
         {
-            eprintln!(
+            warn!(
                 "auth: refused {method} {}: {}",
                 req.uri().path(),
                 denied.reason
@@ -280,7 +311,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
     }
     if !matches!(method, Method::GET | Method::HEAD)
-        && route != Route::Health
+        && !route.is_open()
         && let Some(why) = unmounted(&repo)
     {
         return refuse(req, error(503, &why));
@@ -288,7 +319,13 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     let query = req.uri().query();
     let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
     let result = match route {
-        Route::Health => Ok(health(&repo)),
+        Route::Health => Ok(repo.probes.health()),
+        Route::Ready => Ok(repo.probes.ready().await),
+        Route::Metrics if repo.ops.serve_metrics => Ok(repo.ops.metrics.reply()),
+        Route::Metrics => Err(error(
+            404,
+            "metrics are not served here (start the server with --enable-metrics)",
+        )),
         Route::Index { tenant } => get_index(&repo, &tenant),
         Route::Package { tenant, file } => {
             let repo = Arc::clone(&repo);
@@ -299,13 +336,15 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
         Route::Charts { tenant } => {
             match page(query_value(query, "offset"), query_value(query, "limit")) {
-                Ok((offset, limit)) => read_api(&repo, &tenant, |charts| {
-                    Ok(all_charts(charts, offset, limit))
+                Ok((offset, limit)) => read_api(&repo, &tenant, |charts, base| {
+                    Ok(all_charts(charts, base, offset, limit))
                 }),
                 Err(e) => Err(error(400, &e)),
             }
         }
-        Route::Chart { tenant, name } => read_api(&repo, &tenant, |c| one_chart(c, &name)),
+        Route::Chart { tenant, name } => {
+            read_api(&repo, &tenant, |c, base| one_chart(c, base, &name))
+        }
         Route::Version {
             tenant,
             name,
@@ -321,7 +360,9 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             tenant,
             name,
             version,
-        } => read_api(&repo, &tenant, |c| one_version(c, &name, &version)),
+        } => read_api(&repo, &tenant, |c, base| {
+            one_version(c, base, &name, &version)
+        }),
         Route::Prov { tenant } => upload(&repo, &tenant, req, force, true).await,
     };
     result.unwrap_or_else(|r| r)
@@ -365,29 +406,6 @@ fn unauthorized(denied: Denied) -> Reply {
         }
     }
     reply
-}
-
-/// 200 `{"healthy":true}` while the watch is Watching, else 503 with the
-/// phase (and the reason for Degraded, the error for Failed).
-fn health(repo: &Repo) -> Reply {
-    let unhealthy = |phase: &str, why: Option<(&str, &str)>| {
-        let mut body = json!({ "healthy": false, "phase": phase });
-        if let Some((key, text)) = why {
-            body[key] = json!(text);
-        }
-        json(503, &body)
-    };
-    match repo.manager.status(SPEC).map(|s| s.phase) {
-        Some(Phase::Watching) => json(200, &json!({ "healthy": true })),
-        Some(Phase::Degraded { reason }) => unhealthy("degraded", Some(("reason", &reason))),
-        Some(Phase::Failed { error }) => unhealthy("failed", Some(("error", &error))),
-        Some(Phase::Starting) => unhealthy("starting", None),
-        Some(other) => unhealthy(&other.to_string(), None),
-        None => unhealthy(
-            "none",
-            Some(("error", "the storage directory is not watched")),
-        ),
-    }
 }
 
 /// Why a write is refused now: the storage's file system is unmounted
@@ -445,7 +463,7 @@ fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
         .filter(|(at, _)| *at == changed)
         .map(|(_, yaml)| yaml.clone());
     let yaml = kept.unwrap_or_else(|| {
-        let yaml = Bytes::from(render_index(charts));
+        let yaml = Bytes::from(render_index(charts, &repo.ops.links, &key));
         rendered().insert(key, (changed, yaml.clone()));
         yaml
     });
@@ -456,16 +474,17 @@ fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
     ))
 }
 
-/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, or why
-/// not: a 404).
+/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, with
+/// package URLs after the base it is given, or why not: a 404).
 fn read_api(
     repo: &Repo,
     tenant: &[String],
-    answer: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<serde_json::Value, String>,
+    answer: impl FnOnce(&BTreeMap<String, ChartVersion>, &str) -> Result<serde_json::Value, String>,
 ) -> Result<Reply, Reply> {
     let key = tenant.join("/");
+    let base = repo.ops.links.base(&key);
     let (body, seq) = read_tenant(repo, tenant, |charts| {
-        answer(charts).map_err(|e| error(404, &format!("{e} in /{key}")))
+        answer(charts, &base).map_err(|e| error(404, &format!("{e} in /{key}")))
     })?;
     Ok(with_seq(json(200, &body), seq))
 }
@@ -655,7 +674,7 @@ fn store(
     sync_dir(&dir);
     match written {
         Ok(true) => {
-            eprintln!(
+            info!(
                 "upload: {} ({} {}{}{})",
                 rel(&repo.root, &target),
                 chart.name,
@@ -694,7 +713,7 @@ fn store_prov(
     match put(repo, &dir, prov, &target, exists) {
         Ok(true) => {
             sync_dir(&dir);
-            eprintln!(
+            info!(
                 "upload: {} (provenance of {name} {version}{})",
                 rel(&repo.root, &target),
                 if exists { ", replacing it" } else { "" }
@@ -779,6 +798,6 @@ fn delete(
     if removed.is_empty() {
         return Err(error(404, &format!("no {name} {version} in /{key}")));
     }
-    eprintln!("delete: /{key} {name} {version}");
+    info!("delete: /{key} {name} {version}");
     Ok(json!({ "deleted": true }))
 }

@@ -392,11 +392,11 @@ fn write_loop(dir: &Path, options: &Options, index: &RwLock<Index>, rx: &mpsc::R
     let save_logged = |when: &str| {
         let t = Instant::now();
         match save(dir, options, index) {
-            Ok((n, bytes)) => eprintln!(
+            Ok((n, bytes)) => tracing::info!(
                 "chart_index: cache: saved {n} packages ({bytes} bytes) {when} in {} ms",
                 t.elapsed().as_millis()
             ),
-            Err(e) => eprintln!(
+            Err(e) => tracing::warn!(
                 "chart_index: cache: cannot save {}: {e}",
                 dir.join(FILE_NAME).display()
             ),

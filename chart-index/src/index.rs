@@ -19,10 +19,12 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use specwatch::{Change, ChangeBatch, ChangeKind, FileType};
+use tracing::{info, warn};
 
 use crate::cache::Verdicts;
 use crate::chart::{ChartMeta, ChartVersion, read_package};
-use crate::storage::{Stamp, resolve_dir, safe_name, stamp_in};
+use crate::proxy::Links;
+use crate::storage::{Stamp, from_time, resolve_dir, safe_name, stamp_in};
 
 /// Tenants and their packages.
 pub struct Index {
@@ -61,13 +63,14 @@ impl Index {
         self.changed.insert(key.to_owned(), self.seq);
     }
 
-    /// Forgets the package `key`; says whether there was one.
-    fn forget_package(&mut self, key: &str) -> bool {
+    /// Forgets the package `key`; says whether there was one (and notes
+    /// the line `index: - KEY` in `said`).
+    fn forget_package(&mut self, key: &str, said: &mut Vec<String>) -> bool {
         let (parent, file) = split_key(key);
         if let Some(charts) = self.tenants.get_mut(parent)
             && charts.remove(file).is_some()
         {
-            eprintln!("index: - {key}");
+            said.push(format!("index: - {key}"));
             self.touch(parent);
             return true;
         }
@@ -106,15 +109,16 @@ impl Index {
     }
 
     /// Applies `op`; says whether a package was added, replaced or
-    /// removed (a tenant forgotten with its packages counts).
-    fn apply(&mut self, op: Op) -> bool {
+    /// removed (a tenant forgotten with its packages counts), and notes in
+    /// `said` the lines to log once the index's lock is released.
+    fn apply(&mut self, op: Op, said: &mut Vec<String>) -> bool {
         match op {
             Op::Gone(key) => {
-                let package = self.forget_package(&key);
+                let package = self.forget_package(&key, said);
                 self.forget_tenants(&key) | package
             }
             Op::Dir(key) => {
-                let package = self.forget_package(&key);
+                let package = self.forget_package(&key, said);
                 if !self.tenants.contains_key(&key) {
                     self.touch(&key);
                     self.tenants.insert(key, BTreeMap::new());
@@ -126,12 +130,15 @@ impl Index {
                 let (parent, file) = split_key(&key);
                 match (package, self.tenants.get_mut(parent)) {
                     (Some(p), Some(charts)) => {
-                        eprintln!("index: + {key} ({} {})", p.meta.name, p.meta.version);
+                        said.push(format!(
+                            "index: + {key} ({} {})",
+                            p.meta.name, p.meta.version
+                        ));
                         charts.insert(file.to_owned(), *p);
                         self.touch(parent);
                         true
                     }
-                    _ => self.forget_package(&key) | below,
+                    _ => self.forget_package(&key, said) | below,
                 }
             }
         }
@@ -153,13 +160,18 @@ pub struct Reads {
     pub verified: usize,
     /// Packages that could not be read (`skip` lines).
     pub unreadable: usize,
+    /// When each package read since the caller last emptied this was
+    /// last changed on the storage (the newest of its file's mtime and
+    /// ctime): the metrics' time from a change to the index.
+    pub changed_at: Vec<SystemTime>,
 }
 
 /// Applies one change batch of the storage watch: its packages are read
 /// (or taken from `reads`' verdicts) first, then the index is locked for
-/// the ops alone. Says on stderr `index: seq N: K changes` once the batch
-/// is applied, and returns whether a package was added, replaced or
-/// removed.
+/// the ops alone. Logs `index: + KEY (NAME VERSION)` and `index: - KEY`
+/// per package and `index: seq N: K changes` once the batch is applied
+/// (after the lock is released), and returns whether a package was added,
+/// replaced or removed.
 pub fn apply_batch(
     index: &RwLock<Index>,
     root: &Path,
@@ -172,16 +184,20 @@ pub fn apply_batch(
         .filter_map(|c| plan(root, c, reads))
         .collect();
     let mut changed = false;
+    let mut said = Vec::new();
     {
         let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
         // Set first, so that the tenants the ops change are marked with
         // this batch (no reader sees the index before the ops are done).
         index.seq = batch.seq.number();
         for op in ops {
-            changed |= index.apply(op);
+            changed |= index.apply(op, &mut said);
         }
     }
-    eprintln!(
+    for line in said {
+        info!("{line}");
+    }
+    info!(
         "index: seq {}: {} changes",
         batch.seq.number(),
         batch.changes.len()
@@ -265,7 +281,7 @@ fn plan(root: &Path, change: &Change, reads: &mut Reads) -> Option<Op> {
             && change.file_type == FileType::File
             && change.path.extension().is_some_and(|e| e == "tgz")
         {
-            eprintln!(
+            warn!(
                 "skip {}: not a plain name below the storage directory",
                 change.path.display()
             );
@@ -288,7 +304,7 @@ fn plan(root: &Path, change: &Change, reads: &mut Reads) -> Option<Op> {
 
 /// The package at `key`: the cache's entry if its verdict is to reuse
 /// it, else read (only hashed if the cache's entry to verify has its
-/// digest); or `None`, saying on stderr why.
+/// digest); or `None`, logging why.
 fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> {
     let mut known = None;
     if let Some(v) = &mut reads.verdicts {
@@ -306,11 +322,14 @@ fn load(root: &Path, key: &str, reads: &mut Reads) -> Option<Box<ChartVersion>> 
             } else {
                 reads.verified += 1;
             }
+            if let Some(s) = &p.source {
+                reads.changed_at.push(from_time(s.stamp.newest()));
+            }
             Some(Box::new(p))
         }
         Err(reason) => {
             reads.unreadable += 1;
-            eprintln!("skip {}: {reason}", root.join(key).display());
+            warn!("skip {}: {reason}", root.join(key).display());
             None
         }
     }
@@ -324,15 +343,16 @@ fn tenant_names(key: &str) -> Vec<&str> {
     }
 }
 
-/// Helm's `repo.IndexFile`, as chartmuseum serves it: `serverInfo` (an
-/// empty mapping: no context path) beside Helm's own fields.
+/// Helm's `repo.IndexFile`, as chartmuseum serves it: `serverInfo`
+/// (`contextPath` with `--context-path`, else an empty mapping) beside
+/// Helm's own fields.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct IndexFile<'a> {
     api_version: &'static str,
     entries: BTreeMap<&'a str, Vec<Entry<'a>>>,
     generated: String,
-    server_info: BTreeMap<&'static str, &'static str>,
+    server_info: BTreeMap<&'static str, &'a str>,
 }
 
 /// Helm's `repo.ChartVersion`: the Chart.yaml's fields, then the package's.
@@ -347,14 +367,15 @@ pub struct Entry<'a> {
     urls: [String; 1],
 }
 
-/// The entry of package `file`, `c`; its URL relative to the tenant's
-/// index (`charts/<file>`).
-pub fn entry<'a>(file: &str, c: &'a ChartVersion) -> Entry<'a> {
+/// The entry of package `file`, `c`; its URL `charts/<file>` after
+/// `base` (empty: relative to the tenant's index; else `--chart-url`'s
+/// absolute prefix, see [`Links::base`]).
+pub fn entry<'a>(base: &str, file: &str, c: &'a ChartVersion) -> Entry<'a> {
     Entry {
         meta: &c.meta,
         created: rfc3339(c.created),
         digest: &c.digest,
-        urls: [format!("charts/{file}")],
+        urls: [format!("{base}charts/{file}")],
     }
 }
 
@@ -377,19 +398,23 @@ pub fn by_name(
     out
 }
 
-/// Helm's index.yaml of one tenant: each chart's versions in [`by_name`]'s
-/// order, each an [`entry`].
+/// Helm's index.yaml of tenant `key`, `charts`: each chart's versions in
+/// [`by_name`]'s order, each an [`entry`] linked as `links` say.
 ///
 /// It is written as JSON, which is YAML too, and which Helm's index loader
 /// reads with its JSON decoder (it tries JSON first). Helm's YAML reader
 /// is YAML 1.1: a YAML serializer (serde_norway, serde_yaml_ng) leaves a
 /// string such as `on`, `y` or `1_000` unquoted, which that reader takes
 /// for a boolean or a number, and then Helm refuses the whole index.
-pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
+pub fn render_index(charts: &BTreeMap<String, ChartVersion>, links: &Links, key: &str) -> String {
+    let base = links.base(key);
     let entries = by_name(charts)
         .into_iter()
         .map(|(name, versions)| {
-            let versions = versions.into_iter().map(|(f, c)| entry(f, c)).collect();
+            let versions = versions
+                .into_iter()
+                .map(|(f, c)| entry(&base, f, c))
+                .collect();
             (name, versions)
         })
         .collect();
@@ -397,7 +422,12 @@ pub fn render_index(charts: &BTreeMap<String, ChartVersion>) -> String {
         api_version: "v1",
         entries,
         generated: rfc3339(SystemTime::now()),
-        server_info: BTreeMap::new(),
+        server_info: links
+            .context_path
+            .as_deref()
+            .map(|c| ("contextPath", c))
+            .into_iter()
+            .collect(),
     };
     let mut json = serde_json::to_string_pretty(&index)
         .unwrap_or_else(|e| format!("{{\"error\": \"the index: {e}\"}}"));

@@ -9,28 +9,37 @@
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
 //!     [--auth-token-file FILE] [--auth-rules-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
+//!     [--log-json] [--debug] [--log-health] [--enable-metrics]
+//!     [--chart-url URL] [--context-path PATH]
+//!     [--tls-cert FILE --tls-key FILE]
 //! printf '%s' SECRET | chart-index hash-credential bearer|basic
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
 //! names where it has the setting: `STORAGE_LOCAL_ROOTDIR`, `PORT`,
 //! `DEPTH`, `BASIC_AUTH_USER`, `ALLOW_OVERWRITE`, `DISABLE_DELETE`,
-//! `AUTH_ANONYMOUS_GET`, ...) and from the YAML file `--config` names
+//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, `ENABLE_METRICS`, `CHART_URL`,
+//! `CONTEXT_PATH`, `TLS_CERT`, ...) and from the YAML file `--config` names
 //! (keys are the flags' names): a flag wins over its variable, which wins
 //! over the file. `chart-index --help` lists them all; the [`config`]
 //! module says how each is read. It listens on `0.0.0.0:8080` unless told
 //! otherwise.
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
-//! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
+//! `--listen 127.0.0.1:0` works; `https://` with `--tls-cert`) once the
+//! first index is built. Routes (under `--context-path`, if given), for
 //! a tenant path of any depth (`org`, `org/team`, or none for `DIR`
 //! itself; exactly N segments with `--depth N`, as chartmuseum's
 //! `--depth`; without it, a path that could name two routes is read as
 //! the `routes` module says):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch's phase is
-//!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
-//!   Degraded phase's `"reason"` or the Failed phase's `"error"`. Never
+//! - `GET /health` (liveness: 200 unless the watch has failed or the index
+//!   stopped following it) and `GET /ready` (readiness: the storage
+//!   answers; 503 with a `"cause"` otherwise): the [`probes`] module says
+//!   which state of the watch makes a replica unready, and why. Never need
+//!   credentials.
+//! - `GET /metrics` (with `--enable-metrics`): Prometheus metrics,
+//!   chartmuseum's names and the watch's (the [`metrics`] module). Never
 //!   needs credentials.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
@@ -72,8 +81,9 @@
 //! - While the storage's file system is unmounted (a polled `DIR` on NFS
 //!   or FUSE whose mount went away: [`RootStatus::unmounted_since`]),
 //!   every write is refused with 503 `{"error":...}` saying so (it would
-//!   land in the directory below the mount), `/health` answers 503 with
-//!   the watch's reason ("storage gone"), and the index keeps serving what
+//!   land in the directory below the mount), `/ready` answers 503 with the
+//!   watch's reason ("storage gone"; `/health` stays 200), and the index
+//!   keeps serving what
 //!   it had: the watch reports nothing meanwhile, and once the storage is
 //!   mounted again it reports the changes made there meanwhile, which the
 //!   index applies as any.
@@ -83,14 +93,14 @@
 //! environment, which keeps the password off the command line; a flag
 //! wins over its variable) set one Basic user; `--auth-token-file FILE`
 //! (repeatable) takes Bearer tokens, one per line (`#` comments and blank
-//! lines skipped). With either, every route but `/health` needs
-//! credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
+//! lines skipped). With either, every route but the probes and
+//! `/metrics` needs credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
 //! and/or `Bearer realm="chart_index"`), except reads (GET, HEAD) with
 //! `--auth-anonymous-get`. With neither, reads are open and writes are
 //! refused (403) unless `--allow-anonymous-write` says otherwise (which
 //! cannot go with credentials). Credentials are compared in constant time
-//! and never printed. Stderr says `chart_index: auth: ...` (the schemes and
-//! what is open) before `LISTENING`, and `auth: refused METHOD PATH:
+//! and never printed. The log says `chart_index: auth: ...` (the schemes
+//! and what is open) before `LISTENING`, and `auth: refused METHOD PATH:
 //! REASON` for each refusal.
 //!
 //! **Access rules per tenant** (`--auth-rules-file FILE`, `AUTH_RULES_FILE`;
@@ -133,10 +143,10 @@
 //! it from the watch, like any write of another replica sharing `DIR` (or
 //! of a person with a shell): each change of a `*.tgz` directly in a tenant
 //! directory re-reads just that package. There is no walk of `DIR`, no
-//! timer, no rebuild. Each applied batch says `index: seq N: K changes` on
-//! stderr. A package that cannot be read (half written, corrupt) is left
-//! out with a line `skip PATH: REASON` on stderr, and read again at its next
-//! change.
+//! timer, no rebuild. Each applied batch logs `index: seq N: K changes`
+//! (after `index: + KEY (NAME VERSION)` and `index: - KEY` per package). A
+//! package that cannot be read (half written, corrupt) is left out with a
+//! line `skip PATH: REASON`, and read again at its next change.
 //!
 //! `--backend` chooses how the watch learns of changes (the spec's
 //! [`WatchSpec::backend`]): `auto` (the default) uses the OS's events,
@@ -146,7 +156,7 @@
 //! `poll` polls at that interval whatever the file system; `native` and
 //! `portable` name the OS backend (`--poll-interval` then only paces the
 //! polling of directories the OS refuses to watch). Before `LISTENING`,
-//! one line per root on stderr says what it got and why, e.g.
+//! one line per root in the log says what it got and why, e.g.
 //! `chart_index: root: poll every 1s: fuse (0x65735546) at /mnt/charts`
 //! (again whenever that changes). Trouble is said as it comes
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
@@ -186,15 +196,33 @@
 //! new connection is accepted, the requests in flight are answered (for
 //! at most 30 s), then the watch is stopped and the process exits 0,
 //! saying `chart_index: stopping (SIGTERM): N connections open` and
-//! `chart_index: stopped` on stderr.
+//! `chart_index: stopped`.
 //!
-//! Modules: `http` (connections, limits, bodies, path segments), `routes`
-//! (which route a path names), `auth` (credentials), `access` (the rules
-//! per tenant: format and matching), `rules_file` (the rules file, watched
-//! and reloaded), `api` (the routes' handlers), `listing` (the API's JSON
+//! **Logs** (the [`logging`] module) go to stderr through `tracing`,
+//! specwatch's own events included: human-readable (`TIME LEVEL
+//! MESSAGE FIELDS`; the messages quoted here are what follows the level),
+//! or JSON with `--log-json`; one access line per request (`served
+//! status=... route=... ms=...` with the request's `method`, `path`,
+//! `client` and `request_id`: `x-request-id`, kept from the client or
+//! made, and sent back); never a credential.
+//!
+//! **Behind a proxy and on TLS** (the [`proxy`] and [`tls`] modules):
+//! `--context-path` serves everything under a path prefix, `--chart-url`
+//! makes the index's package URLs absolute (both as chartmuseum's);
+//! `--tls-cert` and `--tls-key` serve HTTPS with rustls (ring), the
+//! certificate reloaded when its files change.
+//!
+//! Modules: `http` (connections, limits, bodies, path segments, TLS
+//! handshakes), `routes` (which route a path names), `auth`
+//! (credentials), `access` (the rules per tenant: format and matching),
+//! `rules_file` (the rules file, watched and reloaded), `api` (the
+//! routes' handlers), `listing` (the API's JSON
 //! of the index), `chart` (reading packages), `provenance` (reading
 //! provenance files), `index` (the index and its YAML), `cache` (the
-//! restart cache), `storage` (path safety, durable writes, file stamps).
+//! restart cache), `storage` (path safety, durable writes, file stamps),
+//! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
+//! (the log and the access log), `proxy` (`--context-path`,
+//! `--chart-url`), `tls` (certificates and their reload).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -213,11 +241,16 @@ pub mod form;
 pub mod http;
 mod index;
 mod listing;
+pub mod logging;
+pub mod metrics;
+pub mod probes;
 pub mod provenance;
+pub mod proxy;
 pub mod routes;
 pub mod rules_file;
 mod server;
 pub mod storage;
+pub mod tls;
 
 #[cfg(test)]
 mod chart_tests;

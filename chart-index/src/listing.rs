@@ -8,7 +8,8 @@
 //! Each version is the index's own entry ([`entry`]: Helm's
 //! `repo.ChartVersion`, every Chart.yaml field the index holds, `urls`,
 //! `created`, `digest`), serialized as in `index.yaml`, in the index's
-//! order ([`by_name`]): one serialization for both.
+//! order ([`by_name`]): one serialization for both, with the same URLs
+//! (`base`: see `index::entry`).
 
 use std::collections::BTreeMap;
 
@@ -19,13 +20,18 @@ use crate::index::{by_name, entry};
 
 /// One chart version as Helm's `repo.ChartVersion` marshals to JSON (what
 /// chartmuseum answers): the index's entry of package `file`.
-fn version_json(file: &str, c: &ChartVersion) -> Value {
-    serde_json::to_value(entry(file, c))
+fn version_json(base: &str, file: &str, c: &ChartVersion) -> Value {
+    serde_json::to_value(entry(base, file, c))
         .unwrap_or_else(|e| serde_json::json!({ "error": format!("the entry of {file}: {e}") }))
 }
 
-fn versions_json(versions: &[(&String, &ChartVersion)]) -> Value {
-    Value::Array(versions.iter().map(|(f, c)| version_json(f, c)).collect())
+fn versions_json(base: &str, versions: &[(&String, &ChartVersion)]) -> Value {
+    Value::Array(
+        versions
+            .iter()
+            .map(|(f, c)| version_json(base, f, c))
+            .collect(),
+    )
 }
 
 /// `offset` and `limit` of a query (chartmuseum's pagination): a
@@ -53,22 +59,27 @@ pub fn page(offset: Option<&str>, limit: Option<&str>) -> Result<(usize, Option<
 /// at most `limit`) with its versions.
 pub fn all_charts(
     charts: &BTreeMap<String, ChartVersion>,
+    base: &str,
     offset: usize,
     limit: Option<usize>,
 ) -> Value {
     let names = by_name(charts);
     let page = names.iter().skip(offset).take(limit.unwrap_or(usize::MAX));
     Value::Object(
-        page.map(|(name, versions)| ((*name).to_owned(), versions_json(versions)))
+        page.map(|(name, versions)| ((*name).to_owned(), versions_json(base, versions)))
             .collect(),
     )
 }
 
 /// `GET /api/<tenant>/charts/<name>`: its versions, or why not.
-pub fn one_chart(charts: &BTreeMap<String, ChartVersion>, name: &str) -> Result<Value, String> {
+pub fn one_chart(
+    charts: &BTreeMap<String, ChartVersion>,
+    base: &str,
+    name: &str,
+) -> Result<Value, String> {
     by_name(charts)
         .get(name)
-        .map(|v| versions_json(v))
+        .map(|v| versions_json(base, v))
         .ok_or_else(|| format!("no chart {name:?}"))
 }
 
@@ -76,6 +87,7 @@ pub fn one_chart(charts: &BTreeMap<String, ChartVersion>, name: &str) -> Result<
 /// the newest that is not a pre-release), or why not.
 pub fn one_version(
     charts: &BTreeMap<String, ChartVersion>,
+    base: &str,
     name: &str,
     version: &str,
 ) -> Result<Value, String> {
@@ -89,7 +101,7 @@ pub fn one_version(
         versions.iter().find(|(_, c)| c.meta.version == version)
     };
     found
-        .map(|(f, c)| version_json(f, c))
+        .map(|(f, c)| version_json(base, f, c))
         .ok_or_else(|| match version {
             "latest" => format!("no chart version of {name:?} that is not a pre-release"),
             v => format!("no version {v:?} of chart {name:?}"),
@@ -149,7 +161,7 @@ mod tests {
     fn helm_chart_version_json_newest_first() {
         let t = tenant();
         assert_eq!(
-            one_version(&t, "b", "0.1.0").unwrap(),
+            one_version(&t, "", "b", "0.1.0").unwrap(),
             json!({
                 "name": "b",
                 "version": "0.1.0",
@@ -160,7 +172,7 @@ mod tests {
                 "digest": "00ff",
             })
         );
-        let a = one_chart(&t, "a").unwrap();
+        let a = one_chart(&t, "", "a").unwrap();
         let versions: Vec<&str> = a
             .as_array()
             .unwrap()
@@ -168,25 +180,33 @@ mod tests {
             .map(|v| v["version"].as_str().unwrap())
             .collect();
         assert_eq!(versions, ["2.0.0-rc.1", "1.10.0", "1.0.0"]);
-        assert_eq!(one_version(&t, "a", "latest").unwrap()["version"], "1.10.0");
-        assert!(one_version(&t, "only-pre", "latest").is_err());
         assert_eq!(
-            one_version(&t, "a", "9.9.9").unwrap_err(),
+            one_version(&t, "", "a", "latest").unwrap()["version"],
+            "1.10.0"
+        );
+        assert!(one_version(&t, "", "only-pre", "latest").is_err());
+        assert_eq!(
+            one_version(&t, "", "a", "9.9.9").unwrap_err(),
             "no version \"9.9.9\" of chart \"a\""
         );
-        assert_eq!(one_chart(&t, "zz").unwrap_err(), "no chart \"zz\"");
+        assert_eq!(one_chart(&t, "", "zz").unwrap_err(), "no chart \"zz\"");
+        // With --chart-url, the URL is absolute (`Links::base`).
+        assert_eq!(
+            one_version(&t, "https://c.example/org/", "b", "0.1.0").unwrap()["urls"],
+            json!(["https://c.example/org/charts/b-0.1.0.tgz"])
+        );
     }
 
     #[test]
     fn all_charts_by_pages_of_names() {
         let t = tenant();
-        let all = all_charts(&t, 0, None);
+        let all = all_charts(&t, "", 0, None);
         let names: Vec<&String> = all.as_object().unwrap().keys().collect();
         assert_eq!(names, ["a", "b", "only-pre"]);
-        let page2 = all_charts(&t, 1, Some(1));
+        let page2 = all_charts(&t, "", 1, Some(1));
         assert_eq!(page2.as_object().unwrap().len(), 1);
         assert_eq!(page2["b"][0]["version"], "0.1.0");
-        assert_eq!(all_charts(&t, 5, None), json!({}));
+        assert_eq!(all_charts(&t, "", 5, None), json!({}));
         assert_eq!(page(None, None), Ok((0, None)));
         assert_eq!(page(Some("2"), Some("5")), Ok((2, Some(5))));
         assert!(page(Some("-1"), None).unwrap_err().contains("offset"));

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use arc_swap::{ArcSwap, Guard};
 use specwatch::{Event, Manager, Phase, WatchSpec};
+use tracing::{info, warn};
 
 use crate::access::{AccessRules, Hash, Scheme, credential_field, hash};
 use crate::auth::Auth;
@@ -150,12 +151,12 @@ impl RulesFile {
         match reload {
             Reload::Unchanged => {}
             Reload::Back => {
-                eprintln!("chart_index: auth: {path} holds the rules in force again");
+                info!("chart_index: auth: {path} holds the rules in force again");
             }
             Reload::Reloaded(said) => {
-                eprintln!("chart_index: auth: rules reloaded from {path}: {said}");
+                info!("chart_index: auth: rules reloaded from {path}: {said}");
             }
-            Reload::Kept(why) => eprintln!(
+            Reload::Kept(why) => warn!(
                 "chart_index: auth: rules not reloaded: {why}; the rules in force stay until \
                  the file changes again"
             ),
@@ -198,12 +199,12 @@ pub fn watch(manager: &Manager, auth: &Auth) -> Result<(), String> {
                         };
                         if now != trouble {
                             match &now {
-                                Some(t) => eprintln!(
+                                Some(t) => warn!(
                                     "chart_index: auth: the watch of {} {t} (the rules in force \
                                      stay)",
                                     file.path.display()
                                 ),
-                                None => eprintln!(
+                                None => info!(
                                     "chart_index: auth: watching {} again",
                                     file.path.display()
                                 ),

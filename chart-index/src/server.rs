@@ -1,5 +1,7 @@
-//! The server: its arguments, the watch over the storage directory, the
-//! thread that applies its batches to the index, and the HTTP listener.
+//! The server: its arguments, the watch over the storage directory (and
+//! over the TLS certificate's directories), the thread that applies its
+//! batches to the index, and the HTTP listener with its layers (access
+//! log, metrics, context path).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,14 +14,18 @@ use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
 use tokio::sync::watch;
+use tracing::{error, info, warn};
 
-use crate::api::{self, Repo};
+use crate::api::{self, Ops, Repo};
 use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
+use crate::metrics::{self, Metrics, Sources};
 use crate::rules_file;
 use crate::storage::UPLOAD_PREFIX;
+use crate::tls::{self, Certs};
+use crate::{logging, proxy};
 
 /// The name of the one watch spec, over the storage directory.
 pub(crate) const SPEC: &str = "storage";
@@ -30,7 +36,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// `portable`), else the default one (`Auto` and `Poll` are the spec's
 /// business); `poll_interval` paces what the manager polls on its own
 /// account (roots `Auto` finds on shared storage).
-fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result<Manager> {
+pub(crate) fn watch_manager(
+    backend: Backend,
+    poll_interval: Duration,
+) -> specwatch::Result<Manager> {
     let builder = Manager::builder().poll_interval(poll_interval);
     match backend {
         Backend::Native | Backend::Portable => builder.backend(backend),
@@ -41,15 +50,15 @@ fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result
 
 /// The one watch: the whole storage directory, temporary uploads left out,
 /// watched as `backend` says, its existing entries reported first.
-fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
+pub(crate) fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
     WatchSpec::new([root])
         .ignore(IgnoreRule::new(root, [format!("{UPLOAD_PREFIX}*")]))
         .backend(backend)
         .initial_scan(true)
 }
 
-/// The server's `main`: reads the arguments, runs the server until it is
-/// asked to stop, and says how it ended.
+/// The server's `main`: reads the arguments, sets up the log, runs the
+/// server until it is asked to stop, and says how it ended.
 pub fn main() -> ExitCode {
     let args = match config::parse(std::env::args_os()) {
         Parsed::Run(c) => *c,
@@ -58,22 +67,27 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Parsed::Refused(e) => {
+            // Before the log is set up: as clap says it.
             eprintln!("{}", e.trim_end());
             return ExitCode::from(2);
         }
         Parsed::HashCredential(scheme) => return rules_file::hash_credential(scheme),
     };
+    if let Err(e) = logging::init(args.log) {
+        eprintln!("chart_index: {e}");
+        return ExitCode::from(1);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("chart_index: {e}");
+            error!("chart_index: {e}");
             ExitCode::from(1)
         }
     }
 }
 
 fn run(args: Config) -> Result<(), String> {
-    eprintln!("chart_index: auth: {}", args.policy.auth.describe());
+    info!("chart_index: auth: {}", args.policy.auth.describe());
     fs::create_dir_all(&args.storage)
         .map_err(|e| format!("cannot create {}: {e}", args.storage.display()))?;
     // Changes are reported under the path as watched: watch the canonical
@@ -97,14 +111,14 @@ fn run(args: Config) -> Result<(), String> {
         let path = dir.join(cache::FILE_NAME);
         match cache::load(dir, options) {
             Loaded::Missing => {
-                eprintln!(
+                info!(
                     "chart_index: cache: none at {} yet: every package is read",
                     path.display()
                 );
                 None
             }
             Loaded::Ignored(why) => {
-                eprintln!(
+                warn!(
                     "chart_index: cache: ignored {}: {why}; every package is read",
                     path.display()
                 );
@@ -114,7 +128,8 @@ fn run(args: Config) -> Result<(), String> {
         }
     });
 
-    let manager = watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?;
+    let manager =
+        Arc::new(watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?);
     // Subscribed before the spec is applied: the initial scan's batches
     // come through here, as every later one does.
     let events = manager.subscribe();
@@ -125,7 +140,18 @@ fn run(args: Config) -> Result<(), String> {
         .wait_watching(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
     let (applied_tx, applied) = watch::channel(0);
-    let mut follower = Follower::new(root.clone(), applied_tx);
+    let index = Arc::new(RwLock::new(Index::new()));
+    let metrics = Arc::new(Metrics::new(Sources {
+        index: Arc::clone(&index),
+        manager: Arc::clone(&manager),
+        applied: applied.clone(),
+    }));
+    let mut follower = Follower::new(
+        root.clone(),
+        Arc::clone(&index),
+        applied_tx,
+        Arc::clone(&metrics),
+    );
     follower.status(&status);
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
@@ -157,16 +183,36 @@ fn run(args: Config) -> Result<(), String> {
     };
     follower.started(dropped, writer.as_ref().map(Writer::notify));
     rules_file::watch(&manager, &args.policy.auth)?;
-    let manager = Arc::new(manager);
-    let repo = Arc::new(Repo::new(
-        root,
-        Arc::clone(&follower.index),
-        Arc::clone(&manager),
-        applied,
-        args.max_upload,
-        args.sync_timeout,
-        args.policy,
-    ));
+    // The certificate, watched from now on: its batches come through the
+    // same subscription, to the follower.
+    let certs = match &args.tls {
+        Some(files) => {
+            let certs = Certs::new(files.clone())?;
+            manager
+                .apply(tls::SPEC, certs.watch_spec())
+                .map_err(|e| format!("watching the TLS files: {e}"))?;
+            follower.certs = Some(Arc::clone(&certs));
+            Some(certs)
+        }
+        None => None,
+    };
+    let rules = args.policy.rules;
+    let repo = Arc::new(
+        Repo::new(
+            root,
+            Arc::clone(&follower.index),
+            Arc::clone(&manager),
+            applied,
+            args.max_upload,
+            args.sync_timeout,
+            args.policy,
+        )
+        .with_ops(Ops {
+            metrics: Arc::clone(&metrics),
+            serve_metrics: args.metrics,
+            links: args.links.clone(),
+        }),
+    );
     // The follower holds the index, not the manager: once the manager is
     // dropped, the events end and so does the thread.
     std::thread::Builder::new()
@@ -181,17 +227,29 @@ fn run(args: Config) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
+    // Inside out: the routes, counted (metrics), under the context path,
+    // with the access log and request ids outermost.
+    let context = args.links.context_path.clone().unwrap_or_default();
+    let mut app = metrics::layer(api::router(repo), metrics, rules);
+    if !context.is_empty() {
+        app = proxy::strip_context(app, context.clone());
+    }
+    let app = logging::access_log(app, args.log, &context);
+    let (scheme, acceptor) = match &certs {
+        Some(c) => ("https", Some(c.acceptor()?)),
+        None => ("http", None),
+    };
     runtime.block_on(async {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
         let stop = stop_signal().map_err(|e| format!("listening for signals: {e}"))?;
         {
             let mut out = io::stdout().lock();
-            writeln!(out, "LISTENING http://{addr}")
+            writeln!(out, "LISTENING {scheme}://{addr}")
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())?;
         }
-        http::serve(listener, api::router(repo), stop).await;
+        http::serve(listener, app, stop, acceptor).await;
         Ok::<(), String>(())
     })?;
     // Blocking work still under way (a sync barrier whose client left)
@@ -288,12 +346,20 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
 
 /// Applies the watch's events, in order: change batches to the index
 /// (then says through `applied` which batch it has applied), statuses to
-/// stderr (each root's backend, trouble) when they change.
+/// the log (each root's backend, trouble) when they change; and reloads
+/// the TLS certificate when its files change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
     index: Arc<RwLock<Index>>,
     applied: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
+    /// The packages that could not be read, as counted in the metrics.
+    skipped: usize,
+    /// Whether the start's batches are applied (lags are measured after).
+    live: bool,
+    /// The TLS certificate, reloaded on each batch of its spec.
+    certs: Option<Arc<Certs>>,
     /// The roots last printed.
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
@@ -306,11 +372,20 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(root: PathBuf, applied: watch::Sender<u64>) -> Follower {
+    fn new(
+        root: PathBuf,
+        index: Arc<RwLock<Index>>,
+        applied: watch::Sender<u64>,
+        metrics: Arc<Metrics>,
+    ) -> Follower {
         Follower {
             root,
-            index: Arc::new(RwLock::new(Index::new())),
+            index,
             applied,
+            metrics,
+            skipped: 0,
+            live: false,
+            certs: None,
             roots: Vec::new(),
             trouble: None,
             reads: Reads::default(),
@@ -330,7 +405,7 @@ impl Follower {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             index.tenants.values().map(BTreeMap::len).sum()
         };
-        eprintln!(
+        info!(
             "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
              them only hashed), {} unreadable; {dropped} cached packages gone",
             r.cached,
@@ -344,26 +419,67 @@ impl Follower {
             n.changed();
         }
         self.cache = cache;
+        self.count_skipped();
+        self.reads.changed_at.clear();
+        self.live = true;
+    }
+
+    /// Counts in the metrics the packages found unreadable since the
+    /// last call.
+    fn count_skipped(&mut self) {
+        let n = self.reads.unreadable;
+        self.metrics
+            .skipped(u64::try_from(n - self.skipped).unwrap_or(0));
+        self.skipped = n;
     }
 
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
                 let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
+                // Counted before the batch is said applied: a write that
+                // waited for it finds the metrics up to date.
+                if self.live {
+                    self.metrics
+                        .batch_applied(batch.time, &self.reads.changed_at);
+                    self.count_skipped();
+                }
+                self.reads.changed_at.clear();
                 self.applied.send_replace(batch.seq.number());
                 if changed && let Some(cache) = &self.cache {
                     cache.changed();
                 }
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
+            Event::Changes(b) if b.name == tls::SPEC => self.reload_tls(),
+            Event::Status(s) if s.name == tls::SPEC => {
+                if let Phase::Degraded { reason } | Phase::Failed { error: reason } = &s.phase {
+                    warn!("chart_index: tls: the certificate's watch: {reason}");
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// The certificate's files changed: read them again.
+    fn reload_tls(&self) {
+        let Some(certs) = &self.certs else { return };
+        match certs.reload() {
+            Ok(()) => {
+                self.metrics.tls_reload(true);
+                info!("chart_index: tls: certificate reloaded");
+            }
+            Err(e) => {
+                self.metrics.tls_reload(false);
+                warn!("chart_index: tls: certificate not reloaded, the old one stays: {e}");
+            }
         }
     }
 
     fn status(&mut self, s: &WatchStatus) {
         if !s.roots.is_empty() && s.roots != self.roots {
             for r in &s.roots {
-                eprintln!("chart_index: root: {r}");
+                info!("chart_index: root: {r}");
             }
             self.roots = s.roots.clone();
         }
@@ -375,8 +491,8 @@ impl Follower {
         };
         if trouble != self.trouble {
             match &trouble {
-                Some(t) => eprintln!("chart_index: {t}"),
-                None => eprintln!("chart_index: watching again"),
+                Some(t) => warn!("chart_index: {t}"),
+                None => info!("chart_index: watching again"),
             }
             self.trouble = trouble;
         }

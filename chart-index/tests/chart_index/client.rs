@@ -155,7 +155,7 @@ fn parse_head(raw: &[u8]) -> Result<(u16, Headers, usize), String> {
     Ok((status, headers, end))
 }
 
-fn parse_response(raw: &[u8], head_only: bool) -> Result<Resp, String> {
+pub(crate) fn parse_response(raw: &[u8], head_only: bool) -> Result<Resp, String> {
     let (status, headers, end) = parse_head(raw)?;
     let mut body = raw[end + 4..].to_vec();
     let chunked = headers.iter().any(|(n, v)| {

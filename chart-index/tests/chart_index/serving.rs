@@ -31,23 +31,38 @@ fn health_says_whether_the_watch_is_watching() {
     assert_eq!(r.status, 405, "{}", r.text());
     assert_eq!(r.header("allow"), Some("GET, HEAD"));
 
-    // The storage directory goes: the watch waits for it (Degraded), and
-    // says so.
-    std::fs::remove_dir_all(&storage).unwrap();
-    let r = s.wait_status("/health", 503, "the storage directory removed");
+    let r = s.get("/ready");
+    assert_eq!(r.status, 200, "{}", r.text());
     let j = body_json(&r);
-    assert_eq!(j["healthy"], json!(false), "{j}");
-    assert_eq!(j["phase"], json!("degraded"), "{j}");
-    let reason = j["reason"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no reason: {j}"));
+    assert_eq!(j["ready"], json!(true), "{j}");
+    assert!(j["seq"].is_u64(), "{j}");
+    assert_eq!(j.get("phase"), None, "watching: no phase said: {j}");
+
+    // The storage directory goes: the watch waits for it (Degraded) and
+    // the root cannot be read: not ready, but alive (a restart would not
+    // bring it back).
+    std::fs::remove_dir_all(&storage).unwrap();
+    let r = s.wait_status("/ready", 503, "the storage directory removed");
+    let j = body_json(&r);
+    assert_eq!(j["ready"], json!(false), "{j}");
+    assert_eq!(j["cause"], json!("storage_failing"), "{j}");
+    let why = j["why"].as_str().unwrap_or_else(|| panic!("no why: {j}"));
     assert!(
-        reason.contains(&storage.display().to_string()),
-        "the reason names the directory: {reason}"
+        why.contains(&storage.display().to_string()) && why.contains("No such file"),
+        "it names the directory: {why}"
     );
+    let r = s.wait_status("/health", 200, "alive while the storage is away");
+    let j = body_json(&r);
+    assert_eq!(j["healthy"], json!(true), "{j}");
+    s.wait_log("the readiness change logged", |l| {
+        l.starts_with("not ready (storage_failing): ")
+    });
     std::fs::create_dir(&storage).unwrap();
-    let r = s.wait_status("/health", 200, "the storage directory back");
-    assert_eq!(body_json(&r), json!({ "healthy": true }));
+    let r = s.wait_status("/ready", 200, "the storage directory back");
+    assert_eq!(body_json(&r)["ready"], json!(true));
+    s.wait_until("/health", "watching again", |r| {
+        r.status == 200 && body_json(r) == json!({ "healthy": true })
+    });
 }
 
 #[test]
