@@ -36,18 +36,18 @@
 //! once this replica's index shows the change (read-your-writes, see
 //! [`Repo::barrier`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 use specwatch::{ChangesSince, Manager, Phase, Seq};
@@ -55,16 +55,16 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::auth::{Access, Auth, Denied};
-use crate::chart::{ChartVersion, parse_chart};
+use crate::chart::parse_chart;
 use crate::form::{MAX_FORM_OVERHEAD, MAX_PROV_BYTES, is_form, read_form};
 use crate::http::{
     Reply, check_head, drain, error, json, query_value, read_body, segments, with_header,
 };
-use crate::index::{Index, render_index};
-use crate::listing::{all_charts, one_chart, one_version, page};
+use crate::listing::page;
 use crate::provenance::prov_chart;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
+use crate::snapshot::{Published, Rendered, Tenant, accepts_gzip};
 use crate::storage::{
     FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
     sync_dir,
@@ -74,8 +74,9 @@ use crate::storage::{
 pub struct Repo {
     /// The storage directory, canonical.
     pub root: PathBuf,
-    /// The index, written by the thread that applies the watch's batches.
-    pub index: Arc<RwLock<Index>>,
+    /// The index's snapshots, published by the thread that applies the
+    /// watch's batches.
+    pub index: Arc<Published>,
     /// The watch of `root` (spec [`SPEC`]): its phase for `/health`, its
     /// sync barrier for read-your-writes.
     manager: Arc<Manager>,
@@ -90,10 +91,6 @@ pub struct Repo {
     uploads: AtomicU64,
     /// Who may do what, and how paths are read.
     policy: Policy,
-    /// Each tenant's `index.yaml` as last rendered, with the batch that
-    /// had last changed the tenant then ([`Index::changed`]): served again
-    /// until a batch changes that tenant.
-    rendered: Mutex<HashMap<String, (u64, Bytes)>>,
 }
 
 /// What the server's flags allow.
@@ -108,7 +105,7 @@ pub struct Policy {
 impl Repo {
     pub fn new(
         root: PathBuf,
-        index: Arc<RwLock<Index>>,
+        index: Arc<Published>,
         manager: Arc<Manager>,
         applied: watch::Receiver<u64>,
         max_upload: u64,
@@ -124,7 +121,6 @@ impl Repo {
             sync_timeout,
             uploads: AtomicU64::new(0),
             policy,
-            rendered: Mutex::new(HashMap::new()),
         }
     }
 
@@ -285,7 +281,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
     let result = match route {
         Route::Health => Ok(health(&repo)),
-        Route::Index { tenant } => get_index(&repo, &tenant),
+        Route::Index { tenant } => get_index(&repo, &tenant, req.headers()),
         Route::Package { tenant, file } => {
             let repo = Arc::clone(&repo);
             blocking(move || get_package(&repo, &tenant, &file)).await
@@ -295,13 +291,14 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
         Route::Charts { tenant } => {
             match page(query_value(query, "offset"), query_value(query, "limit")) {
-                Ok((offset, limit)) => read_api(&repo, &tenant, |charts| {
-                    Ok(all_charts(charts, offset, limit))
-                }),
+                Ok((0, None)) => all_charts(&repo, &tenant, req.headers()),
+                Ok((offset, limit)) => {
+                    read_api(&repo, &tenant, |l| Ok(l.listing.all_charts(offset, limit)))
+                }
                 Err(e) => Err(error(400, &e)),
             }
         }
-        Route::Chart { tenant, name } => read_api(&repo, &tenant, |c| one_chart(c, &name)),
+        Route::Chart { tenant, name } => read_api(&repo, &tenant, |t| t.listing.one_chart(&name)),
         Route::Version {
             tenant,
             name,
@@ -317,7 +314,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             tenant,
             name,
             version,
-        } => read_api(&repo, &tenant, |c| one_version(c, &name, &version)),
+        } => read_api(&repo, &tenant, |t| t.listing.one_version(&name, &version)),
         Route::Prov { tenant } => upload(&repo, &tenant, req, force, true).await,
     };
     result.unwrap_or_else(|r| r)
@@ -399,18 +396,15 @@ fn unmounted(repo: &Repo) -> Option<String> {
     ))
 }
 
-/// Runs `f` over the packages of `tenant` (404 if there is no such
-/// tenant) under the index's read lock; with the `seq` the index had
-/// applied.
-fn read_tenant<T>(
-    repo: &Repo,
-    tenant: &[String],
-    f: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<T, Reply>,
-) -> Result<(T, u64), Reply> {
+/// Tenant `tenant` in the index's current snapshot (404 if there is no
+/// such tenant), its key, and the `seq` of that snapshot. Loaded, never
+/// locked.
+fn tenant_now(repo: &Repo, tenant: &[String]) -> Result<(String, Arc<Tenant>, u64), Reply> {
     let key = tenant_of(tenant)?.join("/");
-    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
-    let charts = index.tenants.get(&key).ok_or_else(|| no_tenant(&key))?;
-    Ok((f(charts)?, index.seq))
+    let snapshot = repo.index.load();
+    let found = snapshot.tenant(&key).cloned();
+    let t = found.ok_or_else(|| no_tenant(&key))?;
+    Ok((key, t, snapshot.seq))
 }
 
 fn no_tenant(key: &str) -> Reply {
@@ -422,48 +416,56 @@ fn with_seq(reply: Reply, seq: u64) -> Reply {
     with_header(reply, "X-Index-Seq", &seq.to_string())
 }
 
-/// `tenant`'s `index.yaml`: rendered once per change of the tenant (the
-/// batch that last changed it, [`Index::changed`], says whether the one
-/// kept in [`Repo::rendered`] is current), so its `generated` time is when
-/// it was rendered after that change. Rendering each request anew cost
-/// most of the server's time under load (see the README).
-fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
-    let key = tenant_of(tenant)?.join("/");
-    let rendered = || repo.rendered.lock().unwrap_or_else(PoisonError::into_inner);
-    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
-    let Some(charts) = index.tenants.get(&key) else {
-        rendered().remove(&key);
-        return Err(no_tenant(&key));
-    };
-    let (seq, changed) = (index.seq, index.changed(&key));
-    let kept = rendered()
-        .get(&key)
-        .filter(|(at, _)| *at == changed)
-        .map(|(_, yaml)| yaml.clone());
-    let yaml = kept.unwrap_or_else(|| {
-        let yaml = Bytes::from(render_index(charts));
-        rendered().insert(key, (changed, yaml.clone()));
-        yaml
-    });
-    drop(index);
+/// A body rendered once per change of its tenant: gzip'd for a client
+/// whose `Accept-Encoding` takes it (`Content-Encoding: gzip`), as it is
+/// otherwise; `Vary: Accept-Encoding` either way.
+fn rendered(r: &Rendered, content_type: &'static str, headers: &HeaderMap) -> Reply {
+    let (body, gzip) = r.body(accepts_gzip(headers));
+    let mut reply = (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::VARY, "Accept-Encoding"),
+        ],
+        body,
+    )
+        .into_response();
+    if gzip {
+        reply
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    reply
+}
+
+/// `tenant`'s `index.yaml`, as the snapshot holds it: rendered by the
+/// thread that applies batches, once per change of the tenant (its
+/// `generated` time is when), not per request. Rendering each request
+/// anew cost most of the server's time under load (see the README).
+fn get_index(repo: &Repo, tenant: &[String], headers: &HeaderMap) -> Result<Reply, Reply> {
+    let (_, t, seq) = tenant_now(repo, tenant)?;
     Ok(with_seq(
-        ([(header::CONTENT_TYPE, "application/x-yaml")], yaml).into_response(),
+        rendered(&t.index, "application/x-yaml", headers),
         seq,
     ))
 }
 
-/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, or why
-/// not: a 404).
+/// `GET /api/<tenant>/charts` without a page: every chart, as rendered.
+fn all_charts(repo: &Repo, tenant: &[String], headers: &HeaderMap) -> Result<Reply, Reply> {
+    let (_, t, seq) = tenant_now(repo, tenant)?;
+    Ok(with_seq(rendered(&t.all, "application/json", headers), seq))
+}
+
+/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, from the
+/// tenant's rendered listing, or why not: a 404).
 fn read_api(
     repo: &Repo,
     tenant: &[String],
-    answer: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<serde_json::Value, String>,
+    answer: impl FnOnce(&Tenant) -> Result<Bytes, String>,
 ) -> Result<Reply, Reply> {
-    let key = tenant.join("/");
-    let (body, seq) = read_tenant(repo, tenant, |charts| {
-        answer(charts).map_err(|e| error(404, &format!("{e} in /{key}")))
-    })?;
-    Ok(with_seq(json(200, &body), seq))
+    let (key, t, seq) = tenant_now(repo, tenant)?;
+    let body = answer(&t).map_err(|e| error(404, &format!("{e} in /{key}")))?;
+    let reply = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    Ok(with_seq(reply, seq))
 }
 
 /// A package the index lists, or the provenance file beside one.
@@ -476,11 +478,9 @@ fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Repl
     let key = names.join("/");
     let listed = repo
         .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(&key)
-        .is_some_and(|charts| charts.contains_key(package));
+        .load()
+        .tenant(&key)
+        .is_some_and(|t| t.charts.contains_key(package));
     if !listed {
         return Err(error(404, &format!("no package {package} in /{key}")));
     }
@@ -550,15 +550,9 @@ async fn upload(
 /// upload makes, and any other the index lists so (one copied in by hand).
 fn files_of(repo: &Repo, key: &str, name: &str, version: &str) -> BTreeSet<String> {
     let mut files = BTreeSet::from([format!("{name}-{version}.tgz")]);
-    if let Some(charts) = repo
-        .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(key)
-    {
+    if let Some(t) = repo.index.load().tenant(key) {
         files.extend(
-            charts
+            t.charts
                 .iter()
                 .filter(|(_, c)| c.meta.name == name && c.meta.version == version)
                 .map(|(f, _)| f.clone()),

@@ -36,9 +36,11 @@
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
 //!   JSON (which Helm reads first; see the `index` module), rendered
 //!   once after each change of the tenant and served as rendered until
-//!   the next (`generated` is the rendering's time). Header
-//!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
-//!   any).
+//!   the next (`generated` is the rendering's time); gzip'd once too, and
+//!   served so (`Content-Encoding: gzip`) to a client whose
+//!   `Accept-Encoding` takes gzip, as Helm's does (`Vary:
+//!   Accept-Encoding` either way). Header `X-Index-Seq`: the `seq` of the
+//!   last change batch applied (0 before any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
 //!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
 //! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
@@ -48,6 +50,8 @@
 //!   that is not a pre-release): each version as Helm's ChartVersion JSON,
 //!   the entry `index.yaml` lists of it, as chartmuseum answers; 404
 //!   `{"error":...}` naming what is missing. `HEAD` of each: 200 or 404.
+//!   Rendered once per change of the tenant, as `index.yaml` is (the whole
+//!   list gzip'd too, as above).
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
 //!   multipart form (`helm cm-push`: the package in field `chart`, its
 //!   provenance file in `prov`; either alone will do): stored as
@@ -170,8 +174,10 @@
 //! (which route a path names), `auth` (credentials), `api` (the routes'
 //! handlers), `listing` (the API's JSON of the index), `chart` (reading
 //! packages), `provenance` (reading provenance files), `index` (the index
-//! and its YAML), `cache` (the restart cache), `storage` (path safety,
-//! durable writes, file stamps).
+//! and its YAML), `snapshot` (what requests read: the index's immutable
+//! snapshots, rendered and swapped in atomically by the thread that
+//! applies batches, so that no request waits on a lock), `cache` (the
+//! restart cache), `storage` (path safety, durable writes, file stamps).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -192,6 +198,7 @@ mod listing;
 pub mod provenance;
 pub mod routes;
 mod server;
+mod snapshot;
 pub mod storage;
 
 #[cfg(test)]

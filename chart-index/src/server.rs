@@ -1,13 +1,12 @@
 //! The server: its arguments, the watch over the storage directory, the
 //! thread that applies its batches to the index, and the HTTP listener.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
@@ -18,6 +17,7 @@ use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
+use crate::snapshot::{Published, Snapshot};
 use crate::storage::UPLOAD_PREFIX;
 
 /// The name of the one watch spec, over the storage directory.
@@ -148,7 +148,7 @@ fn run(args: Config) -> Result<(), String> {
     follower.reads.verdicts = None;
     let writer = match cache {
         Some((dir, options)) => Some(
-            Writer::spawn(dir, options, Arc::clone(&follower.index))
+            Writer::spawn(dir, options, Arc::clone(&follower.published))
                 .map_err(|e| format!("starting the cache's thread: {e}"))?,
         ),
         None => None,
@@ -157,7 +157,7 @@ fn run(args: Config) -> Result<(), String> {
     let manager = Arc::new(manager);
     let repo = Arc::new(Repo::new(
         root,
-        Arc::clone(&follower.index),
+        Arc::clone(&follower.published),
         Arc::clone(&manager),
         applied,
         args.max_upload,
@@ -283,13 +283,22 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
     })
 }
 
-/// Applies the watch's events, in order: change batches to the index
-/// (then says through `applied` which batch it has applied), statuses to
-/// stderr (each root's backend, trouble) when they change.
+/// Applies the watch's events, in order: change batches to the index,
+/// then publishes its snapshot and says through `applied` which batch it
+/// has applied; statuses to stderr (each root's backend, trouble) when
+/// they change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
-    index: Arc<RwLock<Index>>,
+    /// The index: this thread's alone.
+    index: Index,
+    /// Where requests find the snapshot of it last published.
+    published: Arc<Published>,
+    /// That snapshot.
+    last: Arc<Snapshot>,
+    /// Whether each batch is published as it is applied: not during the
+    /// start, whose batches are published once, together.
+    live: bool,
     applied: watch::Sender<u64>,
     /// The roots last printed.
     roots: Vec<RootStatus>,
@@ -306,7 +315,10 @@ impl Follower {
     fn new(root: PathBuf, applied: watch::Sender<u64>) -> Follower {
         Follower {
             root,
-            index: Arc::new(RwLock::new(Index::new())),
+            index: Index::new(),
+            published: Arc::new(Published::new(Snapshot::empty())),
+            last: Arc::new(Snapshot::empty()),
+            live: false,
             applied,
             roots: Vec::new(),
             trouble: None,
@@ -319,14 +331,10 @@ impl Follower {
     /// from now on tells `cache` of changes (and now, if the index is
     /// not what the cache held: `dropped` cached packages were not found).
     fn started(&mut self, dropped: usize, cache: Option<Notify>) {
+        self.publish();
+        self.live = true;
         let r = &self.reads;
-        let indexed: usize = {
-            let index = self
-                .index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            index.tenants.values().map(BTreeMap::len).sum()
-        };
+        let indexed = self.index.len();
         eprintln!(
             "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
              them only hashed), {} unreadable; {dropped} cached packages gone",
@@ -346,8 +354,16 @@ impl Follower {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
-                let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
-                self.applied.send_replace(batch.seq.number());
+                let changed = apply_batch(&mut self.index, &self.root, &batch, &mut self.reads);
+                if self.live {
+                    self.publish();
+                }
+                // Once requests see it (during the start, once applied).
+                eprintln!(
+                    "index: seq {}: {} changes",
+                    batch.seq.number(),
+                    batch.changes.len()
+                );
                 if changed && let Some(cache) = &self.cache {
                     cache.changed();
                 }
@@ -355,6 +371,16 @@ impl Follower {
             Event::Status(s) if s.name == SPEC => self.status(&s),
             _ => {}
         }
+    }
+
+    /// Publishes the index's snapshot (the tenants changed since the last
+    /// one rendered again), then says which batch it shows.
+    fn publish(&mut self) {
+        let touched = self.index.take_touched();
+        let next = Arc::new(self.last.next(&self.index, &touched));
+        self.published.publish(Arc::clone(&next));
+        self.last = next;
+        self.applied.send_replace(self.index.seq);
     }
 
     fn status(&mut self, s: &WatchStatus) {
