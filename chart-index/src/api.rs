@@ -38,11 +38,11 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -55,20 +55,20 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::auth::{Access, Auth, Denied};
-use crate::chart::parse_chart;
+use crate::chart::parse_chart_file;
+use crate::download;
 use crate::form::{MAX_FORM_OVERHEAD, MAX_PROV_BYTES, is_form, read_form};
 use crate::http::{
-    Reply, check_head, drain, error, json, query_value, read_body, segments, with_header,
+    Reply, Sink, check_head, drain, error, json, query_value, read_body, segments, stream_body,
+    with_header,
 };
 use crate::listing::page;
 use crate::provenance::prov_chart;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
 use crate::snapshot::{Published, Rendered, Tenant, accepts_gzip};
-use crate::storage::{
-    FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
-    sync_dir,
-};
+use crate::storage::{FsError, create_new, fill, rel, resolve_dir, safe_name, sync_dir};
+use crate::upload::{Spool, Spooled, temp_name};
 
 /// What the routes share: the storage root, its index, the watch.
 pub struct Repo {
@@ -122,6 +122,11 @@ impl Repo {
             uploads: AtomicU64::new(0),
             policy,
         }
+    }
+
+    /// A new temporary file's name (the `upload` module's `temp_name`).
+    fn temp_name(&self) -> String {
+        temp_name(self.uploads.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Read-your-writes: waits until the index shows every change made to
@@ -282,10 +287,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     let result = match route {
         Route::Health => Ok(health(&repo)),
         Route::Index { tenant } => get_index(&repo, &tenant, req.headers()),
-        Route::Package { tenant, file } => {
-            let repo = Arc::clone(&repo);
-            blocking(move || get_package(&repo, &tenant, &file)).await
-        }
+        Route::Package { tenant, file } => get_package(&repo, &tenant, &file, req).await,
         Route::Charts { tenant } if method == Method::POST => {
             upload(&repo, &tenant, req, force, false).await
         }
@@ -468,8 +470,15 @@ fn read_api(
     Ok(with_seq(reply, seq))
 }
 
-/// A package the index lists, or the provenance file beside one.
-fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Reply> {
+/// A package the index lists, or the provenance file beside one,
+/// streamed from its file (the `download` module: `Range`, conditional
+/// requests, `HEAD` from the file's metadata).
+async fn get_package(
+    repo: &Repo,
+    tenant: &[String],
+    file: &str,
+    req: Request,
+) -> Result<Reply, Reply> {
     let names = tenant_of(tenant)?;
     if !safe_name(file) {
         return Err(error(400, &format!("{file:?} is not a package name")));
@@ -484,22 +493,14 @@ fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Repl
     if !listed {
         return Err(error(404, &format!("no package {package} in /{key}")));
     }
-    let what = if package == file {
-        "package"
+    let (what, content_type) = if package == file {
+        ("package", "application/gzip")
     } else {
-        "provenance file"
+        ("provenance file", "application/pgp-signature")
     };
-    let (mut f, meta) =
-        open_in_storage(&repo.root, &strs(&names), file).map_err(|e| e.reply(what))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    f.read_to_end(&mut bytes)
-        .map_err(|e| error(500, &e.to_string()))?;
-    let content_type = if package == file {
-        "application/gzip"
-    } else {
-        "application/pgp-signature"
-    };
-    Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
+    download::serve(&repo.root, &names, file, content_type, req)
+        .await
+        .map_err(|e| e.reply(what))
 }
 
 /// `POST /api/<tenant>/charts`: a package (raw body), or helm-push's form
@@ -516,25 +517,35 @@ async fn upload(
         Ok(n) => n,
         Err(r) => return Err(refuse(req, r)),
     };
-    let (package, prov) = if !prov_route && is_form(req.headers()) {
-        read_form(req, repo.max_upload).await?
+    // A package goes to a temporary file as it arrives (see the `upload`
+    // module); a provenance file (at most `MAX_PROV_BYTES`) is kept.
+    let spool = || Spool::new(repo.root.clone(), names.clone(), repo.temp_name());
+    let (package, prov) = if prov_route {
+        let (parts, body) = req.into_parts();
+        let what = "the provenance file";
+        let bytes = read_body(body, &parts.headers, what, MAX_PROV_BYTES).await?;
+        (None, Some(bytes))
+    } else if is_form(req.headers()) {
+        read_form(req, repo.max_upload, spool).await?
     } else {
         let (parts, body) = req.into_parts();
-        let (what, max) = if prov_route {
-            ("the provenance file", MAX_PROV_BYTES)
-        } else {
-            ("the package", repo.max_upload)
-        };
-        let bytes = read_body(body, &parts.headers, what, max).await?;
-        if prov_route {
-            (None, Some(bytes))
-        } else {
-            (Some(bytes), None)
+        let mut package = spool();
+        let max = repo.max_upload;
+        if let Err(refused) =
+            stream_body(body, &parts.headers, "the package", max, &mut package).await
+        {
+            package.discard().await;
+            return Err(refused);
         }
+        (Some(package), None)
+    };
+    let package = match package {
+        Some(spool) => Some(spool.finish().await?),
+        None => None,
     };
     let r = Arc::clone(repo);
     let fields = blocking(move || match (package, prov) {
-        (Some(package), prov) => store(&r, &names, &package, prov.as_deref(), force),
+        (Some(package), prov) => store(&r, &names, package, prov.as_deref(), force),
         (None, Some(prov)) => store_prov(&r, &names, &prov, force),
         (None, None) => Err(error(
             400,
@@ -591,11 +602,11 @@ fn may_replace(repo: &Repo, force: bool, what: &str) -> Result<(), Reply> {
 fn store(
     repo: &Repo,
     names: &[String],
-    package: &[u8],
+    package: Spooled,
     prov: Option<&[u8]>,
     force: bool,
 ) -> Result<serde_json::Value, Reply> {
-    let (chart, _) = parse_chart(package).map_err(|e| error(400, &e))?;
+    let (chart, _) = parse_chart_file(&package.file).map_err(|e| error(400, &e))?;
     if let Some(prov) = prov {
         let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
         if name != chart.name || version != chart.version {
@@ -631,7 +642,11 @@ fn store(
             Err(e) => return Err(error(500, &format!("storing the provenance file: {e}"))),
         }
     }
-    let written = put(repo, &dir, package, &target, exists);
+    let written = package
+        .file
+        .sync_all()
+        .and_then(|()| place(&package.path, &target, exists));
+
     if !matches!(written, Ok(true)) && prov.is_some() && !exists {
         let _ = fs::remove_file(&prov_target);
     }
@@ -646,10 +661,12 @@ fn store(
     match written {
         Ok(true) => {
             eprintln!(
-                "upload: {} ({} {}{}{})",
+                "upload: {} ({} {}, {} bytes, sha256 {}{}{})",
                 rel(&repo.root, &target),
                 chart.name,
                 chart.version,
+                package.size,
+                package.digest,
                 if prov.is_some() { ", with .prov" } else { "" },
                 if exists { ", replacing it" } else { "" }
             );
@@ -697,36 +714,32 @@ fn store_prov(
 }
 
 /// Writes `bytes` to `target` in `dir`: through a temporary `.upload-*`
-/// file, fsynced, then renamed over `target` when `replace` says so, else
-/// hard-linked to its name (the link fails if the name exists: nothing is
-/// replaced; renamed where the file system has no hard links). False when
-/// `target` exists and is not to be replaced.
+/// file, fsynced, then given its name ([`place`]). False when `target`
+/// exists and is not to be replaced.
 fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path, replace: bool) -> io::Result<bool> {
-    // Unique among replicas too (another host's process may have our pid).
-    let tmp = dir.join(format!(
-        "{UPLOAD_PREFIX}{}-{}-{}",
-        std::process::id(),
-        repo.uploads.fetch_add(1, Ordering::Relaxed),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    ));
+    let tmp = dir.join(repo.temp_name());
     let out = create_new(&tmp)?;
-    let written = fill(out, bytes).and_then(|()| {
-        if replace {
-            return fs::rename(&tmp, target).map(|()| true);
-        }
-        match fs::hard_link(&tmp, target) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            // No hard links here (some FUSE file systems): rename.
-            Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
-            Err(_) => fs::rename(&tmp, target).map(|()| true),
-        }
-    });
+    let written = fill(out, bytes).and_then(|()| place(&tmp, target, replace));
     let _ = fs::remove_file(&tmp);
     written
+}
+
+/// Gives the written (and synced) file `tmp` the name `target`: renamed
+/// over it when `replace` says so, else hard-linked to it (the link fails
+/// if the name exists: nothing is replaced; renamed where the file system
+/// has no hard links). False when `target` exists and is not to be
+/// replaced. A hard-linked `tmp` is still there, for the caller to remove.
+fn place(tmp: &Path, target: &Path, replace: bool) -> io::Result<bool> {
+    if replace {
+        return fs::rename(tmp, target).map(|()| true);
+    }
+    match fs::hard_link(tmp, target) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        // No hard links here (some FUSE file systems): rename.
+        Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
+        Err(_) => fs::rename(tmp, target).map(|()| true),
+    }
 }
 
 /// Removes the regular file `dir/file` if it is there; true if it was.

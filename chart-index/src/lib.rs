@@ -42,7 +42,12 @@
 //!   Accept-Encoding` either way). Header `X-Index-Seq`: the `seq` of the
 //!   last change batch applied (0 before any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
-//!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
+//!   `<file>.tgz.prov`: its provenance file, if one was uploaded. Streamed
+//!   from the file, never read whole (the `download` module: tower-http's
+//!   `ServeDir` over the file the server opened): `Range` (206, 416),
+//!   `ETag` and `Last-Modified`, `If-None-Match`, `If-Modified-Since`
+//!   (304), `If-Match`, `If-Unmodified-Since` (412), `If-Range`; `HEAD`
+//!   from the file's metadata.
 //! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
 //!   `?limit=M`: a page of the sorted names), `GET
 //!   /api/<tenant>/charts/<name>` (`[version, ...]`, newest first), `GET
@@ -59,10 +64,13 @@
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
 //!   is not a chart or not one Helm accepts, saying why (a version that
 //!   is not SemVer as Helm reads it, say), or the provenance file is for
-//!   another version; 413 above `--max-upload-mb`). Written to a `.upload-*` file in the same
-//!   directory, fsynced, then hard-linked to its name (which fails if the
-//!   name exists, so no upload replaces a package by accident; renamed
-//!   where the file system has no hard links). `?force` replaces an
+//!   another version; 413 above `--max-upload-mb`, as soon as that many
+//!   bytes have come). Written to a `.upload-*` file (in the tenant's
+//!   directory, or the storage root for a new tenant) as it arrives, and
+//!   hashed on the way (the `upload` module), never held whole; then
+//!   read back from there, fsynced, and hard-linked to its name (which
+//!   fails if the name exists, so no upload replaces a package by
+//!   accident; renamed where the file system has no hard links). `?force` replaces an
 //!   existing version (renamed over it), only on a server started with
 //!   `--allow-overwrite`; otherwise it is a 409 that says so.
 //! - `POST /api/<tenant>/prov`, a provenance file as the body: stored as
@@ -174,7 +182,8 @@
 //! (which route a path names), `auth` (credentials), `api` (the routes'
 //! handlers), `listing` (the API's JSON of the index), `chart` (reading
 //! packages), `provenance` (reading provenance files), `index` (the index
-//! and its YAML), `snapshot` (what requests read: the index's immutable
+//! and its YAML), `download` (packages streamed from their files),
+//! `upload` (uploads streamed to a file), `snapshot` (what requests read: the index's immutable
 //! snapshots, rendered and swapped in atomically by the thread that
 //! applies batches, so that no request waits on a lock), `cache` (the
 //! restart cache), `storage` (path safety, durable writes, file stamps).
@@ -191,6 +200,7 @@ pub mod auth;
 mod cache;
 pub mod chart;
 pub mod config;
+mod download;
 pub mod form;
 pub mod http;
 mod index;
@@ -200,6 +210,7 @@ pub mod routes;
 mod server;
 mod snapshot;
 pub mod storage;
+mod upload;
 
 #[cfg(test)]
 mod chart_tests;

@@ -12,6 +12,8 @@
 //! form, read-your-writes, `/health`, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
+//! `downloads` those of what is served from files (ranges, conditional
+//! requests) and of streamed uploads' limit,
 //! `replicas` two servers on one storage directory, `restart` the restart
 //! cache (`--cache-dir`), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
@@ -24,6 +26,7 @@ mod api;
 mod auth;
 mod charts;
 mod client;
+mod downloads;
 mod helm;
 mod replicas;
 mod restart;
