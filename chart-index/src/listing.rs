@@ -27,10 +27,11 @@ use crate::index::{by_name, entry};
 
 /// One chart version as Helm's `repo.ChartVersion` marshals to JSON (what
 /// chartmuseum answers): the index's entry of package `file`.
-fn version_json(file: &str, c: &ChartVersion) -> String {
+fn version_json(file: &str, c: &ChartVersion) -> Box<str> {
     serde_json::to_value(entry(file, c))
         .unwrap_or_else(|e| serde_json::json!({ "error": format!("the entry of {file}: {e}") }))
         .to_string()
+        .into_boxed_str()
 }
 
 /// `offset` and `limit` of a query (chartmuseum's pagination): a
@@ -61,7 +62,7 @@ struct Version {
     /// Not a pre-release (what `latest` may name).
     release: bool,
     /// Its JSON.
-    json: String,
+    json: Box<str>,
 }
 
 /// One chart: its name as a JSON string, and its versions newest first.
@@ -111,7 +112,7 @@ impl Listing {
                     .collect(),
             })
             .collect();
-        let all = Bytes::from(object(&charts));
+        let all = Bytes::from(object(&charts).into_bytes().into_boxed_slice());
         Listing { charts, all }
     }
 

@@ -38,7 +38,8 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    /// `plain`, and its gzip'd form (made here, once).
+    /// `plain`, and its gzip'd form (made here, once). Both are kept
+    /// without spare capacity (they live until the tenant changes).
     pub fn new(plain: Bytes) -> Rendered {
         let mut gz = GzEncoder::new(Vec::with_capacity(plain.len() / 4), Compression::default());
         // Writing to a Vec cannot fail.
@@ -47,7 +48,7 @@ impl Rendered {
             .and_then(|()| gz.finish())
             .ok()
             .filter(|z| z.len() < plain.len())
-            .map(Bytes::from);
+            .map(|z| Bytes::from(z.into_boxed_slice()));
         Rendered { plain, gzip }
     }
 
@@ -83,7 +84,8 @@ pub struct Tenant {
 impl Tenant {
     /// Renders tenant `charts`.
     pub fn render(charts: Arc<Charts>) -> Tenant {
-        let index = Rendered::new(Bytes::from(render_index(&charts)));
+        let yaml = render_index(&charts).into_bytes().into_boxed_slice();
+        let index = Rendered::new(Bytes::from(yaml));
         let listing = Listing::render(&charts);
         let all = Rendered::new(listing.all_charts(0, None));
         Tenant {
