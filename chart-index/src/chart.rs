@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 use std::time::SystemTime;
 
@@ -348,9 +348,9 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The archive of a gzip'd package, its unpacked size capped.
-fn unpack(bytes: &[u8]) -> tar::Archive<Capped<flate2::read::GzDecoder<&[u8]>>> {
+fn unpack<R: Read>(package: R) -> tar::Archive<Capped<flate2::read::GzDecoder<R>>> {
     tar::Archive::new(Capped {
-        inner: flate2::read::GzDecoder::new(bytes),
+        inner: flate2::read::GzDecoder::new(package),
         left: MAX_UNPACKED_BYTES,
         what: "the unpacked archive",
     })
@@ -369,8 +369,8 @@ fn corrupt(e: io::Error) -> String {
 /// malloc limit in tar's `read_all` within a thousand runs). Read raw,
 /// entry by entry, nothing held: a pass of its own (the archive is
 /// inflated twice).
-fn check_tar_headers(bytes: &[u8]) -> Result<(), String> {
-    for entry in unpack(bytes).entries().map_err(corrupt)?.raw(true) {
+fn check_tar_headers(package: impl Read) -> Result<(), String> {
+    for entry in unpack(package).entries().map_err(corrupt)?.raw(true) {
         let entry = entry.map_err(corrupt)?;
         let t = entry.header().entry_type();
         let special = t.is_gnu_longname()
@@ -391,11 +391,33 @@ fn check_tar_headers(bytes: &[u8]) -> Result<(), String> {
 /// Reads a package's Chart.yaml (`<chart>/Chart.yaml`), checking that the
 /// whole archive is intact (a gzip stream cut short fails its trailer check).
 pub fn parse_chart(bytes: &[u8]) -> Result<(ChartMeta, semver::Version), String> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
+    parse_chart_from(|| Ok(bytes))
+}
+
+/// [`parse_chart`] of the package in file `f` (read from its start, in
+/// buffered reads: never held whole).
+pub fn parse_chart_file(f: &std::fs::File) -> Result<(ChartMeta, semver::Version), String> {
+    parse_chart_from(|| {
+        let mut r = f;
+        r.seek(SeekFrom::Start(0))?;
+        Ok(io::BufReader::with_capacity(64 << 10, r))
+    })
+}
+
+/// [`parse_chart`] of the package `open` reads from its start (each call:
+/// the archive is read more than once).
+fn parse_chart_from<R: Read>(
+    mut open: impl FnMut() -> io::Result<R>,
+) -> Result<(ChartMeta, semver::Version), String> {
+    let mut magic = [0u8; 2];
+    let gzip = open()
+        .and_then(|mut r| r.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b]);
+    if !gzip {
         return Err("not a gzip file (a chart package is a .tgz as `helm package` makes)".into());
     }
-    check_tar_headers(bytes)?;
-    let mut archive = unpack(bytes);
+    check_tar_headers(open().map_err(corrupt)?)?;
+    let mut archive = unpack(open().map_err(corrupt)?);
     let (mut chart_yaml, mut requirements) = (None, None);
     for entry in archive.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
@@ -558,8 +580,13 @@ fn check(meta: &mut ChartMeta) -> Result<semver::Version, String> {
 
 /// `bytes`' sha256, in hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(64);
-    for b in Sha256::digest(bytes).iter() {
+    hex(&Sha256::digest(bytes))
+}
+
+/// A digest in lower-case hex.
+pub fn hex(digest: &[u8]) -> String {
+    let mut s = String::with_capacity(2 * digest.len());
+    for b in digest {
         let _ = write!(s, "{b:02x}");
     }
     s

@@ -53,7 +53,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -385,32 +385,70 @@ pub fn drain(body: Body, headers: &HeaderMap) {
     });
 }
 
-/// The whole body, at most `max` bytes (`what` names it in the 413): the
-/// declared length is checked first, then the count while reading; each
-/// read waits at most [`READ_TIMEOUT`] (408). A refused body is drained.
+/// Where a body's bytes go as they arrive: kept in memory (`Vec<u8>`,
+/// for small bodies), or written out as they come (the `upload` module's
+/// spool).
+pub trait Sink: Send {
+    /// Takes the next chunk; an error ends the reading with that answer.
+    fn take(&mut self, chunk: Bytes) -> impl Future<Output = Result<(), Reply>> + Send;
+
+    /// The body is refused: drops what was taken, and returns once it is
+    /// gone (so that a refusal answers with nothing left behind).
+    fn discard(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+impl Sink for Vec<u8> {
+    async fn take(&mut self, chunk: Bytes) -> Result<(), Reply> {
+        self.extend_from_slice(&chunk);
+        Ok(())
+    }
+}
+
+/// The whole body, at most `max` bytes (`what` names it in the 413).
 pub async fn read_body(
     body: Body,
     headers: &HeaderMap,
     what: &str,
     max: u64,
 ) -> Result<Vec<u8>, Reply> {
+    let cap = declared_length(headers).unwrap_or(0).min(max);
+    let mut out = Vec::with_capacity(usize::try_from(cap).unwrap_or(0));
+    stream_body(body, headers, what, max, &mut out).await?;
+    Ok(out)
+}
+
+/// Passes the body to `sink` as it arrives, at most `max` bytes (`what`
+/// names it in the 413): the declared length is checked first, then the
+/// count as bytes arrive (a chunk that would pass `max` is refused, not
+/// passed on); each read waits at most [`READ_TIMEOUT`] (408). A refused
+/// body is drained. Returns its length.
+pub async fn stream_body(
+    body: Body,
+    headers: &HeaderMap,
+    what: &str,
+    max: u64,
+    sink: &mut impl Sink,
+) -> Result<u64, Reply> {
     if declared_length(headers).is_some_and(|n| n > max) {
         drain(body, headers);
         return Err(too_large(what, max));
     }
     let mut stream = body.into_data_stream();
-    let mut out = Vec::with_capacity(declared_length(headers).unwrap_or(0) as usize);
+    let mut received = 0u64;
     loop {
         match tokio::time::timeout(READ_TIMEOUT, stream.next()).await {
             Err(_) => return Err(timed_out()),
-            Ok(None) => return Ok(out),
+            Ok(None) => return Ok(received),
             Ok(Some(Err(e))) => return Err(error(400, &format!("reading the body: {e}"))),
             Ok(Some(Ok(chunk))) => {
-                if (out.len() + chunk.len()) as u64 > max {
+                received += chunk.len() as u64;
+                if received > max {
                     drain(Body::from_stream(stream), headers);
                     return Err(too_large(what, max));
                 }
-                out.extend_from_slice(&chunk);
+                sink.take(chunk).await?;
             }
         }
     }

@@ -5,16 +5,20 @@
 //! A tenant is a real directory below the storage root (the root itself
 //! is the tenant `""`); its packages are the readable `*.tgz` files
 //! directly in it. Each change of a batch becomes an [`Op`] ([`plan`]:
-//! the package is read there, before the index is locked); [`apply_batch`]
-//! then applies a batch's ops under the lock and records its `seq`. The
+//! the package is read there); [`apply_batch`] then applies a batch's ops
+//! and records its `seq`. The [`Index`] belongs to the thread that applies
+//! batches alone: requests see the immutable snapshots that thread
+//! publishes after each batch (the `snapshot` module), never the index
+//! itself, so nothing here is locked. The
 //! first batches of the watch report every existing entry as created (its
 //! initial scan), so the same code builds the index and keeps it. With a
 //! restart cache, the start's batches take the entries the `cache`
 //! module's verdicts give rather than reading those packages ([`Reads`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -26,84 +30,72 @@ use crate::chart::{ChartMeta, ChartVersion, read_package};
 use crate::proxy::Links;
 use crate::storage::{Stamp, from_time, resolve_dir, safe_name, stamp_in};
 
-/// Tenants and their packages.
+/// One tenant's packages, keyed by file name.
+pub type Charts = BTreeMap<String, ChartVersion>;
+
+/// Tenants and their packages: owned by the thread that applies the
+/// watch's batches (no lock: requests read the `snapshot` module's
+/// snapshots of it). Each tenant's packages are shared with the snapshot
+/// last published, and copied on their next change (`Arc::make_mut`).
 pub struct Index {
     /// The `seq` of the last change batch applied (0 before any).
     pub seq: u64,
     /// Tenant directories, keyed by their path below the root (`""` for
-    /// the root, `org/team`); each one's packages keyed by file name.
-    pub tenants: BTreeMap<String, BTreeMap<String, ChartVersion>>,
-    /// The `seq` of the last batch that changed each tenant: made it, or
-    /// added, replaced or removed one of its packages (see
-    /// [`Index::changed`]).
-    changed: HashMap<String, u64>,
+    /// the root, `org/team`).
+    pub tenants: BTreeMap<String, Arc<Charts>>,
+    /// The tenants changed (made, forgotten, or a package of theirs
+    /// added, replaced or removed) since [`Index::take_touched`] last ran.
+    touched: BTreeSet<String>,
 }
 
 impl Index {
     /// The index of an empty storage directory: the root tenant alone
-    /// (the watch reports what is below the root, never the root itself).
+    /// (the watch reports what is below the root, never the root itself),
+    /// which counts as changed (nothing has been published yet).
     pub fn new() -> Index {
         Index {
             seq: 0,
-            tenants: BTreeMap::from([(String::new(), BTreeMap::new())]),
-            changed: HashMap::new(),
+            tenants: BTreeMap::from([(String::new(), Arc::default())]),
+            touched: BTreeSet::from([String::new()]),
         }
     }
 
-    /// The `seq` of the last batch that changed tenant `key` (0: none
-    /// since the index was made): while it stays the same, so does the
-    /// tenant's packages, and what is derived from them alone (its
-    /// `index.yaml`) may be kept.
-    pub fn changed(&self, key: &str) -> u64 {
-        self.changed.get(key).copied().unwrap_or(0)
+    /// The tenants changed since the last call: what a new snapshot must
+    /// render again (or drop, those no longer in [`Index::tenants`]).
+    pub fn take_touched(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.touched)
     }
 
-    /// Tenant `key` changes in the batch being applied.
-    fn touch(&mut self, key: &str) {
-        self.changed.insert(key.to_owned(), self.seq);
+    /// How many packages it holds.
+    pub fn len(&self) -> usize {
+        self.tenants.values().map(|c| c.len()).sum()
     }
 
     /// Forgets the package `key`; says whether there was one (and notes
     /// the line `index: - KEY` in `said`).
     fn forget_package(&mut self, key: &str, said: &mut Vec<String>) -> bool {
         let (parent, file) = split_key(key);
-        if let Some(charts) = self.tenants.get_mut(parent)
-            && charts.remove(file).is_some()
-        {
-            said.push(format!("index: - {key}"));
-            self.touch(parent);
-            return true;
+        let Some(charts) = self.tenants.get_mut(parent) else {
+            return false;
+        };
+        if !charts.contains_key(file) {
+            return false;
         }
-        false
+        Arc::make_mut(charts).remove(file);
+        said.push(format!("index: - {key}"));
+        self.touched.insert(parent.to_owned());
+        true
     }
 
-    /// Every package, keyed by its path below the root (`org/a-1.0.0.tgz`).
-    pub fn packages(&self) -> impl Iterator<Item = (String, &ChartVersion)> {
-        self.tenants.iter().flat_map(|(t, charts)| {
-            charts.iter().map(move |(file, c)| {
-                let key = if t.is_empty() {
-                    file.clone()
-                } else {
-                    format!("{t}/{file}")
-                };
-                (key, c)
-            })
-        })
-    }
-
-    /// Forgets the tenant `key` and every tenant below it; says whether
-    /// they had packages.
+    /// Forgets the tenant `key` and every tenant below it (found as a
+    /// range of the sorted keys, not by a scan); says whether they had
+    /// packages.
     fn forget_tenants(&mut self, key: &str) -> bool {
-        let below: Vec<String> = self
-            .tenants
-            .keys()
-            .filter(|t| is_within(t, key))
-            .cloned()
-            .collect();
+        let below: Vec<String> = within(&self.tenants, key).cloned().collect();
         let mut packages = false;
         for t in below {
             packages |= self.tenants.remove(&t).is_some_and(|c| !c.is_empty());
-            self.changed.remove(&t);
+            self.touched.insert(t);
         }
         packages
     }
@@ -120,8 +112,8 @@ impl Index {
             Op::Dir(key) => {
                 let package = self.forget_package(&key, said);
                 if !self.tenants.contains_key(&key) {
-                    self.touch(&key);
-                    self.tenants.insert(key, BTreeMap::new());
+                    self.touched.insert(key.clone());
+                    self.tenants.insert(key, Arc::default());
                 }
                 package
             }
@@ -134,8 +126,8 @@ impl Index {
                             "index: + {key} ({} {})",
                             p.meta.name, p.meta.version
                         ));
-                        charts.insert(file.to_owned(), *p);
-                        self.touch(parent);
+                        Arc::make_mut(charts).insert(file.to_owned(), *p);
+                        self.touched.insert(parent.to_owned());
                         true
                     }
                     _ => self.forget_package(&key, said) | below,
@@ -143,6 +135,27 @@ impl Index {
             }
         }
     }
+}
+
+/// The keys of `map` that are tenant `key` or below it, in order: `key`
+/// itself, then the range from `key/` up to `key0` (`0` follows `/` in
+/// ASCII, so that range holds exactly the keys starting `key/`); every
+/// key for the root `""`. A range of the sorted keys, not a scan.
+pub fn within<'a, V>(
+    map: &'a BTreeMap<String, V>,
+    key: &str,
+) -> impl Iterator<Item = &'a String> + 'a {
+    let range = if key.is_empty() {
+        map.range::<str, _>(..)
+    } else {
+        let (lo, hi) = (format!("{key}/"), format!("{key}0"));
+        map.range::<str, _>((Bound::Included(lo.as_str()), Bound::Excluded(hi.as_str())))
+    };
+    let own = map
+        .get_key_value(key)
+        .filter(|_| !key.is_empty())
+        .map(|(k, _)| k);
+    own.into_iter().chain(range.map(|(k, _)| k))
 }
 
 /// How the packages of the batches applied so far came into the index,
@@ -166,42 +179,27 @@ pub struct Reads {
     pub changed_at: Vec<SystemTime>,
 }
 
-/// Applies one change batch of the storage watch: its packages are read
-/// (or taken from `reads`' verdicts) first, then the index is locked for
-/// the ops alone. Logs `index: + KEY (NAME VERSION)` and `index: - KEY`
-/// per package and `index: seq N: K changes` once the batch is applied
-/// (after the lock is released), and returns whether a package was added,
-/// replaced or removed.
-pub fn apply_batch(
-    index: &RwLock<Index>,
-    root: &Path,
-    batch: &ChangeBatch,
-    reads: &mut Reads,
-) -> bool {
+/// Applies one change batch of the storage watch to `index`: its
+/// packages are read (or taken from `reads`' verdicts), then applied.
+/// Logs `index: + KEY (NAME VERSION)` and `index: - KEY` per package
+/// once the batch is applied, and returns whether a package was added,
+/// replaced or removed (the caller says `index: seq N: K changes` once
+/// the snapshot that shows it is published).
+pub fn apply_batch(index: &mut Index, root: &Path, batch: &ChangeBatch, reads: &mut Reads) -> bool {
     let ops: Vec<Op> = batch
         .changes
         .iter()
         .filter_map(|c| plan(root, c, reads))
         .collect();
+    index.seq = batch.seq.number();
     let mut changed = false;
     let mut said = Vec::new();
-    {
-        let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
-        // Set first, so that the tenants the ops change are marked with
-        // this batch (no reader sees the index before the ops are done).
-        index.seq = batch.seq.number();
-        for op in ops {
-            changed |= index.apply(op, &mut said);
-        }
+    for op in ops {
+        changed |= index.apply(op, &mut said);
     }
     for line in said {
         info!("{line}");
     }
-    info!(
-        "index: seq {}: {} changes",
-        batch.seq.number(),
-        batch.changes.len()
-    );
     changed
 }
 
@@ -237,15 +235,8 @@ fn split_key(key: &str) -> (&str, &str) {
     key.rsplit_once('/').unwrap_or(("", key))
 }
 
-/// Whether tenant key `t` is `key` or below it.
-fn is_within(t: &str, key: &str) -> bool {
-    key.is_empty()
-        || t == key
-        || (t.len() > key.len() && t.starts_with(key) && t.as_bytes()[key.len()] == b'/')
-}
-
-/// What one change does to the index, worked out (packages read) before the
-/// index is locked.
+/// What one change does to the index, worked out (packages read) before
+/// any is applied.
 enum Op {
     /// Nothing is at this key any more (or nothing that is indexed: a
     /// symlink, a FIFO).
@@ -441,4 +432,32 @@ fn rfc3339(t: SystemTime) -> String {
     jiff::Timestamp::try_from(t)
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::within;
+
+    #[test]
+    fn tenants_within_a_key_are_a_range_of_path_prefixes() {
+        let keys = [
+            "", "org", "org-x", "org.b", "org/a", "org/a/b", "org/z", "org0", "orga", "p",
+        ];
+        let map: BTreeMap<String, ()> = keys.iter().map(|k| ((*k).to_owned(), ())).collect();
+        let of = |key: &str| within(&map, key).map(String::as_str).collect::<Vec<_>>();
+        // A string prefix that is no path prefix (`org-x`, `org.b`,
+        // `orga`, `org0`) is not within `org`.
+        assert_eq!(of("org"), ["org", "org/a", "org/a/b", "org/z"]);
+        assert_eq!(of("org/a"), ["org/a", "org/a/b"]);
+        assert_eq!(of("org-x"), ["org-x"]);
+        assert_eq!(of("nope"), Vec::<&str>::new());
+        assert_eq!(
+            of("or"),
+            Vec::<&str>::new(),
+            "no tenant `or`, none below it"
+        );
+        assert_eq!(of(""), keys, "everything is within the root");
+    }
 }

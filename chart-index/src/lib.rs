@@ -46,11 +46,18 @@
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
 //!   JSON (which Helm reads first; see the `index` module), rendered
 //!   once after each change of the tenant and served as rendered until
-//!   the next (`generated` is the rendering's time). Header
-//!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
-//!   any).
+//!   the next (`generated` is the rendering's time); gzip'd once too, and
+//!   served so (`Content-Encoding: gzip`) to a client whose
+//!   `Accept-Encoding` takes gzip, as Helm's does (`Vary:
+//!   Accept-Encoding` either way). Header `X-Index-Seq`: the `seq` of the
+//!   last change batch applied (0 before any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
-//!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
+//!   `<file>.tgz.prov`: its provenance file, if one was uploaded. Streamed
+//!   from the file, never read whole (the `download` module: tower-http's
+//!   `ServeDir` over the file the server opened): `Range` (206, 416),
+//!   `ETag` and `Last-Modified`, `If-None-Match`, `If-Modified-Since`
+//!   (304), `If-Match`, `If-Unmodified-Since` (412), `If-Range`; `HEAD`
+//!   from the file's metadata.
 //! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
 //!   `?limit=M`: a page of the sorted names), `GET
 //!   /api/<tenant>/charts/<name>` (`[version, ...]`, newest first), `GET
@@ -58,6 +65,8 @@
 //!   that is not a pre-release): each version as Helm's ChartVersion JSON,
 //!   the entry `index.yaml` lists of it, as chartmuseum answers; 404
 //!   `{"error":...}` naming what is missing. `HEAD` of each: 200 or 404.
+//!   Rendered once per change of the tenant, as `index.yaml` is (the whole
+//!   list gzip'd too, as above).
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
 //!   multipart form (`helm cm-push`: the package in field `chart`, its
 //!   provenance file in `prov`; either alone will do): stored as
@@ -65,10 +74,13 @@
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
 //!   is not a chart or not one Helm accepts, saying why (a version that
 //!   is not SemVer as Helm reads it, say), or the provenance file is for
-//!   another version; 413 above `--max-upload-mb`). Written to a `.upload-*` file in the same
-//!   directory, fsynced, then hard-linked to its name (which fails if the
-//!   name exists, so no upload replaces a package by accident; renamed
-//!   where the file system has no hard links). `?force` replaces an
+//!   another version; 413 above `--max-upload-mb`, as soon as that many
+//!   bytes have come). Written to a `.upload-*` file (in the tenant's
+//!   directory, or the storage root for a new tenant) as it arrives, and
+//!   hashed on the way (the `upload` module), never held whole; then
+//!   read back from there, fsynced, and hard-linked to its name (which
+//!   fails if the name exists, so no upload replaces a package by
+//!   accident; renamed where the file system has no hard links). `?force` replaces an
 //!   existing version (renamed over it), only on a server started with
 //!   `--allow-overwrite`; otherwise it is a 409 that says so.
 //! - `POST /api/<tenant>/prov`, a provenance file as the body: stored as
@@ -218,7 +230,11 @@
 //! `rules_file` (the rules file, watched and reloaded), `api` (the
 //! routes' handlers), `listing` (the API's JSON
 //! of the index), `chart` (reading packages), `provenance` (reading
-//! provenance files), `index` (the index and its YAML), `cache` (the
+//! provenance files), `index` (the index and its YAML), `download`
+//! (packages streamed from their files), `upload` (uploads streamed to a
+//! file), `snapshot` (what requests read: the index's immutable
+//! snapshots, rendered and swapped in atomically by the thread that
+//! applies batches, so that no request waits on a lock), `cache` (the
 //! restart cache), `storage` (path safety, durable writes, file stamps),
 //! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
 //! (the log and the access log), `proxy` (`--context-path`,
@@ -237,6 +253,7 @@ pub mod auth;
 mod cache;
 pub mod chart;
 pub mod config;
+mod download;
 pub mod form;
 pub mod http;
 mod index;
@@ -249,8 +266,10 @@ pub mod proxy;
 pub mod routes;
 pub mod rules_file;
 mod server;
+mod snapshot;
 pub mod storage;
 pub mod tls;
+mod upload;
 
 #[cfg(test)]
 mod chart_tests;

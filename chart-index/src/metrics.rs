@@ -57,9 +57,8 @@
 //! The duration of the watch's polls is not there: the library does not
 //! report it (a `WatchStatus` has no poll timing).
 
-use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
@@ -80,9 +79,9 @@ use specwatch::{Manager, Phase};
 use tokio::sync::watch;
 
 use crate::http::{Reply, error, segments};
-use crate::index::Index;
 use crate::routes::{RouteTemplate, Rules, route};
 use crate::server::SPEC;
+use crate::snapshot::{Published, Snapshot};
 
 /// The content type of the OpenMetrics text format.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -118,7 +117,8 @@ fn http_histogram() -> Histogram {
 /// What is read at each scrape: the index's tenants and the watch's
 /// status.
 pub struct Sources {
-    pub index: Arc<RwLock<Index>>,
+    /// The index's snapshots.
+    pub index: Arc<Published>,
     pub manager: Arc<Manager>,
     /// The `seq` of the last batch applied.
     pub applied: watch::Receiver<u64>,
@@ -307,16 +307,14 @@ fn method_label(m: &Method) -> &'static str {
 }
 
 /// Each tenant's charts (distinct names) and chart versions (packages).
-fn tenant_counts(index: &Index) -> Vec<(String, i64, i64)> {
-    index
-        .tenants
-        .iter()
-        .map(|(tenant, charts)| {
-            let names: BTreeSet<&str> = charts.values().map(|c| c.meta.name.as_str()).collect();
+fn tenant_counts(snapshot: &Snapshot) -> Vec<(String, i64, i64)> {
+    snapshot
+        .each_tenant()
+        .map(|(key, tenant)| {
             (
-                tenant.clone(),
-                i64::try_from(names.len()).unwrap_or(i64::MAX),
-                i64::try_from(charts.len()).unwrap_or(i64::MAX),
+                key.to_owned(),
+                i64::try_from(tenant.listing.names()).unwrap_or(i64::MAX),
+                i64::try_from(tenant.charts.len()).unwrap_or(i64::MAX),
             )
         })
         .collect()
@@ -344,8 +342,8 @@ fn counter(
 
 impl Collector for Sources {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
-        // Counted under the index's lock, encoded after it.
-        let counts = tenant_counts(&self.index.read().unwrap_or_else(PoisonError::into_inner));
+        // Counted from the current snapshot (no lock: see `snapshot`).
+        let counts = tenant_counts(&self.index.load());
         for (name, help, pick) in [
             (
                 "chartmuseum_charts_served_total",

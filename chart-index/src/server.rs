@@ -3,13 +3,12 @@
 //! batches to the index, and the HTTP listener with its layers (access
 //! log, metrics, context path).
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
@@ -22,7 +21,9 @@ use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
 use crate::metrics::{self, Metrics, Sources};
+use crate::proxy::Links;
 use crate::rules_file;
+use crate::snapshot::{Published, Snapshot};
 use crate::storage::UPLOAD_PREFIX;
 use crate::tls::{self, Certs};
 use crate::{logging, proxy};
@@ -140,18 +141,21 @@ fn run(args: Config) -> Result<(), String> {
         .wait_watching(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
     let (applied_tx, applied) = watch::channel(0);
-    let index = Arc::new(RwLock::new(Index::new()));
+    // What requests (and the metrics, and the restart cache's writer)
+    // read: the index's snapshots, published by the follower's thread.
+    let published = Arc::new(Published::new(Snapshot::empty()));
     let metrics = Arc::new(Metrics::new(Sources {
-        index: Arc::clone(&index),
+        index: Arc::clone(&published),
         manager: Arc::clone(&manager),
         applied: applied.clone(),
     }));
     let mut follower = Follower::new(
         root.clone(),
-        Arc::clone(&index),
+        Arc::clone(&published),
         applied_tx,
         Arc::clone(&metrics),
     );
+    follower.links = args.links.clone();
     follower.status(&status);
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
@@ -169,22 +173,16 @@ fn run(args: Config) -> Result<(), String> {
         cache::decide(cached, index::found(&root, batches))
     });
     let dropped = verdicts.as_ref().map_or(0, |v| v.dropped);
-    follower.reads.verdicts = verdicts;
-    for ev in start {
-        follower.handle(ev);
-    }
-    follower.reads.verdicts = None;
     let writer = match cache {
         Some((dir, options)) => Some(
-            Writer::spawn(dir, options, Arc::clone(&follower.index))
+            Writer::spawn(dir, options, Arc::clone(&published))
                 .map_err(|e| format!("starting the cache's thread: {e}"))?,
         ),
         None => None,
     };
-    follower.started(dropped, writer.as_ref().map(Writer::notify));
-    rules_file::watch(&manager, &args.policy.auth)?;
+    let notify = writer.as_ref().map(Writer::notify);
     // The certificate, watched from now on: its batches come through the
-    // same subscription, to the follower.
+    // same subscription, to the follower (after the start's).
     let certs = match &args.tls {
         Some(files) => {
             let certs = Certs::new(files.clone())?;
@@ -196,11 +194,39 @@ fn run(args: Config) -> Result<(), String> {
         }
         None => None,
     };
+    // One thread applies every batch, the start's too, and renders every
+    // snapshot: what it renders replaces what it rendered, in its own
+    // allocator arena (renderings made on this thread and replaced from
+    // another left the first arena's memory held: 3 KiB more per chart
+    // after a few hundred uploads). It says when the start's batches are
+    // applied and published; then it follows the watch. It holds the
+    // index, not the manager: once the manager is dropped, the events end
+    // and so does the thread.
+    let (started_tx, started) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("follow".into())
+        .spawn(move || {
+            follower.reads.verdicts = verdicts;
+            for ev in start {
+                follower.handle(ev);
+            }
+            follower.reads.verdicts = None;
+            follower.started(dropped, notify);
+            let _ = started_tx.send(());
+            for ev in &events {
+                follower.handle(ev);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    started
+        .recv()
+        .map_err(|_| "the thread that applies the watch's batches ended at the start".to_owned())?;
+    rules_file::watch(&manager, &args.policy.auth)?;
     let rules = args.policy.rules;
     let repo = Arc::new(
         Repo::new(
             root,
-            Arc::clone(&follower.index),
+            published,
             Arc::clone(&manager),
             applied,
             args.max_upload,
@@ -210,19 +236,8 @@ fn run(args: Config) -> Result<(), String> {
         .with_ops(Ops {
             metrics: Arc::clone(&metrics),
             serve_metrics: args.metrics,
-            links: args.links.clone(),
         }),
     );
-    // The follower holds the index, not the manager: once the manager is
-    // dropped, the events end and so does the thread.
-    std::thread::Builder::new()
-        .name("follow".into())
-        .spawn(move || {
-            for ev in &events {
-                follower.handle(ev);
-            }
-        })
-        .map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -344,19 +359,28 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
     })
 }
 
-/// Applies the watch's events, in order: change batches to the index
-/// (then says through `applied` which batch it has applied), statuses to
-/// the log (each root's backend, trouble) when they change; and reloads
-/// the TLS certificate when its files change.
+/// Applies the watch's events, in order: change batches to the index,
+/// then publishes its snapshot and says through `applied` which batch it
+/// has applied; statuses to the log (each root's backend, trouble) when
+/// they change; and reloads the TLS certificate when its files change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
-    index: Arc<RwLock<Index>>,
+    /// The index: this thread's alone.
+    index: Index,
+    /// Where requests find the snapshot of it last published.
+    published: Arc<Published>,
+    /// That snapshot.
+    last: Arc<Snapshot>,
+    /// How package URLs are made (`--chart-url`).
+    links: Links,
     applied: watch::Sender<u64>,
     metrics: Arc<Metrics>,
     /// The packages that could not be read, as counted in the metrics.
     skipped: usize,
-    /// Whether the start's batches are applied (lags are measured after).
+    /// Whether the start's batches are applied: from then on each batch is
+    /// published as it is applied (the start's are published once,
+    /// together), and lags are measured.
     live: bool,
     /// The TLS certificate, reloaded on each batch of its spec.
     certs: Option<Arc<Certs>>,
@@ -374,13 +398,16 @@ struct Follower {
 impl Follower {
     fn new(
         root: PathBuf,
-        index: Arc<RwLock<Index>>,
+        published: Arc<Published>,
         applied: watch::Sender<u64>,
         metrics: Arc<Metrics>,
     ) -> Follower {
         Follower {
             root,
-            index,
+            index: Index::new(),
+            last: Arc::new(Snapshot::empty()),
+            published,
+            links: Links::default(),
             applied,
             metrics,
             skipped: 0,
@@ -397,14 +424,9 @@ impl Follower {
     /// from now on tells `cache` of changes (and now, if the index is
     /// not what the cache held: `dropped` cached packages were not found).
     fn started(&mut self, dropped: usize, cache: Option<Notify>) {
+        self.publish();
         let r = &self.reads;
-        let indexed: usize = {
-            let index = self
-                .index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            index.tenants.values().map(BTreeMap::len).sum()
-        };
+        let indexed = self.index.len();
         info!(
             "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
              them only hashed), {} unreadable; {dropped} cached packages gone",
@@ -436,16 +458,22 @@ impl Follower {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
-                let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
-                // Counted before the batch is said applied: a write that
-                // waited for it finds the metrics up to date.
+                let changed = apply_batch(&mut self.index, &self.root, &batch, &mut self.reads);
                 if self.live {
+                    // Counted before the batch is said applied: a write
+                    // that waited for it finds the metrics up to date.
                     self.metrics
                         .batch_applied(batch.time, &self.reads.changed_at);
                     self.count_skipped();
+                    self.publish();
                 }
                 self.reads.changed_at.clear();
-                self.applied.send_replace(batch.seq.number());
+                // Once requests see it (during the start, once applied).
+                info!(
+                    "index: seq {}: {} changes",
+                    batch.seq.number(),
+                    batch.changes.len()
+                );
                 if changed && let Some(cache) = &self.cache {
                     cache.changed();
                 }
@@ -474,6 +502,16 @@ impl Follower {
                 warn!("chart_index: tls: certificate not reloaded, the old one stays: {e}");
             }
         }
+    }
+
+    /// Publishes the index's snapshot (the tenants changed since the last
+    /// one rendered again), then says which batch it shows.
+    fn publish(&mut self) {
+        let touched = self.index.take_touched();
+        let next = Arc::new(self.last.next(&self.index, &touched, &self.links));
+        self.published.publish(Arc::clone(&next));
+        self.last = next;
+        self.applied.send_replace(self.index.seq);
     }
 
     fn status(&mut self, s: &WatchStatus) {

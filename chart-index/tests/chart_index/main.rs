@@ -12,6 +12,8 @@
 //! form, read-your-writes, the probes, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
+//! `downloads` those of what is served from files (ranges, conditional
+//! requests) and of streamed uploads' limit,
 //! `replicas` two servers on one storage directory, `restart` the restart
 //! cache (`--cache-dir`), `ops` what operators see and set (the access
 //! log, `/metrics`, readiness on failing storage, `--context-path` and
@@ -31,6 +33,7 @@ mod auth;
 mod charts;
 mod client;
 mod container;
+mod downloads;
 mod helm;
 mod helm_chart;
 mod ops;
