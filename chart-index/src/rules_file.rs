@@ -51,8 +51,8 @@ pub struct RulesFile {
 struct Last {
     /// The digest of the text whose rules are in force.
     in_force: Hash,
-    /// Whether the last read could not be used.
-    failing: bool,
+    /// Why the last read could not be used (`None`: it could).
+    failing: Option<String>,
 }
 
 /// What a read of the file came to.
@@ -86,7 +86,7 @@ impl RulesFile {
             current: ArcSwap::from_pointee(rules),
             last: Mutex::new(Last {
                 in_force: hash(text.as_bytes()),
-                failing: false,
+                failing: None,
             }),
         })
     }
@@ -118,9 +118,9 @@ impl RulesFile {
                 .map(|rules| Some((digest, rules)))
                 .map_err(|e| format!("{}: {e}", self.path.display()))
         });
-        let failing = std::mem::replace(&mut last.failing, parsed.is_err());
+        let failing = last.failing.take();
         match parsed {
-            Ok(None) if failing => Reload::Back,
+            Ok(None) if failing.is_some() => Reload::Back,
             Ok(None) => Reload::Unchanged,
             Ok(Some((digest, rules))) => {
                 let said = rules.describe();
@@ -128,7 +128,16 @@ impl RulesFile {
                 last.in_force = digest;
                 Reload::Reloaded(said)
             }
-            Err(why) => Reload::Kept(why),
+            // Said once: a change beside the file (a log written in its
+            // directory) finds it as it was.
+            Err(why) if failing.as_deref() == Some(why.as_str()) => {
+                last.failing = failing;
+                Reload::Unchanged
+            }
+            Err(why) => {
+                last.failing = Some(why.clone());
+                Reload::Kept(why)
+            }
         }
     }
 
@@ -303,12 +312,21 @@ mod tests {
             Arc::ptr_eq(&before, &f.current()),
             "the rules in force stay"
         );
+        // Read again as it was (a change beside it): said once, not again.
+        assert_eq!(
+            f.take(Ok(format!("{READ_ORG}org write s3cret\n"))),
+            Reload::Unchanged
+        );
         let gone = f.take(Err("/etc/chart-index/rules: No such file".into()));
         assert_eq!(
             gone,
             Reload::Kept("/etc/chart-index/rules: No such file".into())
         );
         assert!(Arc::ptr_eq(&before, &f.current()));
+        assert_eq!(
+            f.take(Err("/etc/chart-index/rules: No such file".into())),
+            Reload::Unchanged
+        );
         // Put back as it was: said once, nothing swapped.
         assert_eq!(f.take(Ok(READ_ORG.into())), Reload::Back);
         assert_eq!(f.take(Ok(READ_ORG.into())), Reload::Unchanged);

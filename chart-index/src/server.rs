@@ -493,7 +493,8 @@ impl Follower {
     fn reload_tls(&self) {
         let Some(certs) = &self.certs else { return };
         match certs.reload() {
-            Ok(()) => {
+            Ok(tls::Reload::Unchanged) => {}
+            Ok(tls::Reload::Reloaded) => {
                 self.metrics.tls_reload(true);
                 info!("chart_index: tls: certificate reloaded");
             }

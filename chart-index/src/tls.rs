@@ -6,7 +6,9 @@
 //! **Reloaded when the files change**, without a restart: the
 //! directories holding them are watched (a spec of the server's own
 //! manager, [`SPEC`]; subdirectories ignored), and after each batch that
-//! touches them both files are read again ([`Certs::reload`]). A
+//! touches them both files are read again ([`Certs::reload`]; nothing
+//! is done or said when their bytes are as last read, so that other
+//! files in those directories, a log among them, cause no reloads). A
 //! Kubernetes Secret mounted as a volume is a directory whose files are
 //! links through `..data`, which the kubelet swaps atomically: the swap is
 //! a change in that directory. A pair that cannot be used (a file half
@@ -21,7 +23,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
@@ -29,6 +31,7 @@ use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use sha2::{Digest, Sha256};
 use specwatch::WatchSpec;
 use tokio_rustls::TlsAcceptor;
 
@@ -78,10 +81,36 @@ pub fn load(files: &TlsFiles) -> Result<Arc<CertifiedKey>, String> {
         .map_err(|e| format!("{} and {}: {e}", files.cert.display(), files.key.display()))
 }
 
+/// The sha256 of the certificate's file and the key's, one after the
+/// other; `None` when either cannot be read.
+fn digest(files: &TlsFiles) -> Option<[u8; 32]> {
+    let mut h = Sha256::new();
+    for f in [&files.cert, &files.key] {
+        h.update(std::fs::read(f).ok()?);
+        // Each file's end marked, so that bytes moved from one to the
+        // other are a change.
+        h.update([0]);
+    }
+    Some(h.finalize().into())
+}
+
 /// The certificate in service, swapped on reload.
 pub struct Certs {
     files: TlsFiles,
     current: RwLock<Arc<CertifiedKey>>,
+    /// The sha256 of the files' bytes as last read (loaded or refused):
+    /// a change in their directories that leaves them as they were (a
+    /// log file written beside them) reads them and stops there.
+    seen: Mutex<Option<[u8; 32]>>,
+}
+
+/// What [`Certs::reload`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Reload {
+    /// The files are as last read: nothing to do, nothing to say.
+    Unchanged,
+    /// A new pair serves the next handshakes.
+    Reloaded,
 }
 
 impl fmt::Debug for Certs {
@@ -95,17 +124,33 @@ impl fmt::Debug for Certs {
 impl Certs {
     /// The certificate of `files`, read now.
     pub fn new(files: TlsFiles) -> Result<Arc<Certs>, String> {
+        let seen = Mutex::new(digest(&files));
         let current = RwLock::new(load(&files)?);
-        Ok(Arc::new(Certs { files, current }))
+        Ok(Arc::new(Certs {
+            files,
+            current,
+            seen,
+        }))
     }
 
-    /// Reads the files again; on success the new pair serves the next
-    /// handshakes, else the old one stays and the error says why.
-    pub fn reload(&self) -> Result<(), String> {
+    /// Reads the files again: when their bytes are as last read, nothing
+    /// more ([`Reload::Unchanged`], whether that read was loaded or
+    /// refused: a refusal is said once per content); else on success the
+    /// new pair serves the next handshakes, and on failure the old one
+    /// stays and the error says why.
+    pub fn reload(&self) -> Result<Reload, String> {
+        let now = digest(&self.files);
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if *seen == now {
+                return Ok(Reload::Unchanged);
+            }
+            *seen = now;
+        }
         let new = load(&self.files)?;
         // The lock is held for the swap alone.
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
-        Ok(())
+        Ok(Reload::Reloaded)
     }
 
     /// The spec that watches the directories holding the files (their

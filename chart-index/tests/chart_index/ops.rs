@@ -464,12 +464,33 @@ fn tls_end_to_end_and_reloaded_when_the_files_change() {
         "a client trusting the old one alone is refused"
     );
 
-    // A broken certificate file: the one in use stays.
+    // Other files written beside them (a log, say): nothing reloaded,
+    // nothing said (a log there would otherwise feed itself).
+    for i in 0..5 {
+        std::fs::write(tls.join("beside.log"), format!("line {i}\n")).unwrap();
+    }
+    // A broken certificate file: the one in use stays. Its line comes
+    // after those of the writes above (batches are applied in order).
     replace(&cert_file, "-----BEGIN CERTIFICATE-----\nbroken\n");
-    let line = s.wait_log("the reload refused", |l| {
+    // (A refusal naming the key too would be the moment above when the
+    // key was new and the certificate not yet.)
+    let line = s.wait_log("the broken certificate's reload refused", |l| {
         l.starts_with("chart_index: tls: certificate not reloaded, the old one stays: ")
+            && l.contains(&cert)
+            && !l.contains(&key)
     });
     assert!(line.contains(&cert), "{line}");
+    let reloads = s
+        .output()
+        .iter()
+        .filter(|l| *l == "chart_index: tls: certificate reloaded")
+        .count();
+    assert_eq!(
+        reloads,
+        1,
+        "one reload, none for beside.log: {:#?}",
+        s.output()
+    );
     let (r, peer) = https_get(&s.addr, &der2, "/metrics").unwrap();
     assert_eq!(peer, der2);
     let text = r.text();
