@@ -11,8 +11,8 @@
 # clients' would be). VmRSS is sampled every 20 ms from /proc while they
 # run. Prints per run: VmRSS once listening, the highest sampled while the
 # downloads ran, VmHWM (the peak since the start, which includes the
-# start's own read of the package to index it), and the downloads'
-# wall time. Environment: SIZE_MB (100), CLIENTS (32), RATE (25M), ROUNDS
+# start's own read of the package to index it), the downloads' wall
+# time, and the load average when they ended. Environment: SIZE_MB (100), CLIENTS (32), RATE (25M), ROUNDS
 # (1), KEEP=1 keeps the work directory. Linux only (/proc). Needs python3
 # and curl.
 set -eu
@@ -76,15 +76,16 @@ run() {
     for p in $pids; do wait "$p" || true; done
     end=$(date +%s.%N)
     hwm=$(kib VmHWM)
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
     ok=$(cat "$work"/curl.* | grep -c "^200 $size\$" || true)
     stop_server
-    printf '| %s | %d | %d MiB | %d MiB | %d MiB | %.1f s |\n' "$label" "$ok" \
-        $((idle / 1024)) $((peak / 1024)) $((hwm / 1024)) "$(echo "$end - $start" | bc)"
+    printf '| %s | %d | %d MiB | %d MiB | %d MiB | %.1f s | %s |\n' "$label" "$ok" \
+        $((idle / 1024)) $((peak / 1024)) $((hwm / 1024)) "$(echo "$end - $start" | bc)" "$load"
 }
 
 echo "download-memory.sh: $CLIENTS clients at $RATE/s each, one package of $size bytes; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-echo "| server | downloads whole (of $CLIENTS) | VmRSS listening | VmRSS peak while downloading | VmHWM | wall time |"
-echo "|---|---|---|---|---|---|"
+echo "| server | downloads whole (of $CLIENTS) | VmRSS listening | VmRSS peak while downloading | VmHWM | wall time | load average after |"
+echo "|---|---|---|---|---|---|---|"
 round=1
 while [ $round -le "$ROUNDS" ]; do
     for spec in "$@"; do

@@ -592,10 +592,12 @@ pub fn hex(digest: &[u8]) -> String {
     s
 }
 
-/// Reads and checks the package `root/tenant.../file`. With `known`, an
-/// entry of the same file that an earlier run read: if the bytes still
-/// have its digest, its metadata is taken as it is, not parsed again
-/// (the second value says whether the package was parsed).
+/// Reads and checks the package `root/tenant.../file`, from the file in
+/// 64 KiB reads, never held whole: a pass to hash it, then (unless
+/// `known` matches) [`parse_chart_file`]'s passes. With `known`, an entry
+/// of the same file that an earlier run read: if the bytes still have its
+/// digest, its metadata is taken as it is, not parsed again (the second
+/// value says whether the package was parsed).
 pub fn read_package(
     root: &Path,
     tenant: &[&str],
@@ -603,42 +605,60 @@ pub fn read_package(
     known: Option<&ChartVersion>,
 ) -> Result<(ChartVersion, bool), String> {
     let read_at = to_time(SystemTime::now());
-    let (mut f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
+    let (f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
     if stat.len() > MAX_PACKAGE_BYTES {
         return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
     }
-    let mut bytes = Vec::with_capacity(stat.len() as usize);
-    Read::by_ref(&mut f)
-        .take(MAX_PACKAGE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    // The same before and after the read: the bytes are that version's
-    // (a write during the read changes the ctime, unless it falls within
-    // the clock's granularity: see the `cache` module's `settled`).
+    let mut hash = Sha256::new();
+    let mut chunk = vec![0u8; (64 << 10).min(stat.len() as usize + 1)];
+    let mut size = 0u64;
+    loop {
+        let n = match (&f).read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        size += n as u64;
+        if size > MAX_PACKAGE_BYTES {
+            return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
+        }
+        hash.update(&chunk[..n]);
+    }
+    let digest = hex(&hash.finalize());
+    let created = stat.modified().unwrap_or(SystemTime::now());
+    let (mut c, parsed) = match known.filter(|k| k.digest == digest) {
+        Some(k) => (
+            ChartVersion {
+                created,
+                source: None,
+                ..k.clone()
+            },
+            false,
+        ),
+        None => {
+            let (meta, semver) = parse_chart_file(&f)?;
+            let c = ChartVersion {
+                meta,
+                semver,
+                digest,
+                created,
+                source: None,
+            };
+            (c, true)
+        }
+    };
+    // The same before the first read and after the last: every pass read
+    // that version's bytes (a write meanwhile changes the ctime, unless it
+    // falls within the clock's granularity: see the `cache` module's
+    // `settled`; the watch reports such a write, and the file is read
+    // again).
     let stamp = Stamp::of(&stat);
-    let source = f
+    c.source = f
         .metadata()
         .is_ok_and(|after| Stamp::of(&after) == stamp)
         .then_some(Source { stamp, read_at });
-    let digest = sha256_hex(&bytes);
-    let created = stat.modified().unwrap_or(SystemTime::now());
-    if let Some(k) = known.filter(|k| k.digest == digest) {
-        let c = ChartVersion {
-            created,
-            source,
-            ..k.clone()
-        };
-        return Ok((c, false));
-    }
-    let (meta, semver) = parse_chart(&bytes)?;
-    let c = ChartVersion {
-        meta,
-        semver,
-        digest,
-        created,
-        source,
-    };
-    Ok((c, true))
+    Ok((c, parsed))
 }
 
 #[cfg(test)]
