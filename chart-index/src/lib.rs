@@ -254,6 +254,7 @@ mod cache;
 pub mod chart;
 pub mod config;
 mod download;
+mod feed;
 pub mod form;
 pub mod http;
 mod index;
