@@ -64,6 +64,9 @@ impl Redis {
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .args(["--protected-mode", "no", "--loglevel", "warning"])
+            // Small stream nodes, so that `MAXLEN ~` trims in a test's
+            // few dozen batches (it trims whole nodes only).
+            .args(["--stream-node-max-entries", "4"])
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
