@@ -126,7 +126,7 @@ class Work:
     def mount(self):
         m = os.path.join(self.dir, "mnt%d" % len(self.mounts))
         os.mkdir(m)
-        subprocess.run(["bindfs", "--no-allow-other", self.src, m], check=True)
+        subprocess.run(["bindfs", self.src, m], check=True)
         self.mounts.append(m)
         return m
 
@@ -225,7 +225,11 @@ def listed_everywhere(writer, servers, tenant, name, version, t0):
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
             if get(s.addr, path)[0] == 200:
-                out.append((time.monotonic() - t0) * 1000)
+                took = (time.monotonic() - t0) * 1000
+                out.append(took)
+                if took > 100:
+                    say("slow: %s -> %s (%s): %.0f ms" % (
+                        writer.label, s.label, s.ready()[1].get("role"), took))
                 return
         out.append(float("inf"))
 
@@ -238,18 +242,23 @@ def listed_everywhere(writer, servers, tenant, name, version, t0):
 
 
 def upload_round(servers, n, mark):
-    lat, answers = [], []
+    """Times from each upload's request to each other replica listing it,
+    from its answer to that, and of the answer itself."""
+    lat, after, answers = [], [], []
     for k in range(n):
         writer = servers[k % len(servers)]
         tenant, name, version = "t%d" % (k % 10), "%s%d" % (mark, k), "1.0.0"
         body = package(name, version)
         t0 = time.monotonic()
         status, text = post(writer.addr, "/api/%s/charts" % tenant, body)
-        answers.append((time.monotonic() - t0) * 1000)
+        answered = time.monotonic()
+        answers.append((answered - t0) * 1000)
         if status != 201 or b'"indexed":true' not in text:
             sys.exit("%s: upload %s: %s %s" % (writer.label, name, status, text))
-        lat += listed_everywhere(writer, servers, tenant, name, version, t0)
-    return lat, answers
+        took = listed_everywhere(writer, servers, tenant, name, version, t0)
+        lat += took
+        after += [t - answers[-1] for t in took]
+    return lat, after, answers
 
 
 def oha(servers):
@@ -278,10 +287,12 @@ def visible(binary):
         servers = [Server(work, binary, work.mount(), feed, "r%d" % i) for i in range(REPLICAS)]
         watcher(servers)
         load = oha(servers)
-        lat, answers = upload_round(servers, UPLOADS, "f")
+        lat, after, answers = upload_round(servers, UPLOADS, "f")
         stop_oha(load)
-        print(row("with --feed: upload -> listed on every other replica (%d replicas%s)"
-                  % (REPLICAS, ", under load" if LOAD else ""), lat))
+        under = ", under load" if LOAD else ""
+        print(row("with --feed: upload request -> listed on every other replica (%d replicas%s)"
+                  % (REPLICAS, under), lat))
+        print(row("with --feed: upload answered -> listed on every other replica", after))
         print(row("with --feed: the upload's answer (read-your-writes included)", answers))
         for s in servers:
             s.stop()
@@ -289,10 +300,12 @@ def visible(binary):
         servers = [Server(work, binary, m, ["--poll-interval", POLL], "p%d" % i)
                    for i, m in enumerate(work.mounts)]
         load = oha(servers)
-        lat, answers = upload_round(servers, BASE, "p")
+        lat, after, answers = upload_round(servers, BASE, "p")
         stop_oha(load)
-        print(row("without --feed (each polls every %s ms): upload -> listed on every other "
-                  "replica (%d replicas%s)" % (POLL, REPLICAS, ", under load" if LOAD else ""), lat))
+        print(row("without --feed (each polls every %s ms): upload request -> listed on every "
+                  "other replica (%d replicas%s)" % (POLL, REPLICAS, under), lat))
+        print(row("without --feed: upload answered -> listed on every other replica", after))
+        print(row("without --feed: the upload's answer (read-your-writes included)", answers))
     finally:
         work.cleanup()
 
