@@ -16,7 +16,7 @@
 //!   watcher; a replica that starts with `--feed` loads it and follows the
 //!   feed from that seq, instead of reading every package.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
@@ -216,16 +216,6 @@ fn put(replica: &Replica, feed: &str, seq: Seq, snapshot: &Snapshot) {
         Err(specwatch_feed::Error::NotWatching { .. }) => {}
         Err(e) => warn!("feed: snapshot at seq {} not put: {e}", seq.number()),
     }
-}
-
-/// The tenants of the index `old` and of `fresh`: what a snapshot after a
-/// resync renders again (or drops).
-pub fn all_tenants(old: &Index, fresh: &Index) -> BTreeSet<String> {
-    old.tenants
-        .keys()
-        .chain(fresh.tenants.keys())
-        .cloned()
-        .collect()
 }
 
 #[cfg(test)]

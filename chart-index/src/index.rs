@@ -74,7 +74,8 @@ impl Index {
     /// Makes `fresh` (an index built again, after a resync of the feed)
     /// this one: every tenant of either counts as changed.
     pub fn replace_with(&mut self, fresh: Index) {
-        let mut touched = crate::feed::all_tenants(self, &fresh);
+        let mut touched: BTreeSet<String> = self.tenants.keys().cloned().collect();
+        touched.extend(fresh.tenants.keys().cloned());
         touched.extend(fresh.touched);
         self.seq = fresh.seq;
         self.tenants = fresh.tenants;

@@ -721,6 +721,8 @@ impl Follower {
         let mut fresh = Index::new();
         apply_batch(&mut fresh, &self.root, picture, &mut self.reads);
         self.reads.verdicts = None;
+        // Packages read again, not changed: no lag to observe.
+        self.reads.changed_at.clear();
         self.index.replace_with(fresh);
         self.seq = picture.seq;
         self.metrics.feed_resync();
