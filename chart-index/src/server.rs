@@ -280,9 +280,33 @@ fn run(args: Config) -> Result<(), String> {
             None
         }
     };
-    started
-        .recv()
-        .map_err(|_| "the thread that applies the watch's batches ended at the start".to_owned())?;
+    // With --feed, the replica may take long (a scan of a large storage;
+    // a storage it cannot watch, tried again): said every so often.
+    loop {
+        match started.recv_timeout(Duration::from_secs(10)) {
+            Ok(()) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(r) = &replica {
+                    let s = r.status();
+                    info!(
+                        "chart_index: feed: starting: {} (redis {}), last trouble: {}",
+                        s.role,
+                        if s.feed_up {
+                            "answers"
+                        } else {
+                            "does not answer"
+                        },
+                        s.last_error.as_deref().unwrap_or("none")
+                    );
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(
+                    "the thread that applies the watch's batches ended at the start".into(),
+                );
+            }
+        }
+    }
     rules_file::watch(&manager, &args.policy.auth)?;
     let rules = args.policy.rules;
     let mut repo = Repo::new(
