@@ -15,7 +15,8 @@ on NFS), and a redis-server of the script's own on a free loopback port.
   index.yaml at CONNS (64) connections spread over the replicas meanwhile.
 - failover: REPLICAS replicas; ROUNDS (5) times: SIGKILL the watcher, and
   the time until another says it watches (`/ready`'s role, asked every
-  5 ms); a replica is started again on the dead one's mount.
+  5 ms); a replica is started again on the dead one's mount. With LOAD=1,
+  under oha's load as above.
 - cold: CHARTS (10000) charts in TENANTS (100) tenants; a first replica
   with --feed (which reads every package and puts the snapshot), then
   ROUNDS times each: a replica with --feed started on another mount (from
@@ -317,7 +318,10 @@ def failover(binary):
         feed = ["--feed", work.url(), "--feed-name", "bench", "--poll-interval", POLL]
         servers = [Server(work, binary, work.mount(), feed, "r%d" % i) for i in range(REPLICAS)]
         times = []
+        load = None
         for r in range(ROUNDS):
+            stop_oha(load)
+            load = oha(servers)
             w = watcher(servers)
             others = [s for s in servers if s is not w]
             t0 = time.monotonic()
@@ -326,8 +330,9 @@ def failover(binary):
             times.append((time.monotonic() - t0) * 1000)
             say("round %d: %s killed, %s watching after %.0f ms" % (r, w.label, nw.label, times[-1]))
             servers = others + [Server(work, binary, w.storage, feed, "r%d" % (REPLICAS + r))]
-        print(row("failover: SIGKILL of the watcher -> another watching (%d replicas, lease 3 s)"
-                  % REPLICAS, times))
+        stop_oha(load)
+        print(row("failover: SIGKILL of the watcher -> another watching (%d replicas, lease 3 s%s)"
+                  % (REPLICAS, ", under load" if LOAD else ""), times))
     finally:
         work.cleanup()
 
