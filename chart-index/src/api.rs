@@ -41,8 +41,8 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::Router;
@@ -52,6 +52,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
 use specwatch::{ChangesSince, Manager, Seq};
+use specwatch_feed::Replica;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -86,7 +87,11 @@ pub struct Repo {
     manager: Arc<Manager>,
     /// The `seq` of the last batch the index has applied (0 before any),
     /// sent by the thread that applies them.
-    applied: watch::Receiver<u64>,
+    applied: watch::Receiver<Seq>,
+    /// With `--feed`: the replica, whose watcher looks at what a write
+    /// changed (see [`Repo::barrier`]). Weak: the server's `run` owns it,
+    /// and drops it at a stop (which lets go of the lease).
+    feed: Option<Weak<Replica>>,
     /// The largest package accepted, in bytes.
     max_upload: u64,
     /// How long an upload or delete waits for the index to show it.
@@ -124,7 +129,7 @@ impl Repo {
         root: PathBuf,
         index: Arc<Published>,
         manager: Arc<Manager>,
-        applied: watch::Receiver<u64>,
+        applied: watch::Receiver<Seq>,
         max_upload: u64,
         sync_timeout: Duration,
         policy: Policy,
@@ -135,12 +140,21 @@ impl Repo {
             index,
             manager,
             applied,
+            feed: None,
             max_upload,
             sync_timeout,
             uploads: AtomicU64::new(0),
             policy,
             ops: Ops::default(),
         }
+    }
+
+    /// The same, over the feed's `replica` (`--feed`): writes are read
+    /// back through it, and the probes follow it.
+    pub fn with_feed(mut self, replica: Weak<Replica>) -> Repo {
+        self.probes.follow_feed(replica.clone());
+        self.feed = Some(replica);
+        self
     }
 
     /// The same, with `ops`' metrics.
@@ -164,7 +178,12 @@ impl Repo {
     /// ([`Manager::changes_since`] says through which seq it goes), and the
     /// index shows the change once the thread that applies batches has
     /// applied that one. The index itself still changes only from batches.
-    async fn barrier(self: &Arc<Self>) -> Result<u64, String> {
+    ///
+    /// With `--feed`, the watcher (this replica or another) is asked to
+    /// look at `paths` now ([`Replica::look`], through Redis), and
+    /// answers with the seq of the feed's batch that holds what it found;
+    /// this replica answers once its own index has applied that batch.
+    async fn barrier(self: &Arc<Self>, paths: Vec<PathBuf>) -> Result<Seq, String> {
         let timeout = self.sync_timeout;
         if timeout.is_zero() {
             // Answering at once, as asked: whether the index shows the
@@ -172,6 +191,33 @@ impl Repo {
             return Err("--sync-timeout 0: not waited for".into());
         }
         let deadline = Instant::now() + timeout;
+        if let Some(feed) = &self.feed {
+            let replica = feed.upgrade().ok_or("the feed has stopped")?;
+            // Below the root: the watch reports its entries, not itself.
+            let mut paths = paths;
+            paths.retain(|p| *p != self.root);
+            let until = std::time::Instant::now() + timeout;
+            let looked = tokio::time::timeout_at(
+                deadline,
+                tokio::task::spawn_blocking(move || look_again(&replica, &paths, until)),
+            )
+            .await;
+            let seq = match looked {
+                Ok(Ok(Ok(seq))) => seq,
+                Ok(Ok(Err(e))) => return Err(format!("the feed's look: {e}")),
+                Ok(Err(e)) => return Err(format!("the feed's look: {e}")),
+                Err(_) => return Err(format!("the feed's look: no answer within {timeout:?}")),
+            };
+            let mut applied = self.applied.clone();
+            let done = |s: &Seq| s.instance() == seq.instance() && s.number() >= seq.number();
+            return match tokio::time::timeout_at(deadline, applied.wait_for(done)).await {
+                Ok(Ok(seq)) => Ok(*seq),
+                Ok(Err(_)) => Err("the index stopped following the feed".into()),
+                Err(_) => Err(format!(
+                    "the index had not applied the feed's batch {seq} within {timeout:?}"
+                )),
+            };
+        }
         let repo = Arc::clone(self);
         let synced = tokio::time::timeout_at(
             deadline,
@@ -192,7 +238,7 @@ impl Repo {
             Err(e) => return Err(e.to_string()),
         };
         let mut applied = self.applied.clone();
-        match tokio::time::timeout_at(deadline, applied.wait_for(|s| *s >= through)).await {
+        match tokio::time::timeout_at(deadline, applied.wait_for(|s| s.number() >= through)).await {
             Ok(Ok(seq)) => Ok(*seq),
             Ok(Err(_)) => Err("the index stopped following the watch".into()),
             Err(_) => Err(format!(
@@ -205,8 +251,9 @@ impl Repo {
     /// shows it or the barrier gave up (then `"indexed":false` and a
     /// `"warning"` saying why). Header `X-Index-Seq`: the batch the index
     /// had applied when answering.
-    async fn answer_write(self: &Arc<Self>, status: u16, mut fields: serde_json::Value) -> Reply {
-        let barrier = self.barrier().await;
+    async fn answer_write(self: &Arc<Self>, status: u16, written: Written) -> Reply {
+        let Written { mut fields, paths } = written;
+        let barrier = self.barrier(paths).await;
         fields["indexed"] = json!(barrier.is_ok());
         if let Err(why) = &barrier {
             warn!("chart_index: answering before the index shows the change: {why}");
@@ -215,9 +262,38 @@ impl Repo {
                 "stored, but this replica's index may not show it yet: {why}"
             ));
         }
-        let seq = *self.applied.borrow();
+        let seq = self.applied.borrow().number();
         with_header(json(status, &fields), "X-Index-Seq", &seq.to_string())
     }
+}
+
+/// How long one look through the feed is waited for before it is asked
+/// again: a look asked while no replica holds the lease (a takeover under
+/// way) may never be read by the next watcher, which reads the looks asked
+/// since a lease's expiry before it took over.
+const LOOK_ATTEMPT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// [`Replica::look`] at `paths`, asked again each [`LOOK_ATTEMPT`] that
+/// went unanswered, until `until`.
+fn look_again(
+    replica: &Replica,
+    paths: &[PathBuf],
+    until: std::time::Instant,
+) -> specwatch_feed::Result<Seq> {
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match replica.look(paths, left.min(LOOK_ATTEMPT)) {
+            Err(specwatch_feed::Error::Timeout { .. }) if left > LOOK_ATTEMPT => {}
+            done => return done,
+        }
+    }
+}
+
+/// A write done: the fields of its answer, and the paths it wrote or
+/// removed (what the feed's watcher is asked to look at).
+pub struct Written {
+    fields: serde_json::Value,
+    paths: Vec<PathBuf>,
 }
 
 /// The server's routes over `repo`.
@@ -620,7 +696,7 @@ fn store(
     package: Spooled,
     prov: Option<&[u8]>,
     force: bool,
-) -> Result<serde_json::Value, Reply> {
+) -> Result<Written, Reply> {
     let (chart, _) = parse_chart_file(&package.file).map_err(|e| error(400, &e))?;
     if let Some(prov) = prov {
         let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
@@ -685,7 +761,16 @@ fn store(
                 if prov.is_some() { ", with .prov" } else { "" },
                 if exists { ", replacing it" } else { "" }
             );
-            Ok(json!({ "saved": true }))
+            let mut paths = vec![dir.clone(), target, prov_target];
+            paths.extend(
+                others
+                    .iter()
+                    .flat_map(|o| [dir.join(o), dir.join(format!("{o}.prov"))]),
+            );
+            Ok(Written {
+                fields: json!({ "saved": true }),
+                paths,
+            })
         }
         Ok(false) => Err(error(409, &format!("a package of {what} already exists"))),
         Err(e) => Err(error(500, &format!("storing the package: {e}"))),
@@ -696,12 +781,7 @@ fn store(
 /// (the chart version it names; that chart need not be there, as in
 /// chartmuseum); an existing one is replaced only as [`may_replace`]
 /// says. The fields of the 201.
-fn store_prov(
-    repo: &Repo,
-    names: &[String],
-    prov: &[u8],
-    force: bool,
-) -> Result<serde_json::Value, Reply> {
+fn store_prov(repo: &Repo, names: &[String], prov: &[u8], force: bool) -> Result<Written, Reply> {
     let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
     let what = format!(
         "a provenance file of {name} {version} in /{}",
@@ -721,7 +801,10 @@ fn store_prov(
                 rel(&repo.root, &target),
                 if exists { ", replacing it" } else { "" }
             );
-            Ok(json!({ "saved": true }))
+            Ok(Written {
+                fields: json!({ "saved": true }),
+                paths: vec![dir, target],
+            })
         }
         Ok(false) => Err(error(409, &format!("{what} already exists"))),
         Err(e) => Err(error(500, &format!("storing the provenance file: {e}"))),
@@ -772,12 +855,7 @@ fn remove_file_in(dir: &Path, file: &str) -> Result<bool, Reply> {
 
 /// Removes a chart version, then its provenance file (none is touched
 /// when there is no such version); the fields of the 200.
-fn delete(
-    repo: &Repo,
-    tenant: &[String],
-    name: &str,
-    version: &str,
-) -> Result<serde_json::Value, Reply> {
+fn delete(repo: &Repo, tenant: &[String], name: &str, version: &str) -> Result<Written, Reply> {
     let names = tenant_of(tenant)?;
     if !safe_name(name) || !safe_name(version) {
         return Err(error(400, "not a valid chart name or version"));
@@ -798,5 +876,12 @@ fn delete(
         return Err(error(404, &format!("no {name} {version} in /{key}")));
     }
     info!("delete: /{key} {name} {version}");
-    Ok(json!({ "deleted": true }))
+    let paths = removed
+        .iter()
+        .flat_map(|f| [dir.join(f), dir.join(format!("{f}.prov"))])
+        .collect();
+    Ok(Written {
+        fields: json!({ "deleted": true }),
+        paths,
+    })
 }

@@ -229,6 +229,16 @@ pub struct Settings {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
+    /// Share one watch of the storage with the other replicas through
+    /// this Redis, `redis://[:PASSWORD@]HOST:PORT[/DB]` (with
+    /// --feed-name): one replica watches, the others follow its change
+    /// feed; better given through its variable if it holds a password.
+    #[arg(long, env = "FEED", value_name = "URL", hide_env_values = true)]
+    pub feed: Option<String>,
+    /// The feed's name in that Redis, the same on every replica of one
+    /// storage (mount paths may differ between hosts; with --feed).
+    #[arg(long, env = "FEED_NAME", value_name = "NAME")]
+    pub feed_name: Option<String>,
 }
 
 /// `true`/`false` (and `1`/`0`, `yes`/`no`, `on`/`off`) for a boolean
@@ -277,6 +287,8 @@ impl Settings {
             context_path: self.context_path.or(other.context_path),
             tls_cert: self.tls_cert.or(other.tls_cert),
             tls_key: self.tls_key.or(other.tls_key),
+            feed: self.feed.or(other.feed),
+            feed_name: self.feed_name.or(other.feed_name),
         }
     }
 }
@@ -381,6 +393,33 @@ pub struct Config {
     /// `--tls-cert`, `--tls-key` (absolute, links not resolved: a
     /// Secret's files are links that change), checked readable.
     pub tls: Option<TlsFiles>,
+    /// `--feed`, `--feed-name`: the change feed shared with the other
+    /// replicas (`None`: this replica watches the storage alone).
+    pub feed: Option<Feed>,
+}
+
+/// `--feed URL --feed-name NAME`, checked (a URL the Redis client reads,
+/// a name a feed can have).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Feed {
+    /// `redis://[:PASSWORD@]HOST:PORT[/DB]`.
+    pub url: String,
+    /// The feed's name.
+    pub name: String,
+}
+
+impl fmt::Debug for Feed {
+    /// Without the URL's password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = match (self.url.split_once("://"), self.url.rfind('@')) {
+            (Some((scheme, _)), Some(at)) => format!("{scheme}://…@{}", &self.url[at + 1..]),
+            _ => self.url.clone(),
+        };
+        f.debug_struct("Feed")
+            .field("url", &url)
+            .field("name", &self.name)
+            .finish()
+    }
 }
 
 /// Why the server cannot start with what it was given: said on stderr,
@@ -671,6 +710,48 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             )));
         }
     };
+    let feed = match (
+        s.feed.filter(|u| !u.is_empty()),
+        s.feed_name.filter(|n| !n.is_empty()),
+    ) {
+        (Some(url), Some(feed_name)) => {
+            // The library's own checks of both (the root is the server's
+            // business: checked when it starts).
+            let root = std::path::absolute(&storage).unwrap_or_else(|_| std::env::temp_dir());
+            let spec = specwatch::WatchSpec::new([root]);
+            match specwatch_feed::FeedOptions::new(url.as_str(), feed_name.as_str(), spec) {
+                Ok(_) => {}
+                Err(specwatch_feed::Error::InvalidOption { option, reason }) => {
+                    let which = if option == "name" {
+                        name("feed_name", "--feed-name")
+                    } else {
+                        name("feed", "--feed")
+                    };
+                    return Err(err(format!("{which}: {reason}")));
+                }
+                Err(e) => return Err(err(format!("{}: {e}", name("feed", "--feed")))),
+            }
+            Some(Feed {
+                url,
+                name: feed_name,
+            })
+        }
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(err(format!(
+                "{} needs --feed-name (FEED_NAME): the feed's name, the same on every replica \
+                 of the storage",
+                name("feed", "--feed")
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(err(format!(
+                "{} needs --feed (FEED): the Redis the feed goes through, \
+                 redis://HOST:PORT[/DB]",
+                name("feed_name", "--feed-name")
+            )));
+        }
+    };
     if auth.anonymous_write && auth.has_credentials() {
         return Err(err(format!(
             "{} opens writes to anyone: it cannot go with credentials (--basic-auth-*, \
@@ -702,6 +783,7 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             context_path,
         },
         tls,
+        feed,
     })
 }
 
@@ -1022,6 +1104,90 @@ mod tests {
             e.contains("/nonexistent/tls.crt") && e.contains("--tls-cert (TLS_CERT"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_feed_needs_its_url_and_name_together() {
+        let m = Cli::command().get_matches_from(["chart-index"]);
+        let with = |s: Settings| {
+            check(
+                Settings {
+                    storage: Some("/srv".into()),
+                    ..s
+                },
+                &m,
+            )
+            .map_err(|e| e.0)
+        };
+        // Flags, and keys of the file.
+        let s = settings(&[
+            "--feed",
+            "redis://127.0.0.1:6379/2",
+            "--feed-name",
+            "charts",
+        ])
+        .unwrap();
+        let file: Settings =
+            serde_norway::from_str("feed: redis://db:6379/\nfeed-name: other\n").unwrap();
+        let c = with(s.or(file.clone())).unwrap();
+        assert_eq!(
+            c.feed,
+            Some(Feed {
+                url: "redis://127.0.0.1:6379/2".into(),
+                name: "charts".into()
+            }),
+            "the flags win over the file"
+        );
+        assert_eq!(with(file).unwrap().feed.unwrap().name, "other");
+        assert!(with(Settings::default()).unwrap().feed.is_none());
+        // One without the other, a bad URL, a bad name: refused, naming them.
+        let e = with(Settings {
+            feed: Some("redis://db/".into()),
+            ..Settings::default()
+        })
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("--feed (FEED") && e.contains("--feed-name (FEED_NAME)"),
+            "{e}"
+        );
+        let e = with(Settings {
+            feed_name: Some("charts".into()),
+            ..Settings::default()
+        })
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("--feed-name (FEED_NAME") && e.contains("--feed (FEED)"),
+            "{e}"
+        );
+        let e = with(Settings {
+            feed: Some("http://db/".into()),
+            feed_name: Some("charts".into()),
+            ..Settings::default()
+        })
+        .err()
+        .unwrap();
+        assert!(
+            e.contains("--feed (FEED") && e.contains("http://db/"),
+            "{e}"
+        );
+        let e = with(Settings {
+            feed: Some("redis://db/".into()),
+            feed_name: Some("a{b}".into()),
+            ..Settings::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.contains("--feed-name (FEED_NAME"), "{e}");
+        // The password stays out of what is printed.
+        let f = Feed {
+            url: "redis://:s3cret@db:6379/".into(),
+            name: "n".into(),
+        };
+        assert!(!format!("{f:?}").contains("s3cret"));
+        assert!(env_vars().iter().any(|v| v == "FEED"));
+        assert!(env_vars().iter().any(|v| v == "FEED_NAME"));
     }
 
     #[test]

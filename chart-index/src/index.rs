@@ -60,6 +60,28 @@ impl Index {
         }
     }
 
+    /// The index of `tenants` (every one counts as changed), as of batch
+    /// `seq`: one a snapshot of the feed gave (the `feed` module).
+    pub fn from_tenants(seq: u64, tenants: BTreeMap<String, Arc<Charts>>) -> Index {
+        let touched = tenants.keys().cloned().collect();
+        Index {
+            seq,
+            tenants,
+            touched,
+        }
+    }
+
+    /// Makes `fresh` (an index built again, after a resync of the feed)
+    /// this one: every tenant of either counts as changed.
+    pub fn replace_with(&mut self, fresh: Index) {
+        let mut touched: BTreeSet<String> = self.tenants.keys().cloned().collect();
+        touched.extend(fresh.tenants.keys().cloned());
+        touched.extend(fresh.touched);
+        self.seq = fresh.seq;
+        self.tenants = fresh.tenants;
+        self.touched = touched;
+    }
+
     /// The tenants changed since the last call: what a new snapshot must
     /// render again (or drop, those no longer in [`Index::tenants`]).
     pub fn take_touched(&mut self) -> BTreeSet<String> {
@@ -252,7 +274,7 @@ enum Op {
 
 /// The key of `path` below `root`: its names joined with `/`, or `None`
 /// when it is not below the root or has a name that no URL can reach.
-fn key_of(root: &Path, path: &Path) -> Option<String> {
+pub fn key_of(root: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let mut names = Vec::new();
     for c in rel.components() {

@@ -12,6 +12,7 @@
 //!     [--log-json] [--debug] [--log-health] [--enable-metrics]
 //!     [--chart-url URL] [--context-path PATH]
 //!     [--tls-cert FILE --tls-key FILE]
+//!     [--feed redis://HOST:PORT[/DB] --feed-name NAME]
 //! printf '%s' SECRET | chart-index hash-credential bearer|basic
 //! ```
 //!
@@ -174,6 +175,23 @@
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
 //! as it goes (`chart_index: watching again`).
 //!
+//! **Replicas through Redis** (`--feed URL --feed-name NAME`, `FEED`,
+//! `FEED_NAME`, the `feed` module). The storage is watched through the
+//! workspace's `specwatch-feed` package: of the replicas of one feed, the
+//! one holding the lease in Redis watches the storage and publishes its
+//! batches; the others apply the feed's batches and never look at the
+//! storage for changes; while Redis is away each watches it itself. The
+//! index applies the feed's `Changes` as any batch, builds itself again
+//! from a `Resync`'s whole tree (keeping each package whose file has the
+//! size, mtime and inode it was read with), and logs each `Role`
+//! (`chart_index: feed: ROLE at seq ...`). An upload or a delete asks
+//! the watcher to look at what it wrote ([`specwatch_feed::Replica::look`])
+//! and answers once this index applied the batch holding it. The watcher
+//! puts the index in Redis a second after its packages change; a replica
+//! starting with `--feed` loads it and follows from its seq. `/ready`
+//! and `/metrics` say the role and whether Redis answers (the [`probes`]
+//! and [`metrics`] modules).
+//!
 //! **Restarts** (`--cache-dir DIR`, the `cache` module). Without it, a
 //! start reads every package. With it, the server keeps each package's
 //! entry, digest and file stamp (size, mtime, ctime, inode) in
@@ -236,7 +254,8 @@
 //! snapshots, rendered and swapped in atomically by the thread that
 //! applies batches, so that no request waits on a lock), `cache` (the
 //! restart cache), `storage` (path safety, durable writes, file stamps),
-//! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
+//! `feed` (`--feed`: the index rebuilt from a resync, the watcher's
+//! snapshots), `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
 //! (the log and the access log), `proxy` (`--context-path`,
 //! `--chart-url`), `tls` (certificates and their reload).
 //!
@@ -254,6 +273,7 @@ mod cache;
 pub mod chart;
 pub mod config;
 mod download;
+mod feed;
 pub mod form;
 pub mod http;
 mod index;

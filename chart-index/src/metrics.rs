@@ -52,13 +52,19 @@
 //!   Helm accepts).
 //! - `chart_index_tls_reloads_total{result}`: reloads of the TLS
 //!   certificate (`ok`, `error`: the old one is kept).
+//! - With `--feed`: `chart_index_feed_role{role}` (1 for the feed
+//!   replica's role: `starting`, `watching`, `following`, `local`, or
+//!   `stopped`), `chart_index_feed_up` (1 while Redis answers; 0 while the
+//!   replica watches the storage itself), read at each scrape; and
+//!   `chart_index_feed_resyncs_total`, the times the index was built again
+//!   from the whole tree the feed handed over.
 //! - `chart_index_build_info{version}`: 1.
 //!
 //! The duration of the watch's polls is not there: the library does not
 //! report it (a `WatchStatus` has no poll timing).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
@@ -75,7 +81,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use specwatch::{Manager, Phase};
+use specwatch::{Manager, Phase, Seq};
+use specwatch_feed::{Replica, Role};
 use tokio::sync::watch;
 
 use crate::http::{Reply, error, segments};
@@ -121,7 +128,9 @@ pub struct Sources {
     pub index: Arc<Published>,
     pub manager: Arc<Manager>,
     /// The `seq` of the last batch applied.
-    pub applied: watch::Receiver<u64>,
+    pub applied: watch::Receiver<Seq>,
+    /// With `--feed`: its replica (weak: the server's `run` owns it).
+    pub feed: Option<Weak<Replica>>,
 }
 
 impl fmt::Debug for Sources {
@@ -141,6 +150,7 @@ pub struct Metrics {
     sync_timeouts: Counter,
     skipped: Counter,
     tls_reloads: Family<ResultLabel, Counter>,
+    feed_resyncs: Counter,
 }
 
 impl fmt::Debug for Metrics {
@@ -212,6 +222,13 @@ impl Metrics {
             "Reloads of the TLS certificate and key, by result",
             tls_reloads.clone(),
         );
+        let feed_resyncs = Counter::default();
+        registry.register(
+            "chart_index_feed_resyncs",
+            "Times the index was built again from the whole tree the feed handed over \
+             (--feed: a start without a snapshot, Redis restarted or away, another history)",
+            feed_resyncs.clone(),
+        );
         registry.register(
             "chart_index_build",
             "The server's version",
@@ -226,7 +243,13 @@ impl Metrics {
             sync_timeouts,
             skipped,
             tls_reloads,
+            feed_resyncs,
         }
+    }
+
+    /// The index was built again from a resync of the feed.
+    pub fn feed_resync(&self) {
+        self.feed_resyncs.inc();
     }
 
     /// A request answered.
@@ -413,7 +436,33 @@ impl Collector for Sources {
                 s.missed_by_os,
             )?;
         }
-        let seq = *self.applied.borrow();
+        if let Some(feed) = &self.feed {
+            let status = feed.upgrade().map(|r| r.status());
+            let role = status.as_ref().map_or("stopped", |s| match s.role {
+                Role::Starting => "starting",
+                Role::Watching => "watching",
+                Role::Following => "following",
+                Role::Local => "local",
+                _ => "other",
+            });
+            let mut family = encoder.encode_descriptor(
+                "chart_index_feed_role",
+                "The feed replica's role (--feed): 1 for the current one",
+                None,
+                MetricType::Gauge,
+            )?;
+            for r in ["starting", "watching", "following", "local", "stopped"] {
+                ConstGauge::new(i64::from(r == role))
+                    .encode(family.encode_family(&[("role", r)])?)?;
+            }
+            gauge(
+                &mut encoder,
+                "chart_index_feed_up",
+                "1 while Redis answers the feed replica (0: it watches the storage itself)",
+                i64::from(status.is_some_and(|s| s.feed_up)),
+            )?;
+        }
+        let seq = self.applied.borrow().number();
         gauge(
             &mut encoder,
             "chart_index_index_seq",

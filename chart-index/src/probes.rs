@@ -32,6 +32,19 @@
 //! | `Starting` (a root walked again after it came back) | **no** | the index is being rebuilt |
 //! | `Failed`, not watched, the batch-applying thread stopped | **no** | (and not live: a restart mends it) |
 //!
+//! With `--feed` (the `feed` module; the JSON says the replica's `role`
+//! and `feed_up`), the watch is the feed replica's, and the index follows
+//! the feed's batches; the look at the root (above) still decides, as
+//! downloads read the storage:
+//!
+//! | role of the replica | ready | why |
+//! |---|---|---|
+//! | `following` | yes | caught up with the feed: the role is said once the replica has read up to the feed's last seq, and `LISTENING` comes after that |
+//! | `watching` (it holds the lease) | yes | its index is the feed |
+//! | `local` (Redis is down: it watches the storage itself, as without `--feed`; `feed_up` false) | yes | every request is answered rightly from its own watch; Redis being down must not empty the Service |
+//! | `starting` after the start (a takeover's scan under way, or a resync being built) | yes | the index is the last whole tree it had, as stale as every other replica's while the feed has no watcher; unready would take every replica out at once at each failover |
+//! | the replica has stopped | **no** | (and not live: `feed_stopped`) |
+//!
 //! Each unready state of the storage's makes every replica on a storage
 //! that is really down unready together, and that is what readiness is
 //! for: the Service has no endpoint rather than endpoints that hang or
@@ -52,11 +65,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use specwatch::{Manager, Phase, WatchStatus};
+use specwatch::{Manager, Phase, Seq, WatchStatus};
+use specwatch_feed::{Replica, Role};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -68,17 +82,14 @@ use crate::server::SPEC;
 pub const LOOK_WAIT: Duration = Duration::from_millis(500);
 
 /// What the index follows.
-///
-/// Issue 33 (replicas following another replica's feed) adds a variant
-/// here, and with it a rule in [`readiness`]: a replica that follows a
-/// feed is ready when it has caught up with the feed, or, while the feed
-/// is down, when it watches the storage itself and the storage rules
-/// below say ready. Until then every replica follows its own watch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Follows {
     /// The storage watch, through this replica's own change batches.
     #[default]
     Storage,
+    /// The change feed (`--feed`): its replica's role now, and whether
+    /// Redis answers (`None`: the replica has stopped).
+    Feed(Option<(Role, bool)>),
 }
 
 /// Why a replica is not live or not ready: the `"cause"` of the probes'
@@ -101,6 +112,8 @@ pub enum Cause {
     StorageFailing,
     /// The event backend stopped and is being restarted.
     BackendStopped,
+    /// The feed's replica has stopped (`--feed`).
+    FeedStopped,
 }
 
 impl Cause {
@@ -114,6 +127,7 @@ impl Cause {
             Cause::StorageNotAnswering => "storage_not_answering",
             Cause::StorageFailing => "storage_failing",
             Cause::BackendStopped => "backend_stopped",
+            Cause::FeedStopped => "feed_stopped",
         }
     }
 }
@@ -194,6 +208,13 @@ pub fn liveness(f: &Facts<'_>) -> Verdict {
             "the thread that applies change batches to the index has stopped",
         );
     }
+    if let Follows::Feed(feed) = f.follows {
+        // The storage is watched by the feed's replica (or another's).
+        return match feed {
+            Some(_) => Verdict::pass(),
+            None => Verdict::fail(Cause::FeedStopped, "the feed's replica has stopped"),
+        };
+    }
     match f.status.map(|s| &s.phase) {
         None => Verdict::fail(Cause::NotWatched, "the storage directory is not watched"),
         Some(Phase::Failed { error }) => {
@@ -227,6 +248,8 @@ pub fn readiness(f: &Facts<'_>) -> Verdict {
     }
     match f.follows {
         Follows::Storage => storage_readiness(f),
+        // Every role: see the module's table.
+        Follows::Feed(_) => root_readiness(f.look),
     }
 }
 
@@ -256,7 +279,12 @@ fn storage_readiness(f: &Facts<'_>) -> Verdict {
         }
         _ => {}
     }
-    match f.look {
+    root_readiness(f.look)
+}
+
+/// Readiness by the look at the root.
+fn root_readiness(look: &Look) -> Verdict {
+    match look {
         Look::Ok => Verdict::pass(),
         Look::Failed(why) => Verdict::fail(
             Cause::StorageFailing,
@@ -360,21 +388,38 @@ fn look_at(root: &Path) -> Result<(), String> {
 /// batches (alive while `applied` has a sender), the root's look.
 pub struct Probes {
     manager: Arc<Manager>,
-    applied: watch::Receiver<u64>,
+    applied: watch::Receiver<Seq>,
     look: Arc<RootLook>,
-    follows: Follows,
+    /// With `--feed`: its replica.
+    feed: Option<Weak<Replica>>,
     /// The last readiness said, to log its changes.
     was_ready: AtomicBool,
 }
 
 impl Probes {
-    pub fn new(root: PathBuf, manager: Arc<Manager>, applied: watch::Receiver<u64>) -> Probes {
+    pub fn new(root: PathBuf, manager: Arc<Manager>, applied: watch::Receiver<Seq>) -> Probes {
         Probes {
             manager,
             applied,
             look: RootLook::new(root),
-            follows: Follows::Storage,
+            feed: None,
             was_ready: AtomicBool::new(true),
+        }
+    }
+
+    /// The index follows the feed of `replica` (`--feed`).
+    pub fn follow_feed(&mut self, replica: Weak<Replica>) {
+        self.feed = Some(replica);
+    }
+
+    /// What the index follows, now.
+    fn follows(&self) -> Follows {
+        match &self.feed {
+            None => Follows::Storage,
+            Some(r) => Follows::Feed(r.upgrade().map(|r| {
+                let s = r.status();
+                (s.role, s.feed_up)
+            })),
         }
     }
 
@@ -387,14 +432,14 @@ impl Probes {
     pub fn health(&self) -> Reply {
         let status = self.manager.status(SPEC);
         let facts = Facts {
-            follows: self.follows,
+            follows: self.follows(),
             status: status.as_ref(),
             follower_alive: self.follower_alive(),
             look: &Look::Ok,
         };
         let v = liveness(&facts);
         let mut body = json!({ "healthy": v.pass });
-        describe(&mut body, status.as_ref(), &v);
+        describe(&mut body, &facts, &v);
         json(if v.pass { 200 } else { 503 }, &body)
     }
 
@@ -405,14 +450,14 @@ impl Probes {
         let look = self.look.look().await;
         let status = self.manager.status(SPEC);
         let facts = Facts {
-            follows: self.follows,
+            follows: self.follows(),
             status: status.as_ref(),
             follower_alive: self.follower_alive(),
             look: &look,
         };
         let v = readiness(&facts);
-        let mut body = json!({ "ready": v.pass, "seq": *self.applied.borrow() });
-        describe(&mut body, status.as_ref(), &v);
+        let mut body = json!({ "ready": v.pass, "seq": self.applied.borrow().number() });
+        describe(&mut body, &facts, &v);
         if self.was_ready.swap(v.pass, Ordering::Relaxed) != v.pass {
             match &v.cause {
                 Some((cause, why)) => warn!("not ready ({}): {why}", cause.as_str()),
@@ -424,11 +469,18 @@ impl Probes {
 }
 
 /// Adds the phase (unless `Watching`, for a verdict that passes), the
-/// watch's reason, and a failing verdict's cause and words to `body`.
-fn describe(body: &mut Value, status: Option<&WatchStatus>, v: &Verdict) {
-    let phase = phase_name(status);
-    if !(v.pass && phase == "watching") {
-        body["phase"] = json!(phase);
+/// watch's reason, and a failing verdict's cause and words to `body`;
+/// with `--feed`, the replica's `role` and `feed_up` instead of the phase.
+fn describe(body: &mut Value, f: &Facts<'_>, v: &Verdict) {
+    let status = f.status;
+    if let Follows::Feed(Some((role, up))) = f.follows {
+        body["role"] = json!(role.to_string());
+        body["feed_up"] = json!(up);
+    } else {
+        let phase = phase_name(status);
+        if !(v.pass && phase == "watching") {
+            body["phase"] = json!(phase);
+        }
     }
     if let Some(reason) = phase_reason(status) {
         body["reason"] = json!(reason);

@@ -11,13 +11,19 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
+use crossbeam_channel::{Receiver, select};
+use specwatch::{
+    Backend, ChangeBatch, Event, IgnoreRule, Manager, Phase, RootStatus, Seq, WatchSpec,
+    WatchStatus,
+};
+use specwatch_feed::{FeedEvent, FeedOptions, Replica, ResyncReason, Role};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::api::{self, Ops, Repo};
 use crate::cache::{self, Loaded, Notify, Options, Writer};
-use crate::config::{self, Config, Parsed};
+use crate::config::{self, Config, Feed, Parsed};
+use crate::feed::{self, Putter};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
 use crate::metrics::{self, Metrics, Sources};
@@ -134,13 +140,26 @@ fn run(args: Config) -> Result<(), String> {
     // Subscribed before the spec is applied: the initial scan's batches
     // come through here, as every later one does.
     let events = manager.subscribe();
-    manager
-        .apply(SPEC, storage_spec(&root, args.backend))
-        .map_err(|e| e.to_string())?;
-    let status = manager
-        .wait_watching(SPEC, START_TIMEOUT)
-        .map_err(|e| e.to_string())?;
-    let (applied_tx, applied) = watch::channel(0);
+    // With --feed, the storage is watched by the feed's replica (when it
+    // is the watcher, or Redis is away), not by this manager.
+    let feed = match &args.feed {
+        Some(f) => Some(start_feed(f, &root, &args)?),
+        None => None,
+    };
+    let status = match &feed {
+        Some(_) => None,
+        None => {
+            manager
+                .apply(SPEC, storage_spec(&root, args.backend))
+                .map_err(|e| e.to_string())?;
+            Some(
+                manager
+                    .wait_watching(SPEC, START_TIMEOUT)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    let (applied_tx, applied) = watch::channel(Seq::default());
     // What requests (and the metrics, and the restart cache's writer)
     // read: the index's snapshots, published by the follower's thread.
     let published = Arc::new(Published::new(Snapshot::empty()));
@@ -148,6 +167,7 @@ fn run(args: Config) -> Result<(), String> {
         index: Arc::clone(&published),
         manager: Arc::clone(&manager),
         applied: applied.clone(),
+        feed: feed.as_ref().map(|f| Arc::downgrade(&f.replica)),
     }));
     let mut follower = Follower::new(
         root.clone(),
@@ -156,22 +176,34 @@ fn run(args: Config) -> Result<(), String> {
         Arc::clone(&metrics),
     );
     follower.links = args.links.clone();
-    follower.status(&status);
+    if let Some(status) = &status {
+        follower.status(status);
+    }
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
     // apply what has come, then answer requests.
-    manager
-        .sync(SPEC, START_TIMEOUT)
-        .map_err(|e| e.to_string())?;
+    if feed.is_none() {
+        manager
+            .sync(SPEC, START_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+    }
     let start: Vec<Event> = events.try_iter().collect();
-    // Which packages to read: those the cache cannot vouch for.
-    let verdicts = loaded.flatten().map(|cached| {
-        let batches = start.iter().filter_map(|ev| match ev {
-            Event::Changes(b) if b.name == SPEC => Some(&**b),
-            _ => None,
-        });
-        cache::decide(cached, index::found(&root, batches))
-    });
+    // Which packages to read: those the cache cannot vouch for (with
+    // --feed: at the first resync, if the feed's snapshot gave none).
+    let loaded = loaded.flatten();
+    let verdicts = match (&feed, loaded) {
+        (Some(_), cached) => {
+            follower.cached = cached;
+            None
+        }
+        (None, cached) => cached.map(|cached| {
+            let batches = start.iter().filter_map(|ev| match ev {
+                Event::Changes(b) if b.name == SPEC => Some(&**b),
+                _ => None,
+            });
+            cache::decide(cached, index::found(&root, batches))
+        }),
+    };
     let dropped = verdicts.as_ref().map_or(0, |v| v.dropped);
     let writer = match cache {
         Some((dir, options)) => Some(
@@ -203,41 +235,97 @@ fn run(args: Config) -> Result<(), String> {
     // index, not the manager: once the manager is dropped, the events end
     // and so does the thread.
     let (started_tx, started) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("follow".into())
-        .spawn(move || {
-            follower.reads.verdicts = verdicts;
-            for ev in start {
-                follower.handle(ev);
+    let replica = match feed {
+        Some(StartedFeed {
+            replica,
+            events: feed_events,
+            index,
+            name,
+        }) => {
+            if let Some(index) = index {
+                follower.seq = index.1;
+                follower.index = index.0;
             }
-            follower.reads.verdicts = None;
-            follower.started(dropped, notify);
-            let _ = started_tx.send(());
-            for ev in &events {
-                follower.handle(ev);
+            follower.putter = Some(
+                Putter::spawn(Arc::downgrade(&replica), name)
+                    .map_err(|e| format!("starting the feed's snapshot thread: {e}"))?,
+            );
+            std::thread::Builder::new()
+                .name("follow".into())
+                .spawn(move || {
+                    for ev in start {
+                        follower.handle(ev);
+                    }
+                    follower.follow_feed(&feed_events, &events, started_tx, notify);
+                })
+                .map_err(|e| e.to_string())?;
+            Some(replica)
+        }
+        None => {
+            std::thread::Builder::new()
+                .name("follow".into())
+                .spawn(move || {
+                    follower.reads.verdicts = verdicts;
+                    for ev in start {
+                        follower.handle(ev);
+                    }
+                    follower.reads.verdicts = None;
+                    follower.started(dropped, notify);
+                    let _ = started_tx.send(());
+                    for ev in &events {
+                        follower.handle(ev);
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+            None
+        }
+    };
+    // With --feed, the replica may take long (a scan of a large storage;
+    // a storage it cannot watch, tried again): said every so often.
+    loop {
+        match started.recv_timeout(Duration::from_secs(10)) {
+            Ok(()) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(r) = &replica {
+                    let s = r.status();
+                    info!(
+                        "chart_index: feed: starting: {} (redis {}), last trouble: {}",
+                        s.role,
+                        if s.feed_up {
+                            "answers"
+                        } else {
+                            "does not answer"
+                        },
+                        s.last_error.as_deref().unwrap_or("none")
+                    );
+                }
             }
-        })
-        .map_err(|e| e.to_string())?;
-    started
-        .recv()
-        .map_err(|_| "the thread that applies the watch's batches ended at the start".to_owned())?;
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(
+                    "the thread that applies the watch's batches ended at the start".into(),
+                );
+            }
+        }
+    }
     rules_file::watch(&manager, &args.policy.auth)?;
     let rules = args.policy.rules;
-    let repo = Arc::new(
-        Repo::new(
-            root,
-            published,
-            Arc::clone(&manager),
-            applied,
-            args.max_upload,
-            args.sync_timeout,
-            args.policy,
-        )
-        .with_ops(Ops {
-            metrics: Arc::clone(&metrics),
-            serve_metrics: args.metrics,
-        }),
-    );
+    let mut repo = Repo::new(
+        root,
+        published,
+        Arc::clone(&manager),
+        applied,
+        args.max_upload,
+        args.sync_timeout,
+        args.policy,
+    )
+    .with_ops(Ops {
+        metrics: Arc::clone(&metrics),
+        serve_metrics: args.metrics,
+    });
+    if let Some(r) = &replica {
+        repo = repo.with_feed(Arc::downgrade(r));
+    }
+    let repo = Arc::new(repo);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -271,11 +359,78 @@ fn run(args: Config) -> Result<(), String> {
     // may hold the manager a little longer; it stops once the last holder
     // lets go.
     runtime.shutdown_timeout(Duration::from_secs(5));
+    // The feed's replica lets go of the lease (another takes over within a
+    // third of its expiry); then its events end, and so does the follower.
+    drop(replica);
     drop(manager);
     if let Some(w) = writer {
         w.stop();
     }
     Ok(())
+}
+
+/// The feed's replica, started, with its events, and the index the
+/// feed's snapshot gave (with its seq) if there was one.
+struct StartedFeed {
+    replica: Arc<Replica>,
+    events: Receiver<FeedEvent>,
+    index: Option<(Index, Seq)>,
+    name: String,
+}
+
+/// Starts the replica of `feed` over the storage `root`: it watches the
+/// storage as this server would (the same spec and manager), when it is
+/// the watcher or Redis is away. A snapshot of the index the watcher put
+/// in Redis is loaded first, and the replica follows from its seq.
+fn start_feed(feed: &Feed, root: &Path, args: &Config) -> Result<StartedFeed, String> {
+    let (backend, interval) = (args.backend, args.poll_interval);
+    let mut opts = FeedOptions::new(
+        feed.url.as_str(),
+        feed.name.as_str(),
+        storage_spec(root, backend),
+    )
+    .map_err(|e| format!("--feed: {e}"))?
+    .manager(move || watch_manager(backend, interval));
+    let t = std::time::Instant::now();
+    let index = match opts.read_snapshot() {
+        Ok(Some((seq, bytes))) => match feed::decode(&feed.name, &bytes, seq.number()) {
+            Ok(index) => {
+                info!(
+                    "chart_index: feed: snapshot at seq {seq}: {} packages, {} bytes, loaded in \
+                     {} ms",
+                    index.len(),
+                    bytes.len(),
+                    t.elapsed().as_millis()
+                );
+                opts = opts.resume_from(seq);
+                Some((index, seq))
+            }
+            Err(why) => {
+                warn!("chart_index: feed: snapshot at seq {seq} not used: {why}");
+                None
+            }
+        },
+        Ok(None) => {
+            info!("chart_index: feed: no snapshot yet: the index is built from the whole tree");
+            None
+        }
+        Err(e) => {
+            warn!("chart_index: feed: no snapshot: {e}");
+            None
+        }
+    };
+    let (replica, events) = Replica::start(opts).map_err(|e| format!("--feed: {e}"))?;
+    info!(
+        "chart_index: feed: {} as {}",
+        feed.name,
+        replica.status().instance
+    );
+    Ok(StartedFeed {
+        replica: Arc::new(replica),
+        events,
+        index,
+        name: feed.name.clone(),
+    })
 }
 
 /// The cache directory `dir`, canonical, which must not be inside the
@@ -374,7 +529,9 @@ struct Follower {
     last: Arc<Snapshot>,
     /// How package URLs are made (`--chart-url`).
     links: Links,
-    applied: watch::Sender<u64>,
+    applied: watch::Sender<Seq>,
+    /// The seq of the last batch applied (the feed's, or the watch's).
+    seq: Seq,
     metrics: Arc<Metrics>,
     /// The packages that could not be read, as counted in the metrics.
     skipped: usize,
@@ -393,13 +550,19 @@ struct Follower {
     /// Told of each batch that changes the index's packages, once started
     /// (`None`: no cache).
     cache: Option<Notify>,
+    /// With `--feed` and `--cache-dir`: the restart cache's entries, for
+    /// the first resync (if the feed's snapshot gave no index).
+    cached: Option<std::collections::HashMap<String, crate::chart::ChartVersion>>,
+    /// With `--feed`: puts the index's snapshots in Redis while this
+    /// replica is the watcher.
+    putter: Option<Putter>,
 }
 
 impl Follower {
     fn new(
         root: PathBuf,
         published: Arc<Published>,
-        applied: watch::Sender<u64>,
+        applied: watch::Sender<Seq>,
         metrics: Arc<Metrics>,
     ) -> Follower {
         Follower {
@@ -409,6 +572,7 @@ impl Follower {
             published,
             links: Links::default(),
             applied,
+            seq: Seq::default(),
             metrics,
             skipped: 0,
             live: false,
@@ -417,6 +581,8 @@ impl Follower {
             trouble: None,
             reads: Reads::default(),
             cache: None,
+            cached: None,
+            putter: None,
         }
     }
 
@@ -457,27 +623,7 @@ impl Follower {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Changes(batch) if batch.name == SPEC => {
-                let changed = apply_batch(&mut self.index, &self.root, &batch, &mut self.reads);
-                if self.live {
-                    // Counted before the batch is said applied: a write
-                    // that waited for it finds the metrics up to date.
-                    self.metrics
-                        .batch_applied(batch.time, &self.reads.changed_at);
-                    self.count_skipped();
-                    self.publish();
-                }
-                self.reads.changed_at.clear();
-                // Once requests see it (during the start, once applied).
-                info!(
-                    "index: seq {}: {} changes",
-                    batch.seq.number(),
-                    batch.changes.len()
-                );
-                if changed && let Some(cache) = &self.cache {
-                    cache.changed();
-                }
-            }
+            Event::Changes(batch) if batch.name == SPEC => self.apply(&batch),
             Event::Status(s) if s.name == SPEC => self.status(&s),
             Event::Changes(b) if b.name == tls::SPEC => self.reload_tls(),
             Event::Status(s) if s.name == tls::SPEC => {
@@ -487,6 +633,124 @@ impl Follower {
             }
             _ => {}
         }
+    }
+
+    /// Applies one batch of the storage watch or of the feed, then
+    /// publishes the index (once started).
+    fn apply(&mut self, batch: &ChangeBatch) {
+        let changed = apply_batch(&mut self.index, &self.root, batch, &mut self.reads);
+        self.seq = batch.seq;
+        self.applied_now(batch.time, changed);
+        // Once requests see it (during the start, once applied).
+        info!(
+            "index: seq {}: {} changes",
+            batch.seq.number(),
+            batch.changes.len()
+        );
+    }
+
+    /// What follows a batch applied (closed at `time`; `changed`: the
+    /// index's packages changed): published once started, the cache and
+    /// the feed's snapshot told.
+    fn applied_now(&mut self, time: std::time::SystemTime, changed: bool) {
+        if self.live {
+            // Counted before the batch is said applied: a write
+            // that waited for it finds the metrics up to date.
+            self.metrics.batch_applied(time, &self.reads.changed_at);
+            self.count_skipped();
+            self.publish();
+        }
+        self.reads.changed_at.clear();
+        if changed && self.live {
+            if let Some(cache) = &self.cache {
+                cache.changed();
+            }
+            self.offer_snapshot();
+        }
+    }
+
+    /// Offers the feed's snapshot thread the index as last published.
+    fn offer_snapshot(&self) {
+        if let Some(p) = &self.putter {
+            p.offer(self.seq, Arc::clone(&self.last));
+        }
+    }
+
+    /// Follows the feed (`feed`) and the server's own watch (`own`: the
+    /// TLS files', the rules file's), until the feed ends. Once the
+    /// replica has handed over the whole tree (its first role), the index
+    /// is published, `started` told, and the cache told of changes.
+    fn follow_feed(
+        &mut self,
+        feed: &Receiver<FeedEvent>,
+        own: &Receiver<Event>,
+        started: std::sync::mpsc::Sender<()>,
+        cache: Option<Notify>,
+    ) {
+        let mut start = Some((started, cache));
+        loop {
+            select! {
+                recv(feed) -> ev => match ev {
+                    Ok(FeedEvent::Changes(b)) => self.apply(&b),
+                    Ok(FeedEvent::Resync { reason, picture }) => self.resync(&reason, &picture),
+                    Ok(FeedEvent::Role(role)) => {
+                        info!("chart_index: feed: {role} at seq {}", self.seq);
+                        if role != Role::Starting && let Some((tx, cache)) = start.take() {
+                            self.started(0, cache);
+                            let _ = tx.send(());
+                        }
+                        if role == Role::Watching {
+                            self.offer_snapshot();
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => return,
+                },
+                recv(own) -> ev => match ev {
+                    Ok(ev) => self.handle(ev),
+                    Err(_) => return,
+                },
+            }
+        }
+    }
+
+    /// Builds the index again from the whole tree the feed handed over,
+    /// keeping each package whose file is as it was read (see
+    /// [`feed::carry`]), and publishes it once started.
+    fn resync(&mut self, reason: &ResyncReason, picture: &ChangeBatch) {
+        info!(
+            "chart_index: feed: resync ({reason}): {} entries at seq {}",
+            picture.changes.len(),
+            picture.seq
+        );
+        let held = match self.cached.take() {
+            Some(cached) if self.index.len() == 0 => cached,
+            _ => self
+                .index
+                .tenants
+                .iter()
+                .flat_map(|(t, charts)| {
+                    charts.iter().map(move |(f, c)| {
+                        let key = if t.is_empty() {
+                            f.clone()
+                        } else {
+                            format!("{t}/{f}")
+                        };
+                        (key, c.clone())
+                    })
+                })
+                .collect(),
+        };
+        self.reads.verdicts = Some(feed::carry(held, &self.root, picture));
+        let mut fresh = Index::new();
+        apply_batch(&mut fresh, &self.root, picture, &mut self.reads);
+        self.reads.verdicts = None;
+        // Packages read again, not changed: no lag to observe.
+        self.reads.changed_at.clear();
+        self.index.replace_with(fresh);
+        self.seq = picture.seq;
+        self.metrics.feed_resync();
+        self.applied_now(picture.time, true);
     }
 
     /// The certificate's files changed: read them again.
@@ -512,7 +776,7 @@ impl Follower {
         let next = Arc::new(self.last.next(&self.index, &touched, &self.links));
         self.published.publish(Arc::clone(&next));
         self.last = next;
-        self.applied.send_replace(self.index.seq);
+        self.applied.send_replace(self.seq);
     }
 
     fn status(&mut self, s: &WatchStatus) {

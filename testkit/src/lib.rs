@@ -2,6 +2,7 @@
 //! (`tests/common` re-exports these) and the chart server's. Nothing here
 //! knows specwatch: programs run as processes ([`process`]), FUSE mounts
 //! ([`fuse`]: bindfs; [`faultfs`]: a file system that fails on demand),
+//! a `redis-server` of the test's own ([`redis`]),
 //! how a test says it skips ([`skip`], [`note`]) and Windows' quirks under
 //! Wine ([`wine`], [`retry_while_handles_open`]).
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 pub mod faultfs;
 pub mod fuse;
 pub mod process;
+pub mod redis;
 
 /// How long a test waits for what it awaits before it fails, saying what.
 pub const WAIT: Duration = Duration::from_secs(20);

@@ -420,3 +420,45 @@ fn hung_or_unmounted_storage_makes_a_replica_unready_not_dead() {
     assert!(live.pass, "{live:?}");
     assert_eq!(cause(&ready), Some(Cause::StorageGone), "{ready:?}");
 }
+
+/// With `--feed`: every role of the replica is ready while the root can
+/// be read (the module's second table); the root's look still decides;
+/// a stopped replica is neither live nor ready.
+#[test]
+fn a_feed_replica_is_ready_in_every_role_while_the_root_answers() {
+    use specwatch_feed::Role;
+    let verdicts = |feed: Option<(Role, bool)>, look: &Look| {
+        let f = Facts {
+            follows: Follows::Feed(feed),
+            status: None,
+            follower_alive: true,
+            look,
+        };
+        (liveness(&f), readiness(&f))
+    };
+    for (role, up) in [
+        (Role::Following, true),
+        (Role::Watching, true),
+        (Role::Local, false),
+        (Role::Starting, true),
+    ] {
+        let (live, ready) = verdicts(Some((role, up)), &Look::Ok);
+        assert!(live.pass && ready.pass, "{role}: {live:?} {ready:?}");
+        let (live, ready) = verdicts(Some((role, up)), &Look::Failed("EIO".into()));
+        assert!(live.pass, "{role}");
+        assert_eq!(cause(&ready), Some(Cause::StorageFailing), "{role}");
+        let (_, ready) = verdicts(Some((role, up)), &Look::Hanging(Duration::from_secs(1)));
+        assert_eq!(cause(&ready), Some(Cause::StorageNotAnswering), "{role}");
+    }
+    let (live, ready) = verdicts(None, &Look::Ok);
+    assert_eq!(cause(&live), Some(Cause::FeedStopped));
+    assert_eq!(cause(&ready), Some(Cause::FeedStopped));
+    // The batch-applying thread stopped: not live, whatever the feed.
+    let f = Facts {
+        follows: Follows::Feed(Some((Role::Following, true))),
+        status: None,
+        follower_alive: false,
+        look: &Look::Ok,
+    };
+    assert_eq!(cause(&liveness(&f)), Some(Cause::FollowerStopped));
+}

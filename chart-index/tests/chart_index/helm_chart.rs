@@ -119,6 +119,8 @@ fn value_sets() -> Vec<Value> {
         json!({"auth": {"basic": {"user": "admin", "password": "pw-2"},
                         "rulesSecret": "tenant-rules"}}),
         json!({"persistence": {"existingClaim": "shared"}, "replicaCount": 3}),
+        json!({"persistence": {"existingClaim": "shared"}, "replicaCount": 3,
+               "feed": {"url": "redis://redis:6379/0", "name": "charts"}}),
         json!({"persistence": {"accessModes": ["ReadWriteMany"], "storageClass": "-"},
                "replicaCount": 2}),
         json!({"persistence": {"enabled": false}, "cache": {"enabled": false}}),
@@ -275,6 +277,58 @@ fn the_deployment_probes_listens_and_runs_confined() {
             e.contains(&format!("settings.{var}: the chart sets")),
             "{var}: {e}"
         );
+    }
+}
+
+/// `feed.url` (or an existing Secret's key holding it) and `feed.name`
+/// become `FEED` and `FEED_NAME`; one without the other is refused, and
+/// neither can be set through `settings`.
+#[test]
+fn the_feed_comes_from_values_or_a_secret() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(helm) = Helm::find(d.path(), TEST) else {
+        return;
+    };
+    let r = Rendered::new(&helm, json!({}));
+    assert!(r.env("FEED").is_none() && r.env("FEED_NAME").is_none());
+    let r = Rendered::new(
+        &helm,
+        json!({"feed": {"url": "redis://redis:6379/0", "name": "charts"}}),
+    );
+    assert_eq!(r.env("FEED").unwrap()["value"], "redis://redis:6379/0");
+    assert_eq!(r.env("FEED_NAME").unwrap()["value"], "charts");
+    let r = Rendered::new(
+        &helm,
+        json!({"feed": {"existingSecret": "redis", "existingSecretKey": "url", "name": "charts"}}),
+    );
+    let from = &r.env("FEED").unwrap()["valueFrom"]["secretKeyRef"];
+    assert_eq!(
+        (&from["name"], &from["key"]),
+        (&json!("redis"), &json!("url"))
+    );
+    let dir = chart_dir();
+    for (values, says) in [
+        (
+            json!({"feed": {"url": "redis://r:6379/"}}),
+            "feed.name: needed",
+        ),
+        (
+            json!({"feed": {"name": "charts"}}),
+            "feed.url (or feed.existingSecret): needed",
+        ),
+        (
+            json!({"settings": {"FEED": "redis://r/"}}),
+            "settings.FEED: the chart sets",
+        ),
+        (
+            json!({"settings": {"FEED_NAME": "x"}}),
+            "settings.FEED_NAME: the chart sets",
+        ),
+    ] {
+        let e = helm
+            .run(&["render", dir.to_str().unwrap(), &values.to_string()])
+            .expect_err(says);
+        assert!(e.contains(says), "{values}: {e}");
     }
 }
 

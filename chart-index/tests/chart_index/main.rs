@@ -34,6 +34,7 @@ mod charts;
 mod client;
 mod container;
 mod downloads;
+mod feed;
 mod helm;
 mod helm_chart;
 mod ops;

@@ -169,6 +169,11 @@ impl Server {
         self.process.ask_stop();
     }
 
+    /// Kills it without a word (SIGKILL: as a crash or an OOM kill).
+    pub(crate) fn kill(&mut self) {
+        self.process.kill();
+    }
+
     /// Waits for it to exit, and returns how.
     pub(crate) fn wait_exit(&mut self) -> ExitStatus {
         self.process.wait_exit()

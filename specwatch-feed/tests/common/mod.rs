@@ -5,9 +5,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,119 +16,21 @@ use specwatch_feed::{FeedEvent, FeedOptions, Replica, ResyncReason, Role};
 pub use testkit::fuse::{BindMount, bind_mount};
 pub use testkit::{WAIT, note};
 
-/// A `redis-server` of this test's: on a free port of 127.0.0.1, without
-/// persistence (started again, it is empty), in a temporary directory.
-pub struct Redis {
-    pub port: u16,
-    child: Option<Child>,
-    dir: tempfile::TempDir,
+/// A `redis-server` of the test's own (testkit's), and a connection
+/// for the test's own commands.
+pub use testkit::redis::{Redis, redis_or_skip};
+
+/// A connection to the test's `redis-server`, for its own commands.
+pub trait Con {
+    fn con(&self) -> redis::Connection;
 }
 
-/// Whether `redis-server` can be run; when it cannot, a failure if
-/// `SPECWATCH_REQUIRE_REDIS` is set (CI installs it and sets it), else a
-/// skip that says so.
-pub fn redis_or_skip() -> Option<Redis> {
-    let there = Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !there {
-        if std::env::var_os("SPECWATCH_REQUIRE_REDIS").is_some() {
-            panic!("redis-server is required here (SPECWATCH_REQUIRE_REDIS) and cannot be run");
-        }
-        note(
-            "*** SKIPPED: no redis-server (Debian: redis-server; SPECWATCH_REQUIRE_REDIS=1 makes this a failure)",
-        );
-        return None;
-    }
-    Some(Redis::start())
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let mut r = Redis {
-            port: free_port(),
-            child: None,
-            dir: tempfile::tempdir().unwrap(),
-        };
-        r.start_again();
-        r
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Starts the server (again: empty), and returns once it accepts.
-    pub fn start_again(&mut self) {
-        assert!(self.child.is_none(), "redis-server is running already");
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .args(["--protected-mode", "no", "--loglevel", "warning"])
-            // Small stream nodes, so that `MAXLEN ~` trims in a test's
-            // few dozen batches (it trims whole nodes only).
-            .args(["--stream-node-max-entries", "4"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        self.child = Some(child);
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Ok(mut c) = redis::Client::open(self.url())
-                .unwrap()
-                .get_connection_with_timeout(Duration::from_secs(1))
-                && redis::cmd("PING").query::<String>(&mut c).is_ok()
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server on port {} did not answer within {WAIT:?}",
-                self.port
-            );
-            std::thread::yield_now();
-        }
-    }
-
-    /// Stops the server (SIGKILL: nothing saved) and waits for its end,
-    /// then for its port to refuse connections.
-    pub fn stop(&mut self) {
-        let mut c = self.child.take().expect("redis-server is running");
-        let _ = c.kill();
-        let _ = c.wait();
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-            assert!(Instant::now() < deadline, "port {} still open", self.port);
-            std::thread::yield_now();
-        }
-    }
-
-    /// A connection for the test's own commands.
-    pub fn con(&self) -> redis::Connection {
+impl Con for Redis {
+    fn con(&self) -> redis::Connection {
         redis::Client::open(self.url())
             .unwrap()
             .get_connection_with_timeout(Duration::from_secs(5))
             .unwrap()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
