@@ -211,7 +211,14 @@ impl Engine {
                 }
             }
             (Some(_), Some(t)) => {
-                if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
+                // A creation of a name the index holds: it was replaced
+                // (Wine's ReadDirectoryChangesW reports the new name of a
+                // rename over it as added when the rename's two halves
+                // fall into two reads).
+                if matches!(
+                    hint,
+                    Hint::Modified | Hint::Removed | Hint::Moved | Hint::Created
+                ) {
                     let kind = crate::change::ChangeKind::Modified;
                     self.route(id, name, kind, t, from_os, meta);
                 }

@@ -332,6 +332,31 @@ fn an_overflow_rescans_precisely_and_uses_the_margin() {
     assert_eq!(h.status("s").overflow_recoveries, 2);
 }
 
+/// A file renamed over one the index holds, told as Wine's
+/// ReadDirectoryChangesW tells it when the rename's two halves fall into
+/// two reads: the old name removed, the new one added (not renamed). The
+/// file was replaced: `Modified` (an atomic save), and at once, not with
+/// the next save.
+#[test]
+fn a_creation_of_a_name_the_index_holds_is_a_modification() {
+    let mut h = harness(Config::default());
+    std::fs::write(h.root.join("config.json"), "0").unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    h.after(10 * MS);
+    h.batches();
+    std::fs::write(h.root.join("config.json.tmp"), "1").unwrap();
+    std::fs::rename(h.root.join("config.json.tmp"), h.root.join("config.json")).unwrap();
+    let root = h.root.clone();
+    h.event(&root, "config.json.tmp", Hint::Created);
+    h.event(&root, "config.json.tmp", Hint::Removed);
+    h.event(&root, "config.json", Hint::Created);
+    h.after(10 * MS);
+    assert_eq!(
+        h.kinds_of(&root.join("config.json")),
+        vec![ChangeKind::Modified]
+    );
+}
+
 #[test]
 fn sync_answers_once_its_cookie_is_seen_and_closes_the_batch() {
     let mut h = harness(Config::default());
