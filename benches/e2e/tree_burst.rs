@@ -1,0 +1,131 @@
+//! A burst and rewrites in a big watched tree, specwatch's portable backend
+//! beside a raw notify watcher of the same tree in the same process: the
+//! Windows build's figures under Wine (PLATFORMS.md; runs on Linux
+//! too).
+//!
+//! ```sh
+//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold]
+//! ```
+//!
+//! A tree of DIRS x FILES (default 2,000 x 20: 42,050 entries) is watched;
+//! then 5,000 files are written into 100 new directories, and 10,000 of
+//! the tree's files are rewritten, each step ended by a `sync`. With
+//! `hold`, notify's thread of the manager is held (a test hook) while the
+//! burst is written, so that its OS buffer overflows for real.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+
+/// A raw watcher's paths named and rescans told.
+struct Raw {
+    _watcher: notify::RecommendedWatcher,
+    paths: Arc<Mutex<HashSet<PathBuf>>>,
+    rescans: Arc<Mutex<usize>>,
+}
+
+impl Raw {
+    fn start(root: &Path) -> Raw {
+        let paths = Arc::new(Mutex::new(HashSet::new()));
+        let rescans = Arc::new(Mutex::new(0));
+        let (p, r) = (paths.clone(), rescans.clone());
+        let mut w = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
+            if let Ok(e) = e {
+                *r.lock().unwrap() += usize::from(e.need_rescan());
+                p.lock().unwrap().extend(e.paths);
+            }
+        })
+        .unwrap();
+        w.watch(root, RecursiveMode::Recursive).unwrap();
+        Raw {
+            _watcher: w,
+            paths,
+            rescans,
+        }
+    }
+
+    /// How many of `want` it named since the last call (then forgets).
+    fn named(&self, want: &HashSet<PathBuf>) -> usize {
+        let mut p = self.paths.lock().unwrap();
+        let n = want.iter().filter(|w| p.contains(*w)).count();
+        p.clear();
+        n
+    }
+}
+
+/// How many of `want` `rx` reported (any kind), up to the quiet after a
+/// `sync`.
+fn reported(rx: &crossbeam_channel::Receiver<Event>, want: &HashSet<PathBuf>) -> usize {
+    let mut seen = HashSet::new();
+    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(500)) {
+        if let Event::Changes(b) = ev {
+            seen.extend(
+                b.changes
+                    .iter()
+                    .filter(|c| want.contains(&c.path))
+                    .map(|c| c.path.clone()),
+            );
+        }
+    }
+    seen.len()
+}
+
+pub(super) fn tree_burst(args: &[String]) {
+    let num = |i: usize, default| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
+    let (dirs, files) = (num(0, 2000), num(1, 20));
+    let hold = args.iter().any(|a| a == "hold");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tree");
+    make_tree(&root, dirs, files);
+    let m = Manager::builder()
+        .backend(Backend::Portable)
+        .build()
+        .unwrap();
+    let rx = m.subscribe();
+    m.apply("b", WatchSpec::new([&root])).unwrap();
+    m.wait_watching("b", Duration::from_secs(600)).unwrap();
+    let raw = Raw::start(&root);
+    m.sync("b", Duration::from_secs(60)).unwrap();
+    while rx.try_recv().is_ok() {}
+    raw.paths.lock().unwrap().clear();
+    let step = |what: &str, write: &dyn Fn() -> Vec<PathBuf>| {
+        let want: HashSet<PathBuf> = write().into_iter().collect();
+        let synced = m.sync("b", Duration::from_secs(120));
+        let got = reported(&rx, &want);
+        let st = m.status("b").unwrap();
+        println!(
+            "{what}: specwatch {got} / {} (sync {}; overflow recoveries {}; phase {:?}); \
+             raw notify named {} (rescans told so far {})",
+            want.len(),
+            if synced.is_ok() { "ok" } else { "timed out" },
+            st.overflow_recoveries,
+            st.phase,
+            raw.named(&want),
+            raw.rescans.lock().unwrap()
+        );
+    };
+    step("burst of 100 new directories x 50 files", &|| {
+        if hold {
+            m.hold_os_thread(true);
+        }
+        let written = burst_files(&root);
+        if hold {
+            m.hold_os_thread(false);
+        }
+        written
+    });
+    step("10,000 files of the tree rewritten", &|| {
+        let old: Vec<PathBuf> = (0..dirs)
+            .flat_map(|d| {
+                let dir = root.join(format!("t{}", d % 50)).join(format!("d{d}"));
+                (0..files).map(move |f| dir.join(format!("f{f}.txt")))
+            })
+            .take(10_000)
+            .collect();
+        for f in &old {
+            std::fs::write(f, "rewritten").unwrap();
+        }
+        old
+    });
+}
