@@ -3,7 +3,7 @@
 //! in and out, removed, replaced by the other type, symlinks) at a steady
 //! rate for a given time, under one spec, with a subscriber that is slow on
 //! purpose (it sleeps after each batch, so that its channel fills and the
-//! engine merges its backlog, `fanout.rs`). The subscriber rebuilds the
+//! engine merges its backlog, `batch/fanout.rs`). The subscriber rebuilds the
 //! tree from the batches it receives; at every checkpoint the operations
 //! pause, a marker file is created in a second root of the spec, `sync`
 //! passes, and once the subscriber has applied the marker's batch (so

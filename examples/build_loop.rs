@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --example build_loop -- [--on-busy queue|restart] [--debounce MS]
 //!     [--state FILE] [--no-skip-same-content] [--no-vcs-settle]
-//!     [--no-write-finished] [--no-renames] [--watch PATH]... -- COMMAND [ARGS...]
+//!     [--no-write-finished] [--no-renames] [--hold-during-run] [--watch PATH]...
+//!     -- COMMAND [ARGS...]
 //! ```
 //!
 //! `--watch` defaults to the current directory; relative paths are taken
@@ -65,6 +66,15 @@
 //! [`DEFAULT_WRITE_FINISHED`](specwatch::DEFAULT_WRITE_FINISHED));
 //! `--no-write-finished` runs as its writes come.
 //!
+//! With `--hold-during-run`, what is written into the watched tree while
+//! the command runs starts no run: the watch is held for the run
+//! ([`Manager::hold`], the spec dropping what a hold covers:
+//! [`DuringHolds::Drop`]), so that a build whose outputs land in the tree
+//! does not start itself again. The OS does not say who wrote a file:
+//! what anyone else writes meanwhile starts no run either (the next change
+//! after the run does). A change made before the run started still
+//! queues the next one.
+//!
 //! [`WatchOptions::ignore_files`]: specwatch::WatchOptions::ignore_files
 //! [`WatchOptions::state`]: specwatch::WatchOptions::state
 //! [`WatchOptions::skip_same_content`]: specwatch::WatchOptions::skip_same_content
@@ -72,6 +82,8 @@
 //! [`WatchOptions::collapse_moves`]: specwatch::WatchOptions::collapse_moves
 //! [`Change::from`]: specwatch::Change::from
 //! [`WatchOptions::write_finished`]: specwatch::WatchOptions::write_finished
+//! [`Manager::hold`]: specwatch::Manager::hold
+//! [`DuringHolds::Drop`]: specwatch::DuringHolds::Drop
 
 fn main() -> std::process::ExitCode {
     run::main()
@@ -201,13 +213,15 @@ mod run {
     use std::time::{Duration, Instant};
 
     use specwatch::crossbeam_channel::{self as channel, Receiver, Sender, select};
-    use specwatch::{Change, ChangeKind, Event, Manager, Phase, Restore, WatchSpec};
+    use specwatch::{
+        Change, ChangeKind, DuringHolds, Event, HoldGuard, Manager, Phase, Restore, WatchSpec,
+    };
 
     use crate::group::Group;
 
     const USAGE: &str = "usage: build_loop [--on-busy queue|restart] [--debounce MS] \
          [--state FILE] [--no-skip-same-content] [--no-vcs-settle] [--no-write-finished] \
-         [--no-renames] [--watch PATH]... -- COMMAND [ARGS...]";
+         [--no-renames] [--hold-during-run] [--watch PATH]... -- COMMAND [ARGS...]";
     /// How long a stopped command gets between SIGTERM and SIGKILL (Unix).
     const GRACE: Duration = Duration::from_secs(2);
     /// Changed paths named in a run's line; the rest are counted.
@@ -226,6 +240,9 @@ mod run {
         no_renames: bool,
         /// Run while a file is being written too.
         no_write_finished: bool,
+        /// Hold the watch while the command runs: what is written then
+        /// starts no run.
+        hold_during_run: bool,
         command: Vec<String>,
     }
 
@@ -239,6 +256,7 @@ mod run {
             no_vcs_settle: false,
             no_renames: false,
             no_write_finished: false,
+            hold_during_run: false,
             command: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -261,6 +279,7 @@ mod run {
                 "--no-vcs-settle" => args.no_vcs_settle = true,
                 "--no-renames" => args.no_renames = true,
                 "--no-write-finished" => args.no_write_finished = true,
+                "--hold-during-run" => args.hold_during_run = true,
                 "--watch" => args
                     .paths
                     .push(it.next().ok_or("--watch needs a path")?.into()),
@@ -301,6 +320,8 @@ mod run {
     struct Running {
         n: u64,
         group: Group,
+        /// The watch held while it runs (`--hold-during-run`).
+        hold: Option<HoldGuard>,
         /// Stopped by us (SIGTERM sent to its group).
         stopping: bool,
         /// When SIGKILL follows that SIGTERM.
@@ -313,6 +334,7 @@ mod run {
         n: u64,
         command: &[String],
         exits: &Sender<(u64, ExitStatus)>,
+        hold: Option<HoldGuard>,
     ) -> std::io::Result<Running> {
         let (mut child, group) =
             crate::group::spawn(Command::new(&command[0]).args(&command[1..]))?;
@@ -325,6 +347,7 @@ mod run {
         Ok(Running {
             n,
             group,
+            hold,
             stopping: false,
             kill_at: None,
         })
@@ -361,8 +384,15 @@ mod run {
     /// (128 + N for signal N), unless we stopped the run ourselves: then
     /// what is left of its group is killed, and its status says nothing
     /// about the command.
-    fn ended(run: &Running, status: ExitStatus) -> Option<u8> {
+    fn ended(run: &mut Running, status: ExitStatus) -> Option<u8> {
         let n = run.n;
+        if let Some(hold) = run.hold.take() {
+            // What it wrote is dropped before its end is told: a change
+            // made after that line starts the next run.
+            if let Err(e) = hold.release() {
+                say!("build_loop: run {n}: the watch's hold did not end cleanly: {e}");
+            }
+        }
         match (status.code(), signal(status)) {
             (Some(code), _) => say!("build_loop: run {n} exited with status {code}"),
             (None, Some(sig)) => say!("build_loop: run {n} exited with signal {sig}"),
@@ -442,6 +472,11 @@ mod run {
             Some(state) => spec.state(cwd.join(state)),
             None => spec,
         };
+        let spec = if args.hold_during_run {
+            spec.during_holds(DuringHolds::Drop)
+        } else {
+            spec
+        };
         let manager = Manager::new().expect("start the watch manager");
         let events = manager.subscribe();
         if let Err(e) = manager.apply("build", spec) {
@@ -478,7 +513,17 @@ mod run {
                 };
                 say!("build_loop: run {runs}: {why}");
                 (first, pending) = (false, Pending::new());
-                match start(runs, &args.command, &exit_tx) {
+                let hold = match args.hold_during_run {
+                    true => match manager.hold("build", format!("build_loop run {runs}")) {
+                        Ok(g) => Some(g),
+                        Err(e) => {
+                            say!("build_loop: run {runs}: cannot hold the watch: {e}");
+                            None
+                        }
+                    },
+                    false => None,
+                };
+                match start(runs, &args.command, &exit_tx, hold) {
                     Ok(r) => running = Some(r),
                     Err(e) => {
                         say!(
@@ -542,9 +587,9 @@ mod run {
                 },
                 recv(exits) -> ex => {
                     let (n, status) = ex.expect("a sender is kept here");
-                    let run = running.take().expect("only a running run exits");
+                    let mut run = running.take().expect("only a running run exits");
                     debug_assert_eq!(run.n, n);
-                    if let Some(code) = ended(&run, status) {
+                    if let Some(code) = ended(&mut run, status) {
                         last_status = code;
                     }
                 }

@@ -46,7 +46,7 @@ impl Matcher {
     /// engine does when it reads one (`ignore_files`); returns the lines
     /// skipped as invalid patterns.
     pub fn set_gitignore(&mut self, dir: &Path, contents: &str) -> Vec<String> {
-        let which = crate::ignore_files::IgnoreFile::Gitignore;
+        let which = crate::ignore::files::IgnoreFile::Gitignore;
         self.0.set_file(dir, which, Some(contents)).bad
     }
 }
@@ -81,7 +81,8 @@ pub fn diff(old: &Listing, fresh: Vec<(OsString, FileType)>) -> usize {
 /// Coalesces raw changes into one batch; returns its length.
 pub fn coalesce(raw: &[(PathBuf, ChangeKind, FileType)]) -> usize {
     let t = Instant::now();
-    let mut c = crate::coalesce::Coalescer::new(Duration::from_millis(50), Duration::from_secs(1));
+    let mut c =
+        crate::batch::coalesce::Coalescer::new(Duration::from_millis(50), Duration::from_secs(1));
     for (p, k, f) in raw {
         c.push(t, p.clone(), *k, *f, None);
     }

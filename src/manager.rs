@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 
-use crate::choice::Backend;
+use crate::batch::event::Event;
+use crate::batch::fanout::Subscriber;
 use crate::engine::{Handle, Msg, trace};
 use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::reconcile::{ReconcileSummary, plan};
 use crate::spec::WatchSpec;
+use crate::spec::choice::Backend;
 use crate::state::{self, Saver};
 use crate::stats::Stats;
 use crate::status::{Phase, WatchStatus};
@@ -25,8 +25,10 @@ use crate::stream::EventStream;
 
 mod builder;
 mod files;
+mod hold;
 
 pub use builder::ManagerBuilder;
+pub use hold::HoldGuard;
 
 /// What [`Manager::apply`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +87,7 @@ pub struct Manager {
     specs: Mutex<HashMap<String, AppliedSpec>>,
     /// Each stream's link to its subscriber, for `live_streams`.
     #[cfg(all(feature = "stream", feature = "test-hooks"))]
-    streams: Mutex<Vec<std::sync::Weak<crate::fanout::Wake>>>,
+    streams: Mutex<Vec<std::sync::Weak<crate::batch::fanout::Wake>>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -557,7 +559,7 @@ impl Manager {
     #[cfg_attr(docsrs, doc(cfg(feature = "stream")))]
     pub fn stream(&self) -> EventStream {
         let (tx, rx) = crossbeam_channel::bounded(self.capacity);
-        let wake = std::sync::Arc::new(crate::fanout::Wake::default());
+        let wake = std::sync::Arc::new(crate::batch::fanout::Wake::default());
         #[cfg(feature = "test-hooks")]
         {
             let mut streams = self.streams.lock();
@@ -669,6 +671,85 @@ impl Manager {
                 Err(Error::Timeout {
                     spec: name.to_owned(),
                     waited_for: "the sync cookies to be seen",
+                    timeout,
+                })
+            }
+        }
+    }
+
+    /// Looks at `paths` of spec `name` now, and returns once what the look
+    /// found has been delivered to subscribers: the seq returned is at
+    /// least that of every batch holding it (and of every batch of the
+    /// spec published before). For a program that wrote these paths (or
+    /// was told that another host did: a change feed's read-your-writes)
+    /// and cannot wait for the next poll; far cheaper than
+    /// [`sync`](Manager::sync), which writes a cookie in every root and
+    /// polls every polled directory of the spec.
+    ///
+    /// Each path is looked at as an OS event about it would make the
+    /// engine look: an `lstat` of the name (a new directory on the way is
+    /// read whole), diffed against the index, so created and removed
+    /// entries are found at once. Where the directory holding a path is
+    /// polled (a network or FUSE file system, [`Backend::Poll`]), that one
+    /// directory is polled now instead (its listing read and its entries
+    /// `stat`ed, on the scanner, as any poll), which finds a file written
+    /// in place too; the rest of the spec's polled directories wait for
+    /// their interval. Then the spec's open batch closes, whatever its
+    /// quiet window says, as after a `sync`.
+    ///
+    /// Not a barrier for events: where the OS watches a directory (no
+    /// polling), a file written in place is reported when its event is
+    /// read, which is usually before the look, but not promised (use
+    /// `sync` for that). Paths outside what the spec covers are passed
+    /// over; the seq is then that of the newest batch published.
+    ///
+    /// ```no_run
+    /// use specwatch::{Manager, WatchSpec};
+    /// use std::time::Duration;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let m = Manager::new()?;
+    /// m.apply("charts", WatchSpec::new(["/mnt/charts"]))?;
+    /// std::fs::write("/mnt/charts/a/app-1.0.tgz", b"...")?;
+    /// let seq = m.look("charts", ["/mnt/charts/a/app-1.0.tgz"], Duration::from_secs(5))?;
+    /// // Every batch with a seq up to `seq` is in the subscribers' channels.
+    /// # let _ = seq;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotFound`] for an unknown name, [`Error::RelativePath`]
+    /// for a path that is not absolute, [`Error::Timeout`] when the look
+    /// was not done in time (a polled directory on a mount that hangs).
+    pub fn look<I, P>(&self, name: &str, paths: I, timeout: Duration) -> Result<crate::Seq>
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<std::path::PathBuf>,
+    {
+        let deadline = Instant::now() + timeout;
+        let not_found = || Error::NotFound {
+            spec: name.to_owned(),
+        };
+        let paths: Vec<std::path::PathBuf> = paths.into_iter().map(Into::into).collect();
+        if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
+            return Err(Error::RelativePath {
+                spec: name.to_owned(),
+                path: p.clone(),
+            });
+        }
+        if !self.specs.lock().contains_key(name) {
+            return Err(not_found());
+        }
+        self.check_alive()?;
+        match self.engine.look(name, paths, deadline)? {
+            Ok(true) => self.engine.shared.newest_seq(name).ok_or_else(not_found),
+            Ok(false) => Err(not_found()),
+            Err(()) => {
+                self.check_alive()?;
+                Err(Error::Timeout {
+                    spec: name.to_owned(),
+                    waited_for: "the look at the paths",
                     timeout,
                 })
             }

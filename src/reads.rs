@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::fs;
 
 /// What one look at a directory found.

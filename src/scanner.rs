@@ -32,6 +32,15 @@
 //! The engine keeps the schedule (with its clock) and the pictures; it
 //! hands the scanner [`Job`]s and applies the [`Finding`]s that come back,
 //! in order per lane, as any poll's. Pure I/O: no index, no engine state.
+//!
+//! **Files.** The lanes also read files for the engine, so that its
+//! thread never waits on a file system: the content hash of a file
+//! ([`FileJob`] with [`FileRead::Hash`]: a closing batch's files, and a
+//! spec's files when it starts, for `skip_same_content`), and an ignore
+//! file outside the watched tree ([`FileRead::Text`]: its signature, and
+//! its text). A file job goes on the lane of its directory's file system
+//! (the engine's key for it, as for a look) and comes back as a
+//! [`FileFound`], in order with that lane's looks.
 //! In the engine's own tests the scanner runs inline ([`Scanner::inline`]),
 //! so that a manual clock drives polls deterministically.
 
@@ -45,7 +54,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::fs::{self, Look, Picture};
+use crate::batch::content::ContentHash;
+use crate::fs::{self, Look, Picture, Sig};
 
 /// What a look is for: the engine's, handed back with the finding (each
 /// kind of look has its own tokens).
@@ -56,6 +66,107 @@ pub(crate) enum Purpose {
     Poll,
     /// A `rescan_every` rescan of a directory with an OS watch.
     Rescan,
+    /// A file's content hash for a spec's closing batch.
+    Hash,
+    /// A file's content hash when its spec starts.
+    Start,
+    /// An ignore file outside the watched tree.
+    Outside,
+}
+
+/// One file to read.
+#[derive(Debug)]
+pub(crate) struct FileJob {
+    pub purpose: Purpose,
+    /// The engine's name for what it is read for (a spec, an ignore
+    /// file), and for this read.
+    pub owner: u64,
+    pub token: u64,
+    pub path: PathBuf,
+    /// The lane (see [`Job::fs_key`]): its directory's file system.
+    pub fs_key: Option<u64>,
+    pub read: FileRead,
+}
+
+/// What to read of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileRead {
+    /// Its content hash (`fs::content_hash`).
+    Hash,
+    /// Its signature, and its text if it is at most `max` bytes.
+    Text { max: u64 },
+}
+
+/// What was read of a file.
+#[derive(Debug)]
+pub(crate) enum FileResult {
+    /// Its content hash (`None`: unreadable, gone, or too large).
+    Hash(Option<ContentHash>),
+    /// Its signature and text (`None`: not there, or unreadable).
+    Text {
+        sig: Option<Sig>,
+        text: Option<String>,
+    },
+}
+
+/// What a file job read.
+#[derive(Debug)]
+pub(crate) struct FileFound {
+    pub purpose: Purpose,
+    pub owner: u64,
+    pub token: u64,
+    pub path: PathBuf,
+    pub found: FileResult,
+    /// As [`Finding`]'s.
+    via: Option<(usize, Option<u64>)>,
+}
+
+/// Reads file `j` (a read that panics reads nothing).
+fn read_file(j: FileJob) -> FileFound {
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match j.read {
+        FileRead::Hash => FileResult::Hash(fs::content_hash(&j.path)),
+        FileRead::Text { max } => FileResult::Text {
+            sig: fs::sig_of(&j.path),
+            text: fs::read_small(&j.path, max),
+        },
+    }))
+    .unwrap_or(match j.read {
+        FileRead::Hash => FileResult::Hash(None),
+        FileRead::Text { .. } => FileResult::Text {
+            sig: None,
+            text: None,
+        },
+    });
+    FileFound {
+        purpose: j.purpose,
+        owner: j.owner,
+        token: j.token,
+        path: j.path,
+        found,
+        via: None,
+    }
+}
+
+/// Reads every file of `jobs`, in order (the engine's tests).
+#[cfg(test)]
+pub(crate) fn read_files(jobs: Vec<FileJob>) -> Vec<FileFound> {
+    jobs.into_iter().map(read_file).collect()
+}
+
+/// What a lane is handed: a look, or a file to read.
+#[derive(Debug)]
+pub(crate) enum Task {
+    Look(Job),
+    File(FileJob),
+}
+
+impl Task {
+    fn key(&self) -> Option<u64> {
+        match self {
+            Task::Look(j) => j.fs_key,
+            Task::File(j) => j.fs_key,
+        }
+    }
 }
 
 /// One directory to look at.
@@ -109,8 +220,9 @@ impl Finding {
     }
 }
 
-/// Where findings go (false once nobody listens), from every lane.
-type Deliver = Arc<dyn Fn(Vec<Finding>) -> bool + Send + Sync>;
+/// Where findings go (false once nobody listens), from every lane: the
+/// looks' and the files'.
+type Deliver = Arc<dyn Fn(Vec<Finding>, Vec<FileFound>) -> bool + Send + Sync>;
 
 /// Looks at directory `j`. A look that panics is an error of that look
 /// (the directory is looked at again at its next poll), not the end of the
@@ -137,6 +249,7 @@ fn look(j: Job) -> Finding {
 #[derive(Default)]
 struct Held {
     findings: Vec<Finding>,
+    files: Vec<FileFound>,
     since: Option<Instant>,
 }
 
@@ -154,17 +267,27 @@ impl Held {
         self.findings.push(f);
     }
 
-    fn full(&self) -> bool {
-        self.findings.len() >= HOLD_MAX || self.since.is_some_and(|t| t.elapsed() >= HOLD)
+    fn push_file(&mut self, f: FileFound) {
+        self.since.get_or_insert_with(Instant::now);
+        self.files.push(f);
     }
 
-    fn take(&mut self) -> Vec<Finding> {
+    fn full(&self) -> bool {
+        self.findings.len() + self.files.len() >= HOLD_MAX
+            || self.since.is_some_and(|t| t.elapsed() >= HOLD)
+    }
+
+    fn take(&mut self) -> (Vec<Finding>, Vec<FileFound>) {
         self.since = None;
-        std::mem::take(&mut self.findings)
+        (
+            std::mem::take(&mut self.findings),
+            std::mem::take(&mut self.files),
+        )
     }
 }
 
-/// Looks at every directory of `jobs`, in order.
+/// Looks at every directory of `jobs`, in order (the engine's tests).
+#[cfg(test)]
 pub(crate) fn run(jobs: Vec<Job>) -> Vec<Finding> {
     jobs.into_iter().map(look).collect()
 }
@@ -173,10 +296,11 @@ pub(crate) fn run(jobs: Vec<Job>) -> Vec<Finding> {
 pub(crate) enum Scanner {
     /// Looks at once, on the caller's thread (the engine's tests).
     Inline,
-    /// Keeps the jobs until the test takes them ([`Scanner::take_held`]):
-    /// the looks under way for as long as the test wants.
+    /// Keeps the jobs until the test takes them ([`Scanner::take_held`],
+    /// [`Scanner::take_held_files`]): the looks and reads under way for
+    /// as long as the test wants.
     #[cfg(test)]
-    Held(Vec<Job>),
+    Held(Vec<Job>, Vec<FileJob>),
     /// Looks on lanes of its own, started when first needed; findings go
     /// to `deliver`.
     Lanes(Lanes),
@@ -198,7 +322,7 @@ pub(crate) struct Lanes {
 
 /// One lane: its thread's queue.
 struct Lane {
-    jobs: Sender<Vec<Job>>,
+    jobs: Sender<Vec<Task>>,
     /// Jobs handed to it whose findings have not come back.
     out: usize,
     /// Findings come back since it last had nothing to do.
@@ -226,21 +350,33 @@ impl Drop for Scanner {
 /// A lane's thread: looks at the jobs queued, in order, until the engine
 /// drops its handle (or stops listening). A look that hangs holds up the
 /// looks queued behind it on this lane only.
-fn serve(lane: usize, recv: &Receiver<Vec<Job>>, stop: &AtomicBool, deliver: &Deliver) {
+fn serve(lane: usize, recv: &Receiver<Vec<Task>>, stop: &AtomicBool, deliver: &Deliver) {
     let mut held = Held::default();
     for batch in recv.iter() {
         let n = batch.len();
-        for (i, job) in batch.into_iter().enumerate() {
+        for (i, task) in batch.into_iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            let key = job.fs_key;
-            let mut f = look(job);
-            f.via = Some((lane, key));
-            held.push(f);
+            let key = task.key();
+            match task {
+                Task::Look(job) => {
+                    let mut f = look(job);
+                    f.via = Some((lane, key));
+                    held.push(f);
+                }
+                Task::File(job) => {
+                    let mut f = read_file(job);
+                    f.via = Some((lane, key));
+                    held.push_file(f);
+                }
+            }
             let idle = i + 1 == n && recv.is_empty();
-            if (idle || held.full()) && !deliver(held.take()) {
-                return;
+            if idle || held.full() {
+                let (looks, files) = held.take();
+                if !deliver(looks, files) {
+                    return;
+                }
             }
         }
     }
@@ -267,7 +403,7 @@ impl Lanes {
 
     /// A new lane, its thread started (`None`: the OS refused it).
     fn start(&mut self) -> Option<usize> {
-        let (send, recv) = unbounded::<Vec<Job>>();
+        let (send, recv) = unbounded::<Vec<Task>>();
         let (stop, deliver) = (self.stop.clone(), self.deliver.clone());
         let lane = self.lanes.len();
         std::thread::Builder::new()
@@ -284,7 +420,7 @@ impl Lanes {
 
     /// Hands `jobs` (all of key `key`) to its lane; handed
     /// back if no lane takes them.
-    fn send(&mut self, key: Option<u64>, jobs: Vec<Job>) -> Result<(), Vec<Job>> {
+    fn send(&mut self, key: Option<u64>, jobs: Vec<Task>) -> Result<(), Vec<Task>> {
         let lane = match self.choose(key) {
             Some(lane) => lane,
             None => match self.start() {
@@ -302,9 +438,9 @@ impl Lanes {
         Ok(())
     }
 
-    /// The findings `found` came back.
-    fn returned(&mut self, found: &[Finding]) {
-        for (lane, key) in found.iter().filter_map(|f| f.via) {
+    /// The findings (looks' or files') that came back through `via`.
+    fn returned(&mut self, via: impl Iterator<Item = (usize, Option<u64>)>) {
+        for (lane, key) in via {
             if let Some(b) = self.bound.get_mut(&key) {
                 b.1 = b.1.saturating_sub(1);
                 if b.1 == 0 {
@@ -331,22 +467,32 @@ impl Scanner {
     /// A scanner that keeps its jobs for the test to run.
     #[cfg(test)]
     pub(crate) fn held() -> Scanner {
-        Scanner::Held(Vec::new())
+        Scanner::Held(Vec::new(), Vec::new())
     }
 
-    /// The jobs a held scanner kept (none for the others).
+    /// The looks a held scanner kept (none for the others).
     #[cfg(test)]
     pub(crate) fn take_held(&mut self) -> Vec<Job> {
         match self {
-            Scanner::Held(jobs) => std::mem::take(jobs),
+            Scanner::Held(jobs, _) => std::mem::take(jobs),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The file reads a held scanner kept (none for the others).
+    #[cfg(test)]
+    pub(crate) fn take_held_files(&mut self) -> Vec<FileJob> {
+        match self {
+            Scanner::Held(_, files) => std::mem::take(files),
             _ => Vec::new(),
         }
     }
 
     /// A scanner with lanes of its own (started when first needed), whose
-    /// findings go to `deliver` (which must not block).
+    /// findings go to `deliver` (which must not block): the looks', and
+    /// the files'.
     pub(crate) fn threaded(
-        deliver: impl Fn(Vec<Finding>) -> bool + Send + Sync + 'static,
+        deliver: impl Fn(Vec<Finding>, Vec<FileFound>) -> bool + Send + Sync + 'static,
     ) -> Scanner {
         Scanner::Lanes(Lanes {
             deliver: Arc::new(deliver),
@@ -377,7 +523,14 @@ impl Scanner {
     /// down).
     pub(crate) fn returned(&mut self, found: &[Finding]) {
         if let Scanner::Lanes(l) = self {
-            l.returned(found);
+            l.returned(found.iter().filter_map(|f| f.via));
+        }
+    }
+
+    /// The file reads `found` came back.
+    pub(crate) fn returned_files(&mut self, found: &[FileFound]) {
+        if let Scanner::Lanes(l) = self {
+            l.returned(found.iter().filter_map(|f| f.via));
         }
     }
 
@@ -400,41 +553,125 @@ impl Scanner {
         }
     }
 
-    /// Looks at `jobs`: inline, the findings are returned; on the lanes,
-    /// they are delivered later (in order per file system), and `None` is
-    /// returned. Jobs no lane takes (the OS refused a thread) are looked
-    /// at inline, and their findings returned.
-    pub(crate) fn submit(&mut self, jobs: Vec<Job>) -> Option<Vec<Finding>> {
+    /// Looks at `jobs` (or reads files): inline, the findings are
+    /// returned; on the lanes, they are delivered later (in order per file
+    /// system), and `None` is returned. Jobs no lane takes (the OS refused
+    /// a thread) are done inline, and their findings returned.
+    pub(crate) fn submit<W: Work>(&mut self, jobs: Vec<W>) -> Option<Vec<W::Found>> {
         if jobs.is_empty() {
             return Some(Vec::new());
         }
         #[cfg(test)]
-        if let Scanner::Held(held) = self {
+        if let Some(held) = W::held(self) {
             held.extend(jobs);
             return None;
         }
         let Scanner::Lanes(lanes) = self else {
-            return Some(run(jobs));
+            return Some(jobs.into_iter().map(W::run).collect());
         };
-        // Per file system, in the order handed over.
-        let mut groups: Vec<(Option<u64>, Vec<Job>)> = Vec::new();
+        let inline = lanes.send_all(jobs.into_iter().map(W::task).collect());
+        let found: Vec<W::Found> = inline
+            .into_iter()
+            .filter_map(W::of_task)
+            .map(W::run)
+            .collect();
+        (!found.is_empty()).then_some(found)
+    }
+}
+
+/// What a lane does: a look at a directory ([`Job`]) or a file read
+/// ([`FileJob`]), and what it finds.
+pub(crate) trait Work: Sized {
+    /// What it finds.
+    type Found;
+    /// Does it, here.
+    fn run(self) -> Self::Found;
+    /// As a lane's task.
+    fn task(self) -> Task;
+    /// Back from a lane's task.
+    fn of_task(t: Task) -> Option<Self>;
+    /// Where a held scanner keeps it.
+    #[cfg(test)]
+    fn held(s: &mut Scanner) -> Option<&mut Vec<Self>>;
+}
+
+impl Work for Job {
+    type Found = Finding;
+
+    fn run(self) -> Finding {
+        look(self)
+    }
+
+    fn task(self) -> Task {
+        Task::Look(self)
+    }
+
+    fn of_task(t: Task) -> Option<Job> {
+        match t {
+            Task::Look(j) => Some(j),
+            Task::File(_) => None,
+        }
+    }
+
+    #[cfg(test)]
+    fn held(s: &mut Scanner) -> Option<&mut Vec<Job>> {
+        match s {
+            Scanner::Held(jobs, _) => Some(jobs),
+            _ => None,
+        }
+    }
+}
+
+impl Work for FileJob {
+    type Found = FileFound;
+
+    fn run(self) -> FileFound {
+        read_file(self)
+    }
+
+    fn task(self) -> Task {
+        Task::File(self)
+    }
+
+    fn of_task(t: Task) -> Option<FileJob> {
+        match t {
+            Task::File(j) => Some(j),
+            Task::Look(_) => None,
+        }
+    }
+
+    #[cfg(test)]
+    fn held(s: &mut Scanner) -> Option<&mut Vec<FileJob>> {
+        match s {
+            Scanner::Held(_, files) => Some(files),
+            _ => None,
+        }
+    }
+}
+
+impl Lanes {
+    /// Hands `tasks` to their lanes, per file system, in the order handed
+    /// over; returns those no lane took (the OS refused a thread).
+    fn send_all(&mut self, tasks: Vec<Task>) -> Vec<Task> {
+        let mut groups: Vec<(Option<u64>, Vec<Task>)> = Vec::new();
         let mut at: HashMap<Option<u64>, usize> = HashMap::new();
-        for j in jobs {
-            match at.get(&j.fs_key).and_then(|&i| groups.get_mut(i)) {
-                Some(g) => g.1.push(j),
+        for t in tasks {
+            let key = t.key();
+            match at.get(&key).and_then(|&i| groups.get_mut(i)) {
+                Some(g) => g.1.push(t),
                 None => {
-                    at.insert(j.fs_key, groups.len());
-                    groups.push((j.fs_key, vec![j]));
+                    at.insert(key, groups.len());
+                    groups.push((key, vec![t]));
                 }
             }
         }
-        let mut inline = Vec::new();
-        for (key, jobs) in groups {
-            if let Err(jobs) = lanes.send(key, jobs) {
-                inline.extend(run(jobs));
+        let mut refused = Vec::new();
+        for (key, tasks) in groups {
+            if let Err(tasks) = self.send(key, tasks) {
+                refused.extend(tasks);
             }
         }
-        (!inline.is_empty()).then_some(inline)
+        refused
     }
 }
 
@@ -477,7 +714,7 @@ mod tests {
         );
 
         let (tx, rx) = unbounded();
-        let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
+        let mut s = Scanner::threaded(move |f, _| tx.send(f).is_ok());
         assert!(s.submit(vec![job(d.path(), 2)]).is_none(), "on the thread");
         assert!(s.submit(vec![job(d.path(), 3), job(d.path(), 4)]).is_none());
         let mut tokens = Vec::new();
@@ -506,7 +743,7 @@ mod tests {
             "inline: no window"
         );
         let (tx, rx) = unbounded();
-        let mut s = Scanner::threaded(move |f| tx.send(f).is_ok());
+        let mut s = Scanner::threaded(move |f, _| tx.send(f).is_ok());
         assert_eq!(s.room(None), WINDOW);
         let jobs: Vec<Job> = (0..WINDOW as u64).map(|t| job(d.path(), t)).collect();
         assert!(s.submit(jobs).is_none());
@@ -559,7 +796,7 @@ mod tests {
         let (let_go, held) = unbounded::<()>();
         // Findings of directory 1 wait until the test lets go: lane 0's
         // thread is stuck in the meantime.
-        let mut s = Scanner::threaded(move |f: Vec<Finding>| {
+        let mut s = Scanner::threaded(move |f: Vec<Finding>, _| {
             if f.iter().any(|f| f.dir == 1) {
                 let _ = held.recv();
             }

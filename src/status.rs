@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::change::ChangeBatch;
-use crate::choice::Backend;
+use crate::batch::change::ChangeBatch;
 use crate::ids::Generation;
+use crate::spec::choice::Backend;
 
 /// How many recent batches a [`WatchStatus`] keeps.
 pub const RECENT_BATCHES: usize = 20;
@@ -163,6 +163,89 @@ pub struct VcsLock {
     pub overdue: bool,
 }
 
+/// One hold on a spec's batches: an entry of [`WatchStatus::holds`].
+///
+/// A hold keeps a spec's batch open past the time it would close, so
+/// that it is delivered whole (a `git checkout`, a file being written, a
+/// program at work: see [`HoldReason`]), or lets batches go without it
+/// once it has lasted too long (`overdue`). Its `Display` is one line,
+/// for logs: `vcs lock /src/.git/index.lock (overdue)`, `2 files being
+/// written`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct HoldStatus {
+    /// Why the batch is held.
+    pub reason: HoldReason,
+    /// Since when (wall clock).
+    pub since: SystemTime,
+    /// Until when at most (wall clock): past it the batch is delivered
+    /// whatever the hold says (and `overdue` says so where the hold
+    /// stays). `None`: no bound of its own.
+    pub until: Option<SystemTime>,
+    /// It outlived its bound: batches are delivered without waiting for
+    /// it, until it ends. `false`: the spec's batch is held.
+    pub overdue: bool,
+}
+
+/// Why a batch is held: the kind of a [`HoldStatus`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum HoldReason {
+    /// A version-control lock exists
+    /// ([`WatchOptions::vcs_settle`](crate::WatchOptions::vcs_settle)):
+    /// a `git checkout` under way. Bounded by `vcs_settle`.
+    VcsLock {
+        /// The lock file (`/src/app/.git/index.lock`).
+        path: PathBuf,
+    },
+    /// Files of the batch are being written
+    /// ([`WatchOptions::write_finished`](crate::WatchOptions::write_finished)):
+    /// the batch, due by its quiet window, waits for them, to its
+    /// maximum delay at most (then they move to the next batch).
+    Writing {
+        /// How many files are being written.
+        files: usize,
+    },
+    /// A program declared a hold ([`Manager::hold`](crate::Manager::hold))
+    /// and holds its guard: the batch is deferred or dropped
+    /// ([`WatchOptions::during_holds`](crate::WatchOptions::during_holds)).
+    /// Bounded by [`WatchOptions::hold_bound`](crate::WatchOptions::hold_bound).
+    Declared {
+        /// The label the program gave it.
+        label: String,
+    },
+    /// A closed batch waits for its files' hashes
+    /// ([`WatchOptions::skip_same_content`](crate::WatchOptions::skip_same_content)),
+    /// read off the engine's thread (the spec's later batches wait
+    /// behind it). A hash that does not come within
+    /// [`ManagerBuilder::storage_deadline`](crate::ManagerBuilder::storage_deadline)
+    /// of the last one is given up: its file is reported without one.
+    /// `until` is `None`: the bound moves with each hash that comes.
+    Hashing {
+        /// How many files' hashes the waiting batches asked for.
+        files: usize,
+    },
+}
+
+impl fmt::Display for HoldStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reason {
+            HoldReason::VcsLock { path } => write!(f, "vcs lock {}", path.display())?,
+            HoldReason::Writing { files: 1 } => f.write_str("1 file being written")?,
+            HoldReason::Writing { files } => write!(f, "{files} files being written")?,
+            HoldReason::Declared { label } => write!(f, "held by {label:?}")?,
+            HoldReason::Hashing { files } => write!(f, "reading the hashes of {files} files")?,
+        }
+        if self.overdue {
+            f.write_str(" (overdue)")?;
+        }
+        Ok(())
+    }
+}
+
 /// A file system's name, with its magic number where the platform has one:
 /// `ext4 (0xef53)`, `apfs`.
 pub(crate) struct FsName<'a>(pub &'a str, pub Option<u64>);
@@ -259,6 +342,20 @@ pub struct WatchStatus {
     /// under way), or that outlived the bound (`overdue`: batches flow).
     /// `None` while no lock is seen. The phase is not changed by it.
     pub vcs_lock: Option<VcsLock>,
+    /// Every hold on the spec's batches now, held or overdue (the VCS
+    /// lock of [`vcs_lock`](Self::vcs_lock) among them): why, since when
+    /// and until when at most. Empty while nothing holds them. The phase
+    /// is not changed by them.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub holds: Vec<HoldStatus>,
+    /// Changes that holds a program declared kept from every subscriber,
+    /// for this generation (a spec with
+    /// [`during_holds`](crate::WatchOptions::during_holds) `Drop`): each
+    /// path of each batch dropped once. They are still in
+    /// [`Manager::changes_since`](crate::Manager::changes_since)'s
+    /// answers.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub dropped_by_holds: u64,
 }
 
 impl WatchStatus {
@@ -282,6 +379,8 @@ impl WatchStatus {
             last_error: None,
             last_error_time: None,
             vcs_lock: None,
+            holds: Vec::new(),
+            dropped_by_holds: 0,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Subscriptions as `futures_core::Stream`s (cargo feature `stream`), for
 //! async programs: no thread per subscriber, no polling timer.
 //!
-//! A stream is an ordinary subscriber (`fanout.rs`: a bounded channel, a
+//! A stream is an ordinary subscriber (`batch/fanout.rs`: a bounded channel, a
 //! backlog merged per path) whose reader is a task. It leaves its waker in
 //! a [`Wake`] shared with the engine's side, which wakes it after every
 //! delivery into the channel and when it lets go of the subscriber.
@@ -13,9 +13,9 @@ use std::task::{Context, Poll};
 use crossbeam_channel::{Receiver, TryRecvError};
 use futures_core::{FusedStream, Stream};
 
-use crate::change::ChangeBatch;
-use crate::event::Event;
-use crate::fanout::Wake;
+use crate::batch::change::ChangeBatch;
+use crate::batch::event::Event;
+use crate::batch::fanout::Wake;
 use crate::status::WatchStatus;
 
 /// The reader's half: the channel and the link to the engine's side.

@@ -2,15 +2,13 @@
 //! (the shared-storage case), and what status says of each root.
 
 mod common;
-#[path = "common/fuse.rs"]
-mod fuse;
 
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::fuse::{BindMount, bind_mount};
 use common::*;
-use fuse::{BindMount, bind_mount};
 use specwatch::{Backend, BackendReason, ChangeKind, Error, Manager, Phase, WatchSpec};
 
 const SPEC_POLL: Backend = Backend::Poll {

@@ -147,6 +147,65 @@ fn build_loop_honours_gitignore_and_vcs_dirs() {
     assert_eq!(b.terminate().code(), Some(0));
 }
 
+/// `--hold-during-run`: what the command writes into the watched tree (a
+/// build's outputs, new bytes each run) starts no run, run after run; the
+/// next run is for a change made after the run. The control: without the
+/// flag, the same command's writes start the next run.
+#[cfg(unix)]
+#[test]
+fn build_loop_with_hold_during_run_is_not_started_again_by_its_own_writes() {
+    let (_a, aux) = tmp();
+    let log = aux.join("log");
+    let log_s = log.to_str().unwrap();
+    // Each run logs itself, writes its outputs into the watched tree,
+    // then waits for a line on stdin: the test says when it ends.
+    let command = [
+        "sh",
+        "-c",
+        r#"echo run >> "$1"; mkdir -p out; echo "$$" > out/built; read x"#,
+        "sh",
+        log_s,
+    ];
+    let (_w, watched) = tmp();
+    let flags = ["--debounce", "20", "--hold-during-run"];
+    let mut b = build_loop(&watched, &flags, &command);
+    b.expect("build_loop: run 1: start");
+    b.expect_prefix("build_loop: run 1 started (pid ");
+    release(&mut b);
+    b.expect("build_loop: run 1 exited with status 0");
+    for run in 2..4 {
+        let marker = format!("marker{run}");
+        put(&aux, &watched, &marker);
+        assert_eq!(
+            b.expect_prefix(&format!("build_loop: run {run}:")),
+            format!("build_loop: run {run}: created {marker}"),
+            "the run's own outputs started nothing"
+        );
+        b.expect_prefix(&format!("build_loop: run {run} started (pid "));
+        release(&mut b);
+        b.expect(&format!("build_loop: run {run} exited with status 0"));
+    }
+    assert!(
+        !b.seen()
+            .iter()
+            .any(|l| String::from_utf8_lossy(&l.bytes).contains("queued")),
+        "nothing queued during a run"
+    );
+    assert_eq!(runs_logged(&log), 3);
+    assert_eq!(b.terminate().code(), Some(0));
+
+    // The control: without the flag, run 1's outputs start run 2.
+    let (_w, watched) = tmp();
+    let mut b = build_loop(&watched, &["--debounce", "20"], &command);
+    b.expect("build_loop: run 1: start");
+    b.expect_prefix("build_loop: run 1 started (pid ");
+    release(&mut b);
+    b.expect("build_loop: run 1 exited with status 0");
+    let next = b.expect_prefix("build_loop: run 2:");
+    assert!(next.contains("created out"), "{next}");
+    b.terminate();
+}
+
 /// `--state FILE`: the first run is made only if something changed since
 /// `build_loop` last ran, and says what. (Unix: the state is saved on a
 /// clean exit, which the test can ask of the child alone there.)

@@ -17,7 +17,7 @@ use specwatch::{Backend, Manager};
 const BOUND: usize = 2_000;
 
 /// A knob from the environment (to run the flood bigger by hand: see
-/// CHANGELOG.md for the figures of 2,000,000 events).
+/// benches/RESULTS.md, "An inbox flood", for millions of events).
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()

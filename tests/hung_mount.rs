@@ -5,17 +5,15 @@
 //! answers again the hung spec reports exactly what changed meanwhile.
 
 mod common;
-#[path = "common/fuse.rs"]
-mod fuse;
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::fuse::{BindMount, bind_mount};
 use common::*;
-use fuse::{BindMount, bind_mount};
-use specwatch::{Backend, ChangeKind, Manager, Phase};
+use specwatch::{Backend, ChangeKind, ContentHash, HoldReason, Manager, Phase};
 
 /// A storage directory and a FUSE (`bindfs`) mount of it, in a directory
 /// `name` of its own below `d`. (The directory holding a polled root is
@@ -70,6 +68,18 @@ fn latencies(
     took
 }
 
+/// Runs `f` while `mount`'s server is stopped; if it panics, the server
+/// is let go first (a manager whose looks hang would hang its drop).
+fn resumed_on_panic<T>(mount: &mut BindMount, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(t) => t,
+        Err(e) => {
+            mount.resume();
+            std::panic::resume_unwind(e);
+        }
+    }
+}
+
 fn median_max(l: &[Duration]) -> (Duration, Duration) {
     (l[l.len() / 2], l[l.len() - 1])
 }
@@ -105,7 +115,7 @@ fn a_hung_mount_holds_up_only_itself_beside_another_polled_mount() {
     let statuses_at_pause = c.statuses.get("healthy").map_or(0, Vec::len);
     // On failure the server is let go first: a manager whose looks hang
     // would hang its drop.
-    let during = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let during = resumed_on_panic(&mut hung, || {
         // A look at the hung mount is under way and does not come back.
         c.wait("the hung spec Degraded: storage not answering", |c| {
             matches!(phase(c, "hung"), Some(Phase::Degraded { reason })
@@ -126,14 +136,7 @@ fn a_hung_mount_holds_up_only_itself_beside_another_polled_mount() {
             phase(&c, "hung")
         );
         during
-    }));
-    let during = match during {
-        Ok(d) => d,
-        Err(e) => {
-            hung.resume();
-            std::panic::resume_unwind(e);
-        }
-    };
+    });
     let healthy_since: Vec<Phase> = c.statuses.get("healthy").map_or(Vec::new(), |v| {
         v[statuses_at_pause..]
             .iter()
@@ -214,7 +217,7 @@ fn a_hung_mount_watched_and_polled_holds_up_its_polls_not_the_engine() {
     let before = latencies(&mut c, "local", (&local, &local), "before", 10);
     // (Resumed after 60 s whatever happens to this process.)
     mount.pause(Duration::from_secs(60));
-    let during = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let during = resumed_on_panic(&mut mount, || {
         c.wait("the polled spec Degraded: storage not answering", |c| {
             matches!(phase(c, "polled"), Some(Phase::Degraded { reason })
                 if reason.contains("storage not answering"))
@@ -224,14 +227,7 @@ fn a_hung_mount_watched_and_polled_holds_up_its_polls_not_the_engine() {
         m.sync("local", Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("the local spec's barrier with the mount hung: {e}"));
         during
-    }));
-    let during = match during {
-        Ok(d) => d,
-        Err(e) => {
-            mount.resume();
-            std::panic::resume_unwind(e);
-        }
-    };
+    });
     mount.resume();
     let ((bm, bx), (dm, dx)) = (median_max(&before), median_max(&during));
     note(&format!(
@@ -245,5 +241,105 @@ fn a_hung_mount_watched_and_polled_holds_up_its_polls_not_the_engine() {
     m.sync("polled", WAIT).unwrap();
     c.wait("the polled spec Watching again", |c| {
         phase(c, "polled") == Some(Phase::Watching)
+    });
+}
+
+/// Content hashes off the engine's thread: a spec that compares contents
+/// (`skip_same_content`) watches a FUSE mount natively (writes through
+/// the mount make events), beside a local spec that compares contents
+/// too. The mount's server stops (SIGSTOP) while the mount's spec has a
+/// batch open: as it closes, the hash of its file hangs on the mount's
+/// lane, and the batch waits (a hold, in the status), not the engine:
+/// the local spec's writes are reported, hashed, at their usual latency
+/// (measured before and while the mount hangs), and the mount's batch is
+/// delivered at the storage deadline with its file, without a hash
+/// (reported, not lost). Once the server answers, a change through the
+/// mount comes with its hash again. (Before, the engine hashed a closing
+/// batch's files itself, and waited: a hash on a hung mount stalled
+/// every spec.)
+#[test]
+fn a_hash_on_a_hung_mount_holds_up_its_batch_not_the_engine() {
+    let d = tmp();
+    let Some((_src, mnt, mut mount)) = storage(d.path(), "hashed") else {
+        return;
+    };
+    let local = d.path().join("local");
+    fs::create_dir(&local).unwrap();
+    let (m, mut c) = polling_manager(Duration::from_millis(20));
+    start(&m, "local", spec(&[&local]).skip_same_content(true));
+    // The mount's batches close a second after their last change: time
+    // for the test to stop the server while one is open.
+    let quiet = Duration::from_secs(1);
+    let s = start(
+        &m,
+        "mount",
+        spec(&[&mnt])
+            .backend(Backend::Native)
+            .skip_same_content(true)
+            .quiet_window(quiet),
+    );
+    assert_eq!(s.roots[0].backend, Backend::Native);
+    let before = latencies(&mut c, "local", (&local, &local), "before", 15);
+    let hung = mnt.join("hung.txt");
+    fs::write(&hung, "through the mount").unwrap();
+    let written = Instant::now();
+    // One inotify queue, in order: once the local spec's barrier passes,
+    // the write through the mount is in the mount spec's open batch.
+    m.sync("local", WAIT).unwrap();
+    // (Resumed after 60 s whatever happens to this process.)
+    mount.pause(Duration::from_secs(60));
+    let paused = written.elapsed();
+    let during = resumed_on_panic(&mut mount, || {
+        c.drain();
+        assert!(
+            c.changes("mount").is_empty() && paused < quiet,
+            "the mount's batch was to be open when its server stopped ({paused:?} after \
+             the write, quiet window {quiet:?})"
+        );
+        c.wait("the mount's batch waiting for its hash (a hold)", |c| {
+            c.statuses["mount"].last().is_some_and(|s| {
+                s.holds
+                    .iter()
+                    .any(|h| matches!(h.reason, HoldReason::Hashing { files: 1 }))
+            })
+        });
+        let during = latencies(&mut c, "local", (&local, &local), "during", 30);
+        c.wait(
+            "the mount's batch, at the storage deadline, without a hash",
+            |c| {
+                c.changes("mount").iter().any(|ch| {
+                    ch.path == hung && ch.kind == ChangeKind::Created && ch.hash.is_none()
+                })
+            },
+        );
+        let hashed = c
+            .changes("local")
+            .iter()
+            .filter(|ch| ch.kind == ChangeKind::Created)
+            .all(|ch| ch.hash == Some(ContentHash::of(b"x")));
+        assert!(hashed, "the local spec's files come with their hashes");
+        during
+    });
+    mount.resume();
+    let ((bm, bx), (dm, dx)) = (median_max(&before), median_max(&during));
+    note(&format!(
+        "local writes reported, hashed (skip_same_content), beside a spec hashing on a hung \
+         mount (quiet window 10 ms): before it hung: median {bm:?}, max {bx:?} ({} writes); \
+         while its hash hung: median {dm:?}, max {dx:?} ({} writes)",
+        before.len(),
+        during.len()
+    ));
+    assert!(
+        dm <= bm * 5 + Duration::from_millis(250),
+        "the local spec's latency kept its pace: median {dm:?} while the mount's hash hung, \
+         {bm:?} before"
+    );
+    // The server answers again: a change through the mount, hashed.
+    let after = mnt.join("after.txt");
+    fs::write(&after, "after").unwrap();
+    c.wait("a change through the mount with its hash", |c| {
+        c.changes("mount")
+            .iter()
+            .any(|ch| ch.path == after && ch.hash == Some(ContentHash::of(b"after")))
     });
 }

@@ -28,7 +28,35 @@ fn code(p: &Path) -> String {
     }
 }
 
-/// Top-level module -> the top-level modules its code names.
+/// The folders that group one concept's modules (`src/ignore/`,
+/// `src/batch/`, ...): each of their files is a unit of the layering of
+/// its own (`batch::coalesce`; the folder's `mod.rs` is `batch`), so that
+/// the rules below hold file by file inside them. Every other top-level
+/// module (`engine/`, `backend/`, `fs/`, `index/`, `manager/`) is one unit.
+const CONCEPTS: [&str; 5] = ["batch", "hold", "ignore", "spec", "state"];
+
+/// The unit a file of `src/` belongs to (its path relative to `src/`).
+fn unit(rel: &Path) -> String {
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    match parts.as_slice() {
+        [top, file] if CONCEPTS.contains(&top.as_str()) && file != "mod" => {
+            format!("{top}::{file}")
+        }
+        [top, ..] => top.clone(),
+        [] => unreachable!("a file has a name"),
+    }
+}
+
+/// Unit -> the units its code names (`crate::x`, or `crate::x::y` for a
+/// concept folder's module `y`).
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
@@ -36,25 +64,32 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in files {
         let rel = f.strip_prefix(&src).unwrap();
-        let top = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
+        let top = unit(rel);
         // Test-only files are not part of the layering.
-        if top == "lib" || rel.ends_with("tests.rs") || rel.ends_with("fake.rs") {
+        if top == "lib"
+            || top == "docs"
+            || rel.ends_with("tests.rs")
+            || rel.to_string_lossy().ends_with("_tests.rs")
+            || rel.ends_with("fake.rs")
+        {
             continue;
         }
         let text = code(&f);
         let deps = g.entry(top.clone()).or_default();
         for (i, _) in text.match_indices("crate::") {
-            let name: String = text[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
+            let word = |at: usize| -> String {
+                text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect()
+            };
+            let mut name = word(i + 7);
+            if CONCEPTS.contains(&name.as_str()) && text[i + 7 + name.len()..].starts_with("::") {
+                let child = word(i + 7 + name.len() + 2);
+                if !child.is_empty() && src.join(&name).join(format!("{child}.rs")).exists() {
+                    name = format!("{name}::{child}");
+                }
+            }
             if !name.is_empty() && name != top {
                 deps.insert(name);
             }
@@ -102,31 +137,33 @@ fn the_pure_core_imports_nothing_with_io() {
     for pure in [
         "index",
         "ignore",
-        "coalesce",
-        "settle",
-        "write_hold",
+        "ignore::files",
+        "ignore::git_pattern",
+        "ignore::docker",
+        "ignore::kinds",
+        "batch",
+        "batch::change",
+        "batch::coalesce",
+        "batch::content",
+        "batch::event",
+        "batch::fanout",
+        "batch::journal",
+        "hold",
+        "hold::settle",
+        "hold::write",
         "reconcile",
-        "fanout",
         "spec",
-        "options",
-        "change",
-        "content",
-        "event",
+        "spec::options",
+        "spec::choice",
+        "spec::defaults",
+        "spec::duration",
+        "state::snapshot",
+        "state::restore",
         "status",
         "stats",
         "ids",
         "error",
         "clock",
-        "journal",
-        "snapshot",
-        "restore",
-        "duration",
-        "defaults",
-        "ignore_files",
-        "git_pattern",
-        "docker_ignore",
-        "ignore_kinds",
-        "choice",
     ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         for d in io {
@@ -239,8 +276,9 @@ fn only_the_io_layer_touches_the_os() {
 /// hold a fact and the methods on it; steps (`impl Engine`) read or change
 /// several owners. Every file of `src/engine/` is one or the other, or
 /// one of `ENGINE_OTHERS`.
-const ENGINE_OWNERS: [&str; 15] = [
+const ENGINE_OWNERS: [&str; 16] = [
     "specs",
+    "holds",
     "inbox",
     "contents",
     "watches",
@@ -256,8 +294,10 @@ const ENGINE_OWNERS: [&str; 15] = [
     "sync",
     "progress",
 ];
-const ENGINE_STEPS: [&str; 22] = [
+const ENGINE_STEPS: [&str; 24] = [
     "walk",
+    "hashing",
+    "holding",
     "restarting",
     "tree",
     "events",
@@ -424,5 +464,189 @@ fn the_owner_check_reads_imports() {
     assert_eq!(
         names,
         ["*", "events", "poll", "polling", "trace", "tree", "walk"]
+    );
+}
+
+/// What may still read or `stat` on the engine's thread, by file and
+/// function (ARCHITECTURE.md, "What the engine's thread reads"): every
+/// other call of an `fs::` function that touches the disk in
+/// `src/engine/` is a file system the engine would wait on. The engine's
+/// file-system work goes to the scanner's lanes instead (looks, content
+/// hashes, ignore files outside the tree).
+const ENGINE_READS: &[(&str, &str, &str)] = &[
+    ("events.rs", "handle_name", "a hinted name's lstat"),
+    ("events.rs", "check_top", "a watched directory's own event"),
+    ("walk.rs", "list_dir", "the walk"),
+    ("walk.rs", "push_children", "the walk (a link's target)"),
+    ("attaching.rs", "attach_root", "the walk: a root attached"),
+    (
+        "attaching.rs",
+        "reattach_partial_only",
+        "the walk: a root attached",
+    ),
+    (
+        "ignoring.rs",
+        "read",
+        "the walk: an ignore file it reaches (again on its event)",
+    ),
+    (
+        "ignoring.rs",
+        "load_ignore_files_above",
+        "the walk: above a root",
+    ),
+    (
+        "ignore_files.rs",
+        "excludes_file",
+        "the walk: git's excludes file",
+    ),
+    (
+        "polling.rs",
+        "sign",
+        "the walk: a polled directory's first picture",
+    ),
+    (
+        "polling.rs",
+        "first_look",
+        "the walk: a polled directory's first read",
+    ),
+    (
+        "polling.rs",
+        "poll_node",
+        "a directory's last poll, back to its watch",
+    ),
+    (
+        "following.rs",
+        "revalidate_link",
+        "a followed link looked at again",
+    ),
+    ("writing.rs", "note_write", "a held file"),
+    ("writing.rs", "look_at_writes", "a held file"),
+    ("batching.rs", "flush_batches", "a held batch's VCS lock"),
+    (
+        "batching.rs",
+        "fill_meta",
+        "a change's metadata at batch close",
+    ),
+    ("modes.rs", "decide_root", "a root's device, attached"),
+    ("mounting.rs", "nearest_device", "a root's mount check"),
+    ("mounting.rs", "track_mount", "a root's mount check"),
+    (
+        "publishing.rs",
+        "facts",
+        "a missing root's ancestors, for its status",
+    ),
+    ("rereading.rs", "report_if_changed", "an overflow's re-read"),
+    ("rereading.rs", "rescan_node_with", "an overflow's re-read"),
+    ("restoring.rs", "restore", "a restore's first batch"),
+    ("restoring.rs", "compare_dir", "a restore's first batch"),
+    ("syncing.rs", "start_barrier", "a barrier's cookies"),
+    ("syncing.rs", "guard_cookies", "a barrier's cookies"),
+    ("sync.rs", "remove_cookies", "a barrier's cookies"),
+    ("sync.rs", "cookies_for", "a barrier's cookies"),
+];
+
+/// `fs::` functions that touch no disk (an error's kind, a name's shape,
+/// giving memory back).
+const FS_PURE: &[&str] = &["gone", "failing", "is_cookie", "trim_heap", "racy"];
+
+/// The calls of `fs::` functions that touch the disk in `text` (a file's
+/// code, comments and tests aside): line, enclosing function, function
+/// called.
+fn fs_calls(text: &str) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    let mut function = String::new();
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("//") {
+            continue;
+        }
+        if let Some(at) = t.find("fn ")
+            && t[..at]
+                .split_whitespace()
+                .all(|w| w == "pub" || w.starts_with("pub(") || w == "const")
+        {
+            function = t[at + 3..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+        }
+        for (i, _) in line.match_indices("fs::") {
+            let before = &line[..i];
+            if before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                || before.ends_with("std::")
+            {
+                continue; // another name, or `std::fs` (another test's)
+            }
+            let call: String = line[i + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if !call.is_empty() && !FS_PURE.contains(&call.as_str()) {
+                out.push((n + 1, function.clone(), call));
+            }
+        }
+    }
+    out
+}
+
+/// The engine's thread never waits on a file system it need not: each
+/// call of an `fs::` function that reads or `stat`s, in `src/engine/`
+/// (tests aside), is in a function [`ENGINE_READS`] lists, and each entry
+/// there still has one (the list stays the truth).
+#[test]
+fn the_engine_reads_the_disk_only_where_listed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut found = Vec::new();
+    let mut used = BTreeSet::new();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs"))
+        .collect();
+    names.sort();
+    assert!(names.len() > 30, "the scan found the engine's files");
+    for f in names {
+        let file = f.file_name().unwrap().to_string_lossy().into_owned();
+        for (line, function, call) in fs_calls(&code(&f)) {
+            match ENGINE_READS
+                .iter()
+                .find(|(f, func, _)| *f == file && *func == function)
+            {
+                Some(entry) => {
+                    used.insert(*entry);
+                }
+                None => found.push(format!(
+                    "src/engine/{file}:{line}: `fs::{call}` in `{function}`: a read or `stat` on \
+                     the engine's thread that ARCHITECTURE.md does not list (hand it to the \
+                     scanner's lanes, or list it there and in ENGINE_READS with why it is safe)"
+                )),
+            }
+        }
+    }
+    for entry in ENGINE_READS {
+        if !used.contains(entry) {
+            found.push(format!(
+                "ENGINE_READS lists src/engine/{} `{}` ({}), which reads nothing now: \
+                 take it out (and out of ARCHITECTURE.md)",
+                entry.0, entry.1, entry.2
+            ));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_read_check_names_each_call_with_its_function_and_line() {
+    let text = "impl Engine {\n    fn handle_name(&self) {\n        fs::lstat(p);\n    }\n\
+                // fs::sig_of(p) in a comment\n    pub(super) fn other(&self) {\n        \
+                let _ = crate::fs::sig_of(p);\n        std::fs::read(p);\n        \
+                fs::gone(&e);\n    }\n}\n";
+    assert_eq!(
+        fs_calls(text),
+        [
+            (3, "handle_name".into(), "lstat".into()),
+            (7, "other".into(), "sig_of".into())
+        ]
     );
 }

@@ -6,16 +6,14 @@
 //! The mounts are `bindfs` (FUSE) bind mounts, as in `tests/backends.rs`.
 
 mod common;
-#[path = "common/fuse.rs"]
-mod fuse;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::fuse::bind_mount;
 use common::*;
-use fuse::bind_mount;
 use specwatch::{Backend, ChangeKind, Manager, Phase};
 
 /// Each path's kinds reported for `name` in the batches collected so far.

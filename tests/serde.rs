@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use specwatch::{
-    Backend, ChangeBatch, ChangeKind, IgnoreFiles, IgnoreRule, Manager, WatchSpec, WatchSpecs,
-    WatchStatus,
+    Backend, ChangeBatch, ChangeKind, DuringHolds, HoldReason, IgnoreFiles, IgnoreRule, Manager,
+    WatchSpec, WatchSpecs, WatchStatus,
 };
 
 fn full_spec() -> WatchSpec {
@@ -29,6 +29,8 @@ fn full_spec() -> WatchSpec {
         .content_hash(true)
         .ignore_patterns(["*.log"])
         .ignore_files(IgnoreFiles::GIT | IgnoreFiles::TILT)
+        .during_holds(DuringHolds::Drop)
+        .hold_bound(Duration::from_secs(3))
 }
 
 #[test]
@@ -41,6 +43,8 @@ fn a_spec_survives_json_and_toml_with_durations_as_words() {
     assert_eq!(serde_json::from_str::<WatchSpec>(&json).unwrap(), spec);
     assert!(json.contains(r#""ignore_patterns":["*.log"]"#), "{json}");
     assert!(json.contains(r#""ignore_files":["git","tilt"]"#), "{json}");
+    assert!(json.contains(r#""during_holds":"drop""#), "{json}");
+    assert!(json.contains(r#""hold_bound":"3s""#), "{json}");
     let toml_text = toml::to_string(&spec).unwrap();
     assert_eq!(toml::from_str::<WatchSpec>(&toml_text).unwrap(), spec);
 }
@@ -201,9 +205,15 @@ fn batches_and_statuses_survive_a_round_trip() {
         other => panic!("{other:?}"),
     }
     // A sync answers after the pass's status is published.
+    let _held = m.hold("s", "round trip").unwrap();
     m.sync("s", WAIT).unwrap();
     let status = m.status("s").unwrap();
     assert!(!status.recent_batches.is_empty() && !status.roots.is_empty());
+    assert!(
+        matches!(&status.holds[..], [h] if h.reason == HoldReason::Declared { label: "round trip".into() }),
+        "{:?}",
+        status.holds
+    );
     let json = serde_json::to_string(&status).unwrap();
     assert_eq!(serde_json::from_str::<WatchStatus>(&json).unwrap(), status);
 }

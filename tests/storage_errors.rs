@@ -1,6 +1,6 @@
 //! Storage that answers with errors (issue 22): a spec polling a FUSE
 //! mount whose operations fail with `EIO` or `ESTALE` on demand
-//! (`tests/common/faultfs.py`) says so in its status, naming the error and
+//! (`testkit/faultfs.py`) says so in its status, naming the error and
 //! the directory, reports nothing it did not see (a look that failed is
 //! not "everything removed"), leaves the other specs served, and once the
 //! storage answers again reports exactly the net changes made meanwhile.
@@ -10,16 +10,14 @@
 #![cfg(target_os = "linux")]
 
 mod common;
-#[path = "common/faultfs.rs"]
-mod faultfs;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::faultfs::{Errno, FaultFs, fault_mount};
 use common::*;
-use faultfs::{Errno, FaultFs, fault_mount};
 use specwatch::{Backend, ChangeKind, Manager, Phase};
 
 /// How often `Auto` polls the mount.

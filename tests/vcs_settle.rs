@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use specwatch::{Backend, ChangeKind, WatchSpec};
+use specwatch::{Backend, ChangeKind, HoldReason, HoldStatus, WatchSpec};
 
 both_backends!(
     a_checkout_slower_than_max_delay_is_one_batch,
@@ -219,6 +219,16 @@ fn a_lock_left_behind_holds_one_batch_to_the_bound_and_says_so(b: Backend) {
                 .is_some_and(|l| l.overdue && l.path == lock)
         })
     });
+    // The same hold in the list of every hold, with its bound.
+    let st = m.status("s").unwrap();
+    let listed: Vec<&HoldStatus> = st
+        .holds
+        .iter()
+        .filter(|h| matches!(&h.reason, HoldReason::VcsLock { path } if *path == lock))
+        .collect();
+    assert_eq!(listed.len(), 1, "{:?}", st.holds);
+    assert!(listed[0].overdue);
+    assert_eq!(listed[0].until, Some(listed[0].since + bound));
     // Overdue: the next change flows without waiting for the lock.
     let b2 = repo.join("src/b");
     let written = Instant::now();
@@ -236,4 +246,5 @@ fn a_lock_left_behind_holds_one_batch_to_the_bound_and_says_so(b: Backend) {
     c.wait("a status without the lock", |c| {
         c.statuses["s"].last().is_some_and(|s| s.vcs_lock.is_none())
     });
+    assert_eq!(m.status("s").unwrap().holds, [], "nothing holds it");
 }

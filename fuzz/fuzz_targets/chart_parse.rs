@@ -1,5 +1,4 @@
-//! The chart server's package parser (`examples/chart_index/chart.rs`,
-//! compiled here by path): gzip, tar and Chart.yaml. Raw bytes, and tar
+//! The chart server's package parser (`chart_index::chart`): gzip, tar and Chart.yaml. Raw bytes, and tar
 //! archives built from the input with hostile parts: names that climb out
 //! (`../`), absolute or empty, declared sizes that lie, GNU long names
 //! and pax headers (huge ones too: a run of zeros, which gzip shrinks to
@@ -8,22 +7,13 @@
 //! `-malloc_limit_mb`); a chart that parses has a name and version that
 //! are safe file names.
 #![no_main]
-#![allow(
-    dead_code,
-    reason = "only the parser of these modules (and ustar's headers) is used"
-)]
-
-#[path = "../../examples/chart_index/chart.rs"]
-mod chart;
-#[path = "../../examples/chart_index/storage.rs"]
-mod storage;
-#[path = "../../tests/chart_index_units/ustar.rs"]
-mod ustar;
 
 use std::io::Write;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+
+use chart_index::{chart, storage, ustar};
 
 #[derive(Arbitrary, Debug)]
 enum Input {

@@ -8,28 +8,15 @@
 //! path that is accepted never names a parent or an empty segment, and a
 //! route's names are the path's.
 #![no_main]
-#![allow(
-    dead_code,
-    reason = "only the request parsing of these modules is used"
-)]
-
-#[path = "../../examples/chart_index/auth.rs"]
-mod auth;
-#[path = "../../examples/chart_index/http.rs"]
-mod http;
-#[path = "../../examples/chart_index/provenance.rs"]
-mod provenance;
-#[path = "../../examples/chart_index/routes.rs"]
-mod routes;
-#[path = "../../examples/chart_index/storage.rs"]
-mod storage;
 
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use arbitrary::Arbitrary;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
+
+use chart_index::{access, auth, http, provenance, routes, rules_file, storage};
 
 #[derive(Arbitrary, Debug)]
 struct Request {
@@ -80,8 +67,8 @@ fn strict_decode(raw: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn credentials() -> &'static [auth::Auth; 3] {
-    static AUTH: OnceLock<[auth::Auth; 3]> = OnceLock::new();
+fn credentials() -> &'static [auth::Auth; 4] {
+    static AUTH: OnceLock<[auth::Auth; 4]> = OnceLock::new();
     AUTH.get_or_init(|| {
         let mut basic = auth::Auth::default();
         basic.set_basic("user", "pass");
@@ -92,8 +79,22 @@ fn credentials() -> &'static [auth::Auth; 3] {
         tokens.anonymous_get = true;
         let mut open = auth::Auth::default();
         open.anonymous_write = true;
-        [basic, tokens, open]
+        [basic, tokens, open, rules()]
     })
+}
+
+/// Access rules per tenant beside a global user: `t0k3n` writes `org`,
+/// `user:pass` (the global user's) reads `org/team` by rule too,
+/// `public` is read by anyone.
+fn rules() -> auth::Auth {
+    let token = access::credential_field(access::Scheme::Bearer, b"t0k3n");
+    let basic = access::credential_field(access::Scheme::Basic, b"user:pass");
+    let text = format!("org write {token}\norg/team read {basic}\npublic read anonymous\n");
+    let file = rules_file::RulesFile::new("/rules".into(), &text).expect("valid rules");
+    let mut a = auth::Auth::default();
+    a.set_basic("admin", "pass");
+    a.set_rules(Arc::new(file));
+    a
 }
 
 fuzz_target!(|req: Request| {
@@ -107,6 +108,8 @@ fuzz_target!(|req: Request| {
     // The path: accepted segments are what a strict decoder reads, and
     // never a parent, the current directory, empty, or holding a separator.
     let segs = http::segments(&req.path);
+    // The route's tenant, for the access checks below.
+    let mut tenant = None;
     if let Ok(segs) = &segs {
         let raw: Vec<&str> = req.path[1..].split('/').collect();
         if !req.path[1..].is_empty() {
@@ -129,6 +132,7 @@ fuzz_target!(|req: Request| {
             delete: req.delete,
         };
         if let Ok(route) = routes::route(method, segs, rules) {
+            tenant = route.tenant().map(<[String]>::to_vec);
             let names: Vec<&String> = match &route {
                 routes::Route::Health => vec![],
                 routes::Route::Index { tenant }
@@ -168,10 +172,24 @@ fuzz_target!(|req: Request| {
     let _ = http::declared_length(&headers);
     let _ = http::expects_continue(&headers);
     let authorization = headers.get("authorization").map(HeaderValue::as_bytes);
+    let tenant = tenant.as_deref();
     for a in credentials() {
         for access in [auth::Access::Read, auth::Access::Write] {
-            let _ = a.check(access, authorization);
+            let _ = a.check(access, tenant, authorization);
         }
+    }
+    // Access rules: nothing writes without a credential; what may write
+    // may read; a refusal of a known credential is a 403, else a 401.
+    let ruled = &credentials()[3];
+    assert!(ruled.check(auth::Access::Write, tenant, None).is_err());
+    let write = ruled.check(auth::Access::Write, tenant, authorization);
+    let read = ruled.check(auth::Access::Read, tenant, authorization);
+    if write.is_ok() {
+        assert_eq!(read, Ok(()), "{tenant:?}: may write, not read");
+    }
+    for denied in [write, read].into_iter().filter_map(Result::err) {
+        assert!(matches!(denied.status, 401 | 403), "{denied:?}");
+        assert_eq!(denied.challenges.is_empty(), denied.status == 403);
     }
     if let Ok((name, version)) = provenance::prov_chart(&req.body) {
         assert!(storage::safe_name(&name) && storage::safe_name(&version));

@@ -11,12 +11,6 @@
 //! cap (`DefaultBodyLimit`); here axum's default (2 MB) stands, above
 //! any input the fuzzer makes.
 #![no_main]
-#![allow(dead_code, reason = "only the form reading of these modules is used")]
-
-#[path = "../../examples/chart_index/form.rs"]
-mod form;
-#[path = "../../examples/chart_index/http.rs"]
-mod http;
 
 use std::sync::OnceLock;
 
@@ -24,6 +18,8 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
 use libfuzzer_sys::fuzz_target;
+
+use chart_index::form;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

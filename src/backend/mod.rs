@@ -49,7 +49,7 @@ use std::time::{Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::choice::Backend;
+use crate::spec::choice::Backend;
 
 #[cfg(test)]
 pub(crate) mod fake;

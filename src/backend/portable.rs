@@ -18,7 +18,7 @@ use super::marks::Marks;
 #[cfg(any(test, feature = "test-hooks"))]
 use super::{Fault, ReaderPause};
 use super::{Faults, Hint, Inner, OsEvent, OsMsg, PathWatcher, Read, Sink, WatchError};
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 /// Whether notify's recursive watch leaves a new directory unwatched until
 /// notify's thread adds a watch for it (inotify, kqueue: one OS watch per

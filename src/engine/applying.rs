@@ -7,13 +7,13 @@ use std::path::PathBuf;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::SpecId;
-use crate::restore::StateRefused;
-use crate::snapshot::Snapshot;
 use crate::spec::WatchSpec;
+use crate::state::restore::StateRefused;
+use crate::state::snapshot::Snapshot;
 
 impl Engine {
     /// Creates or replaces the named spec. The old generation's open batch
@@ -30,9 +30,13 @@ impl Engine {
         trace::span!(INFO, "apply", spec = %name, generation = generation.0);
         let roots = spec.paths.clone();
         let (sid, old) = self.specs.insert(name, generation, spec, matcher);
+        if let Some(st) = self.specs.get(sid) {
+            self.holds.add(sid, st.name(), st.options());
+        }
         if let Some(old) = old {
-            // Its last batch first, so that it is journaled with it.
-            self.emit(old, None, None);
+            // Its last batch first, so that it is journaled with it
+            // (dropped, if a hold held it to drop it).
+            self.close_retiring(old);
         }
         let wall = self.clock.wall();
         let name = self

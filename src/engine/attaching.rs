@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::index::{DirId, Partial, SpecId};
 
@@ -71,7 +71,9 @@ impl Engine {
             }
         }
         let target = anc.join(&next);
-        let ft = fs::lstat_type(&target).unwrap_or(None);
+        // One `lstat`: its type, and its signature for a polled ancestor.
+        let sig = fs::sig_of(&target);
+        let ft = sig.map(|s| s.kind);
         if !self.index.get(nid).is_some_and(|n| n.complete()) {
             match ft {
                 Some(t) => {
@@ -82,8 +84,8 @@ impl Engine {
                 }
             }
             // A polled ancestor compares this name's signature at its next
-            // poll: take it now, or a first write would go unseen.
-            self.sign_name(nid, &next);
+            // poll: the one just taken, or a first write would go unseen.
+            self.polls.sign_name(nid, &next, sig);
         }
         if !self.specs.contains(sid) {
             return;

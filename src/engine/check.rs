@@ -2,7 +2,7 @@
 //! writes.
 
 use super::Engine;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 impl Engine {
     /// Violations of the invariants (empty when consistent): every node with

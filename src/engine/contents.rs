@@ -1,46 +1,127 @@
 //! Content hashes: the only writer of what each file held when it was
 //! last reported, for the specs that compare contents
 //! ([`WatchOptions::skip_same_content`](crate::WatchOptions::skip_same_content)),
-//! and of the rule that leaves out a `Modified` file whose content did not
-//! change. Reading the files is the caller's (a function handed in, so that
-//! the rule is tested without a file system); the steps that start a
-//! spec's hashes and filter its batches are `batching.rs`'s.
+//! of the files whose hash at the spec's start is still being read, and
+//! of the rule that leaves out a `Modified` file whose content did not
+//! change. Reading the files is the scanner's lanes' (the rule is handed
+//! what they read, so that it is tested without a file system); the steps
+//! that start a spec's hashes and filter its batches are `hashing.rs`'s.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use crate::change::{Change, ChangeKind, FileType};
-use crate::content::ContentHash;
-use crate::fasthash::FastMap;
-use crate::fs;
+use crate::batch::change::{Change, ChangeKind, FileType};
+use crate::batch::content::ContentHash;
+use crate::fasthash::{FastMap, FastSet};
 use crate::index::SpecId;
 
 /// The hashes of every spec that compares contents.
 #[derive(Debug, Default)]
 pub(super) struct Contents {
     specs: FastMap<SpecId, FastMap<PathBuf, ContentHash>>,
+    /// Specs whose files' hashes at start are being read: the files not
+    /// read yet, the read's token, and when it is given up (the storage
+    /// deadline after the last hash came).
+    starting: FastMap<SpecId, Starting>,
+    /// Specs whose start's reads ended (their status leaves `Starting`).
+    touched: Vec<SpecId>,
 }
 
-/// Hashes of `paths` (`None`: unreadable, or too large), read on several
-/// threads.
-pub(super) fn read_all(
-    paths: &[PathBuf],
-    hash: &(impl Fn(&Path) -> Option<ContentHash> + Sync),
-) -> Vec<(usize, Option<ContentHash>)> {
-    let items: Vec<(usize, &PathBuf)> = paths.iter().enumerate().collect();
-    fs::in_parallel(&items, fs::workers(items.len(), || ()), |(), (i, p)| {
-        (*i, hash(p))
-    })
+#[derive(Debug)]
+struct Starting {
+    pending: FastSet<PathBuf>,
+    token: u64,
+    until: Instant,
 }
 
 impl Contents {
     /// Spec `sid` compares contents from now on; `files`: what its files
     /// hold now (those that could be read).
+    #[cfg(test)]
     pub(super) fn start(
         &mut self,
         sid: SpecId,
         files: impl IntoIterator<Item = (PathBuf, ContentHash)>,
     ) {
         self.specs.insert(sid, files.into_iter().collect());
+    }
+
+    /// Spec `sid` compares contents from now on; what its files `paths`
+    /// hold is being read (read `token`), given up at `until` unless a
+    /// hash comes (then the deadline moves: [`started`](Self::started)).
+    pub(super) fn begin(&mut self, sid: SpecId, paths: &[PathBuf], token: u64, until: Instant) {
+        self.specs.insert(sid, FastMap::default());
+        if !paths.is_empty() {
+            let pending = paths.iter().cloned().collect();
+            self.starting.insert(
+                sid,
+                Starting {
+                    pending,
+                    token,
+                    until,
+                },
+            );
+        }
+    }
+
+    /// What file `path` of spec `sid` held at start came (read `token`;
+    /// `None`: unreadable); the start's deadline is now `until`. A file
+    /// reported meanwhile keeps what its batch read.
+    pub(super) fn started(
+        &mut self,
+        sid: SpecId,
+        token: u64,
+        path: &Path,
+        hash: Option<ContentHash>,
+        until: Instant,
+    ) {
+        let Some(st) = self.starting.get_mut(&sid).filter(|st| st.token == token) else {
+            return;
+        };
+        if !st.pending.remove(path) {
+            return;
+        }
+        st.until = until;
+        if let Some(h) = hash
+            && let Some(kept) = self.specs.get_mut(&sid)
+        {
+            kept.insert(path.to_path_buf(), h);
+        }
+        if st.pending.is_empty() {
+            self.starting.remove(&sid);
+            self.touched.push(sid);
+        }
+    }
+
+    /// Whether spec `sid`'s files' hashes at start are being read.
+    pub(super) fn starting(&self, sid: SpecId) -> bool {
+        self.starting.contains_key(&sid)
+    }
+
+    /// When a start's reads are given up next.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.starting.values().map(|st| st.until).min()
+    }
+
+    /// Gives up the starts whose reads are late at `now`: their files not
+    /// read are compared from their next report on (reported, whatever
+    /// they hold).
+    pub(super) fn give_up(&mut self, now: Instant) {
+        let late: Vec<SpecId> = self
+            .starting
+            .iter()
+            .filter(|(_, st)| st.until <= now)
+            .map(|(&sid, _)| sid)
+            .collect();
+        for sid in late {
+            self.starting.remove(&sid);
+            self.touched.push(sid);
+        }
+    }
+
+    /// Specs whose start's reads ended since the last call.
+    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.touched)
     }
 
     /// Whether spec `sid` compares contents.
@@ -51,6 +132,29 @@ impl Contents {
     /// Spec `sid` is gone (or compares contents no more).
     pub(super) fn forget(&mut self, sid: SpecId) {
         self.specs.remove(&sid);
+        self.starting.remove(&sid);
+    }
+
+    /// The changes of spec `sid` were kept from its subscribers: what the
+    /// files of `changes` hold is no longer known as reported (their next
+    /// change is reported, whatever it holds).
+    pub(super) fn forget_paths(&mut self, sid: SpecId, changes: &[Change]) {
+        if let Some(kept) = self.specs.get_mut(&sid) {
+            for c in changes {
+                kept.remove(&c.path);
+            }
+        }
+        self.reported(sid, changes);
+    }
+
+    /// `changes` of spec `sid` were reported (or dropped): what their
+    /// files held at start is no longer what counts.
+    fn reported(&mut self, sid: SpecId, changes: &[Change]) {
+        if let Some(st) = self.starting.get_mut(&sid) {
+            for c in changes {
+                st.pending.remove(&c.path);
+            }
+        }
     }
 
     /// How many files' hashes spec `sid` keeps.
@@ -60,20 +164,23 @@ impl Contents {
     }
 
     /// The batch of spec `sid` as it is reported: every `Created` or
-    /// `Modified` regular file gets the hash of what it holds now, and a
+    /// `Modified` regular file gets the hash of what it holds now
+    /// (`hash`: what the lanes read as the batch closed), and a
     /// `Modified` one whose hash is the one kept for it is left out;
     /// the hashes kept follow (a removed file's goes). `first`: the spec's
     /// first batch after a restore, whose `Modified` files were compared
     /// with the saved state, not with what was read at start (kept all,
-    /// with the hashes read then). A file that cannot be read now (gone,
-    /// or too large) is reported, without a hash, and its hash is dropped.
+    /// with the hashes read then). A file that could not be read (gone,
+    /// too large, or not read in time) is reported, without a hash, and
+    /// its hash is dropped.
     pub(super) fn filter(
         &mut self,
         sid: SpecId,
         mut changes: Vec<Change>,
         first: bool,
-        hash: &(impl Fn(&Path) -> Option<ContentHash> + Sync),
+        hash: &impl Fn(&Path) -> Option<ContentHash>,
     ) -> Vec<Change> {
+        self.reported(sid, &changes);
         let Some(kept) = self.specs.get_mut(&sid) else {
             return changes;
         };
@@ -84,10 +191,9 @@ impl Contents {
             .filter(|(_, c)| !(first && kept.contains_key(&c.path)))
             .map(|(i, _)| i)
             .collect();
-        let paths: Vec<PathBuf> = wanted.iter().map(|&i| changes[i].path.clone()).collect();
         let mut read: Vec<Option<Option<ContentHash>>> = vec![None; changes.len()];
-        for (k, h) in read_all(&paths, hash) {
-            read[wanted[k]] = Some(h);
+        for i in wanted {
+            read[i] = Some(hash(&changes[i].path));
         }
         let mut same = vec![false; changes.len()];
         for (i, c) in changes.iter_mut().enumerate() {

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use super::{Engine, trace};
 use crate::backend::{Hint, OsEvent, WatchId};
-use crate::change::{FileType, Meta};
+use crate::batch::change::{FileType, Meta};
 use crate::fs;
 use crate::index::{DirId, diff};
 
@@ -33,7 +33,7 @@ impl Engine {
             // A writer's close matters only to specs that wait for one.
             OsEvent::Entry {
                 hint: Hint::Closed, ..
-            } if !self.specs.any_write_holds() => {}
+            } if !self.holds.any_write_holds() => {}
             OsEvent::Entry { watch, name, hint } => {
                 self.each_node_of(watch, |e, id| e.handle_name(id, &name, hint));
             }
@@ -256,7 +256,7 @@ impl Engine {
                     hint,
                     Hint::Modified | Hint::Removed | Hint::Moved | Hint::Created
                 ) {
-                    let kind = crate::change::ChangeKind::Modified;
+                    let kind = crate::batch::change::ChangeKind::Modified;
                     self.route(id, name, kind, t, from_os, meta);
                 }
                 if t == FileType::Symlink {

@@ -9,7 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use super::Engine;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::fs;
 use crate::index::{DirId, SpecId};
 

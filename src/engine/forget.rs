@@ -20,6 +20,7 @@ impl Engine {
             reloads: _,  // the ignore files read in it: `forget_ignore_files`
             watches: _,  // its OS watch: `drop_watch`
             specs: _,    // the rules of its ignore files live in matchers (above)
+            holds: _,    // by spec and path: a file held goes with its `Removed`
             problems: _, // per spec and path: cleared by `remove_tree`
             roots: _,    // by path: `remove_tree` queues the roots that lived there
             mounts: _,   // by root and spec: goes with the spec (`forget_spec`)
@@ -63,6 +64,7 @@ impl Engine {
     pub(super) fn forget_spec(&mut self, sid: SpecId) {
         let Engine {
             specs,
+            holds,
             problems,
             recovery,
             reloads,
@@ -92,6 +94,7 @@ impl Engine {
             stats_waiters: _,
         } = self;
         specs.remove(sid);
+        holds.forget(sid);
         problems.forget(sid);
         recovery.forget(sid);
         reloads.unfollow(sid, None);

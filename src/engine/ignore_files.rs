@@ -1,17 +1,17 @@
 //! Ignore files ([`WatchOptions::ignore_files`](crate::WatchOptions::ignore_files))
 //! waiting to be read again: the only writer of those that changed (read
 //! again at the end of the pass) and of those outside the watched tree,
-//! followed by their signatures. The rules they hold live in each spec's
-//! matcher (`specs.rs` writes it); the steps that read them and apply a
-//! change of rules are `ignoring.rs`'s.
+//! followed by their signatures (looked at on the scanner's lanes, a
+//! round at a time). The rules they hold live in each spec's matcher
+//! (`specs.rs` writes it); the steps that read them and apply a change of
+//! rules are `ignoring.rs`'s.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::clock::Clock;
 use crate::fs;
-use crate::ignore_files::IgnoreFile;
+use crate::ignore::files::IgnoreFile;
 use crate::index::{DirId, SpecId};
 
 /// How often ignore files outside the watched tree are looked at.
@@ -21,12 +21,22 @@ const OUTSIDE_EVERY: Duration = Duration::from_secs(1);
 /// those outside the watched tree (above a root, git's global excludes
 /// file, and `.git/info/exclude` in the pruned `.git`), which no watch
 /// covers: their stat signatures are compared every [`OUTSIDE_EVERY`] and
-/// at each sync. Also where git's global excludes file is.
+/// at each sync, by a round of reads on the scanner's lanes (one at a
+/// time). Also where git's global excludes file is.
 #[derive(Debug, Default)]
 pub(super) struct Reloads {
     pending: Vec<(DirId, OsString)>,
     outside: Vec<Outside>,
     next_look: Option<Instant>,
+    /// Ids of the files outside, never reused.
+    next_id: u64,
+    /// The round of reads under way: its token, how many are still out.
+    round: Option<(u64, usize)>,
+    /// The last round's token, and the last one done.
+    rounds: u64,
+    done_round: u64,
+    /// A round was asked for (a sync) while one was out: another follows.
+    again: bool,
     /// Git's global excludes file: as the manager was told (`Some`), or
     /// git's own, found once when first asked (`None` until then).
     excludes: Option<Option<PathBuf>>,
@@ -43,9 +53,14 @@ pub(crate) enum Excludes {
     File(Option<PathBuf>),
 }
 
+/// A round of reads of the ignore files outside the tree: its token, and
+/// each file with its id.
+pub(super) type Round = (u64, Vec<(u64, PathBuf)>);
+
 /// An ignore file no OS watch covers, as last seen.
 #[derive(Debug)]
 struct Outside {
+    id: u64,
     sid: SpecId,
     /// The directory it applies in.
     dir: PathBuf,
@@ -89,13 +104,16 @@ impl Reloads {
         {
             return;
         }
-        let sig = fs::sig_of(file);
+        // Its signature is the first round's: one read there (the same
+        // text as now) changes no rule.
+        self.next_id += 1;
         self.outside.push(Outside {
+            id: self.next_id,
             sid,
             dir: dir.to_path_buf(),
             which,
             file: file.to_path_buf(),
-            sig,
+            sig: None,
         });
         self.next_look.get_or_insert(now + OUTSIDE_EVERY);
     }
@@ -109,33 +127,76 @@ impl Reloads {
         }
     }
 
-    /// When the files outside the tree are looked at next.
+    /// When the files outside the tree are looked at next (none while a
+    /// round is out: what it reads wakes the engine).
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.next_look
+        self.next_look.filter(|_| self.round.is_none())
     }
 
-    /// Looks at the files outside the tree, if that is due (or `forced`,
-    /// for a sync), and schedules the next look: those whose signature
-    /// changed since the last one (spec, directory, which file, the file).
-    pub(super) fn changed_outside(
+    /// A round of reads of the files outside the tree, if one is due at
+    /// `now` (or `forced`, for a sync), each file with its id: its token
+    /// and the files. Also the token of the round a sync waits for (with
+    /// `forced`; one out already is followed by another).
+    pub(super) fn look_round(
         &mut self,
         forced: bool,
-        clock: &Clock,
-    ) -> Vec<(SpecId, PathBuf, IgnoreFile, PathBuf)> {
-        let due = self.next_look.is_some_and(|t| forced || t <= clock.now());
-        if !due {
-            return Vec::new();
+        now: Instant,
+    ) -> (Option<Round>, Option<u64>) {
+        if self.outside.is_empty() {
+            return (None, None);
         }
-        self.next_look = Some(clock.now() + OUTSIDE_EVERY);
-        let mut changed = Vec::new();
-        for o in &mut self.outside {
-            let sig = fs::sig_of(&o.file);
-            if sig != o.sig {
-                o.sig = sig;
-                changed.push((o.sid, o.dir.clone(), o.which, o.file.clone()));
+        if self.round.is_some() {
+            self.again |= forced;
+            return (None, forced.then_some(self.rounds + 1));
+        }
+        if !(forced || self.next_look.is_some_and(|t| t <= now)) {
+            return (None, None);
+        }
+        self.next_look = Some(now + OUTSIDE_EVERY);
+        self.rounds += 1;
+        self.round = Some((self.rounds, self.outside.len()));
+        let files = self
+            .outside
+            .iter()
+            .map(|o| (o.id, o.file.clone()))
+            .collect();
+        (Some((self.rounds, files)), Some(self.rounds))
+    }
+
+    /// A round's read of file `id` (round `token`) saw `sig`: if that
+    /// moved, the file (spec, directory, which file, the file) to apply
+    /// again with the text read. At `now`, the round may end (and one
+    /// asked for meanwhile is due).
+    pub(super) fn read_outside(
+        &mut self,
+        token: u64,
+        id: u64,
+        sig: Option<fs::Sig>,
+        now: Instant,
+    ) -> Option<(SpecId, PathBuf, IgnoreFile, PathBuf)> {
+        if let Some((t, out)) = &mut self.round
+            && *t == token
+        {
+            *out = out.saturating_sub(1);
+            if *out == 0 {
+                self.round = None;
+                self.done_round = token;
+                if std::mem::take(&mut self.again) {
+                    self.next_look = Some(now);
+                }
             }
         }
-        changed
+        let o = self.outside.iter_mut().find(|o| o.id == id)?;
+        if sig == o.sig {
+            return None;
+        }
+        o.sig = sig;
+        Some((o.sid, o.dir.clone(), o.which, o.file.clone()))
+    }
+
+    /// Whether round `token` is done.
+    pub(super) fn round_done(&self, token: u64) -> bool {
+        self.done_round >= token || self.outside.is_empty()
     }
 
     /// Entry `name` of directory `id`, an ignore file, changed: it is read

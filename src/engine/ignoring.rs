@@ -16,15 +16,20 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::Engine;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::ignore::Matcher;
-use crate::ignore_files::IgnoreFile;
-use crate::ignore_kinds::IgnoreFiles;
+use crate::ignore::files::IgnoreFile;
+use crate::ignore::kinds::IgnoreFiles;
 use crate::index::{DirId, SpecId};
+use crate::scanner::{FileJob, FileRead, Purpose};
 
 /// Largest ignore file read (larger ones are treated as absent).
 const MAX_IGNORE_FILE: u64 = 1 << 20;
+
+/// The scanner's lane of the ignore files outside the watched tree (a key
+/// no file system's look has: see `fs::Look::fs_key`).
+const OUTSIDE_LANE: u64 = u64::MAX - 0x1a;
 
 /// How far above a root ignore files are looked for (a repository's top).
 const MAX_LEVELS_ABOVE: usize = 64;
@@ -176,21 +181,53 @@ impl Engine {
         }
     }
 
-    /// Looks at the ignore files outside the watched tree (when due, or
-    /// `now` for a sync) and applies those that changed.
-    pub(super) fn look_outside(&mut self, now: bool) {
-        let changed = self.reloads.changed_outside(now, &self.clock);
-        if changed.is_empty() {
-            return;
+    /// Has the scanner's lanes look at the ignore files outside the
+    /// watched tree (when due, or `now` for a sync: then returns the
+    /// token of the round the sync waits for). What they read is applied
+    /// by [`outside_read`](Self::outside_read).
+    pub(super) fn look_outside(&mut self, now: bool) -> Option<u64> {
+        let (round, wait_for) = self.reloads.look_round(now, self.clock.now());
+        if let Some((token, files)) = round {
+            let jobs = files
+                .into_iter()
+                .map(|(id, path)| FileJob {
+                    purpose: Purpose::Outside,
+                    owner: id,
+                    token,
+                    path,
+                    // A lane of their own (above the roots, in a home).
+                    fs_key: Some(OUTSIDE_LANE),
+                    read: FileRead::Text {
+                        max: MAX_IGNORE_FILE,
+                    },
+                })
+                .collect();
+            if let Some(found) = self.scanner.submit(jobs) {
+                self.files_read(found);
+            }
         }
+        wait_for
+    }
+
+    /// What the lanes read of ignore files outside the watched tree
+    /// (id, round, signature, text): those whose signature moved are
+    /// applied.
+    pub(super) fn outside_read(&mut self, read: Vec<(u64, u64, Option<fs::Sig>, Option<String>)>) {
         self.now = self.clock.now();
-        for (sid, dir, which, file) in changed {
+        let mut any = false;
+        for (id, token, sig, text) in read {
+            let Some((sid, dir, which, file)) =
+                self.reloads.read_outside(token, id, sig, self.clock.now())
+            else {
+                continue;
+            };
             let Some(old) = self.specs.get(sid).map(|st| st.matcher().clone()) else {
                 continue;
             };
-            if !self.set_ignore_file(sid, &dir, which, &file, read(&file).as_deref()) {
+            if !self.set_ignore_file(sid, &dir, which, &file, text.as_deref()) {
                 continue;
             }
+            any = true;
             // Below `dir`: the spec's roots there, or `dir` itself.
             let roots = self.specs.get(sid).map(|st| st.roots().to_vec());
             let tops: Vec<DirId> = match self.index.lookup(&dir) {
@@ -206,7 +243,9 @@ impl Engine {
                 self.apply_ignore_change(sid, top, &old);
             }
         }
-        self.watches.reconcile_soon();
+        if any {
+            self.watches.reconcile_soon();
+        }
     }
 
     /// Entry `name` of directory `id` changed: if it is an ignore file,

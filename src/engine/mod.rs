@@ -15,6 +15,7 @@
 //! |---|---|
 //! | [`crate::index`] | directory nodes: entries, covering specs, root registrations |
 //! | `specs.rs` | applied specs by id and name, their matchers and open batches |
+//! | `holds.rs` | every hold on a spec's batch (a VCS lock, files being written, holds programs declare), and whether a due batch closes |
 //! | `watches.rs` | the OS watch table (watch id ↔ directory, both ways) and the backend |
 //! | `poll.rs` | the poll set: which directories are polled, why, their pictures, the scanner's looks under way, when next |
 //! | `progress.rs` | start-up progress of a spec's first walk, and whether a heap trim is due after a big one |
@@ -38,7 +39,10 @@
 //! watched, and what that asks of each directory), `polling.rs` (polls,
 //! on the scanner or here), `rescanning.rs` (`rescan_every`'s rescans),
 //! `applying.rs` (specs created, replaced, deleted), `batching.rs`
-//! (changes routed into batches, batches closed), `attaching.rs` (roots
+//! (changes routed into batches, batches closed), `hashing.rs` (content
+//! hashes read on the scanner's lanes, batches waiting for them),
+//! `holding.rs` (holds a
+//! program declares, taken and ended), `attaching.rs` (roots
 //! attached, and again when their watching point changes),
 //! `following.rs` (symlinks looked at again), `mounting.rs` (a polled
 //! root's file system unmounted and mounted again), `ignoring.rs` (ignore files
@@ -59,15 +63,15 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
 use parking_lot::Mutex;
 
 use crate::backend::{self, OsMsg, Read, Sink};
+use crate::batch::fanout::Subscriber;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
 use crate::index::Index;
-use crate::restore::StateRefused;
-use crate::snapshot::Snapshot;
 use crate::spec::{Backend, WatchSpec};
+use crate::state::restore::StateRefused;
+use crate::state::snapshot::Snapshot;
 use crate::stats::Stats;
 
 mod applying;
@@ -79,6 +83,9 @@ mod contents;
 mod events;
 mod following;
 mod forget;
+mod hashing;
+mod holding;
+mod holds;
 mod ignore_files;
 mod ignoring;
 mod inbox;
@@ -150,10 +157,32 @@ pub(crate) enum Msg {
     StateSaved { name: String, error: Option<String> },
     /// Delete the named spec.
     Delete { name: String },
+    /// A program declares hold `id` on `scope` (`label`): reply once it
+    /// is in effect.
+    Hold {
+        id: u64,
+        scope: crate::hold::HoldScope,
+        label: String,
+        reply: Sender<()>,
+    },
+    /// The guard of hold `id` was dropped; `reply` (a caller of
+    /// `HoldGuard::release`) once what it held is closed.
+    Unhold { id: u64, reply: Option<Sender<()>> },
     /// A sync barrier: reply `true` once every change made before has been
     /// delivered (`false`: no such spec). Given up at `deadline`.
     Sync {
         name: String,
+        deadline: Instant,
+        reply: Sender<bool>,
+    },
+    /// Look at `paths` of the named spec now, as OS events about them
+    /// would make the engine look (a polled directory holding one: a poll
+    /// of that directory), then close the spec's batch: reply `true` once
+    /// what the look found is delivered (`false`: no such spec). Given up
+    /// at `deadline`.
+    Look {
+        name: String,
+        paths: Vec<std::path::PathBuf>,
         deadline: Instant,
         reply: Sender<bool>,
     },
@@ -163,6 +192,8 @@ pub(crate) enum Msg {
     Os(OsMsg),
     /// What the scanner found in polled and rescanned directories.
     Looked(Vec<crate::scanner::Finding>),
+    /// What the scanner read of files (hashes, ignore files).
+    Read(Vec<crate::scanner::FileFound>),
     /// Test hooks.
     #[cfg(feature = "test-hooks")]
     Hook(Hook),
@@ -216,6 +247,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
+    /// A sender into the engine's inbox, for what must tell the engine
+    /// without a manager at hand (a hold's guard, when dropped).
+    pub(crate) fn sender(&self) -> Sender<Msg> {
+        self.tx.clone()
+    }
+
     /// Sends a message; an error once the engine thread has stopped.
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.tx.send(msg).map_err(|_| stopped())
@@ -246,6 +283,25 @@ impl Handle {
         Ok(done.recv_deadline(deadline).map_err(|_| ()))
     }
 
+    /// A look at `paths` of spec `name` (see [`Msg::Look`]): `Ok(true)`
+    /// once what it found is published; `Ok(false)` if there is no such
+    /// spec, `Err(())` at `deadline`.
+    pub(crate) fn look(
+        &self,
+        name: &str,
+        paths: Vec<std::path::PathBuf>,
+        deadline: Instant,
+    ) -> Result<std::result::Result<bool, ()>> {
+        let (reply, done) = crossbeam_channel::bounded(1);
+        self.send(Msg::Look {
+            name: name.to_owned(),
+            paths,
+            deadline,
+            reply,
+        })?;
+        Ok(done.recv_deadline(deadline).map_err(|_| ()))
+    }
+
     pub(crate) fn stop(&self) {
         let _ = self.tx.send(Msg::Shutdown);
         if let Some(h) = self.thread.lock().take() {
@@ -269,7 +325,7 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     let queue = inbox::Inbox::new(
         config
             .max_queued_events
-            .unwrap_or(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+            .unwrap_or(crate::spec::defaults::DEFAULT_MAX_QUEUED_EVENTS),
     );
     let admits = queue.clone();
     // Never waits: a message the bound has no room for is dropped, and
@@ -302,8 +358,10 @@ pub(crate) fn start(config: Config) -> Result<Handle> {
     engine.queue = queue;
     engine.respawn = Some(respawn);
     let to_engine = tx.clone();
-    engine.scanner =
-        crate::scanner::Scanner::threaded(move |f| to_engine.send(Msg::Looked(f)).is_ok());
+    engine.scanner = crate::scanner::Scanner::threaded(move |looks, files| {
+        (looks.is_empty() || to_engine.send(Msg::Looked(looks)).is_ok())
+            && (files.is_empty() || to_engine.send(Msg::Read(files)).is_ok())
+    });
     let thread = std::thread::Builder::new()
         .name("specwatch-engine".into())
         .spawn(move || engine.run_guarded())
@@ -330,6 +388,8 @@ pub(crate) struct Engine {
     now: Instant,
     index: Index,
     specs: SpecTable,
+    /// Every hold on a spec's batch (a VCS lock, files being written).
+    holds: holds::Holds,
     watches: WatchTable,
     polls: PollSet,
     /// Looks at the directories polled without an OS watch, and at those
@@ -383,6 +443,7 @@ impl Engine {
             now,
             index: Index::default(),
             specs: SpecTable::default(),
+            holds: holds::Holds::default(),
             watches,
             polls: {
                 let mut p = PollSet::new(config.poll_interval);
@@ -397,7 +458,7 @@ impl Engine {
                 running: backend::resolve(config.backend),
                 poll_interval: config
                     .poll_interval
-                    .unwrap_or(crate::defaults::DEFAULT_POLL_INTERVAL)
+                    .unwrap_or(crate::spec::defaults::DEFAULT_POLL_INTERVAL)
                     .max(Duration::from_millis(1)),
             },
             recovery: Recovery::new(config.overflow_margin, config.restart_backoff, wall),
@@ -415,7 +476,7 @@ impl Engine {
             syncs: Syncs::default(),
             out,
             os_events: 0,
-            queue: inbox::Inbox::new(crate::defaults::DEFAULT_MAX_QUEUED_EVENTS),
+            queue: inbox::Inbox::new(crate::spec::defaults::DEFAULT_MAX_QUEUED_EVENTS),
             respawn: None,
             stats_waiters: Vec::new(),
             clock,
@@ -482,13 +543,14 @@ impl Engine {
     /// or (while a subscriber is behind) a look for room in its channel.
     fn next_deadline(&self) -> Option<Instant> {
         let timers = [
-            self.specs.next_deadline(),
+            batching::next_deadline(&self.specs, &self.holds),
             self.polls.next_deadline(),
             self.recovery.next_deadline(),
             self.syncs.next_deadline(),
             self.rescans.next_deadline(),
             self.reloads.next_deadline(),
             self.mounts.next_deadline(),
+            self.contents.next_deadline(),
         ];
         let next = timers.into_iter().flatten().min();
         if self.out.behind() {
@@ -516,6 +578,13 @@ impl Engine {
             }
             Msg::StateSaved { name, error } => self.state_saved(&name, error),
             Msg::Delete { name } => self.delete(&name),
+            Msg::Hold {
+                id,
+                scope,
+                label,
+                reply,
+            } => self.hold(id, scope, label, reply),
+            Msg::Unhold { id, reply } => self.unhold(id, reply),
             Msg::Shutdown => return false,
             Msg::Os(m) => {
                 let lost = self.queue.taken(m.weight());
@@ -543,11 +612,18 @@ impl Engine {
                 }
             }
             Msg::Looked(findings) => self.looked(findings),
+            Msg::Read(found) => self.files_read(found),
             Msg::Sync {
                 name,
                 deadline,
                 reply,
             } => self.start_sync(name, deadline, reply),
+            Msg::Look {
+                name,
+                paths,
+                deadline,
+                reply,
+            } => self.start_look(name, &paths, deadline, reply),
             Msg::Stats { reply } => self.stats_waiters.push(reply),
             #[cfg(feature = "test-hooks")]
             Msg::Hook(hook) => match hook {
@@ -583,7 +659,7 @@ impl Engine {
         self.rescan_due();
         let synced = self.syncs_ready();
         self.out.flush_backlogs();
-        self.flush_batches(&syncing::specs_of(&synced));
+        self.flush_batches(&syncing::passed(&synced));
         self.publish();
         // Before the answers: a caller of `sync` finds the engine settled.
         self.trim_if_idle();

@@ -135,6 +135,15 @@ impl Engine {
             // (Which file system it is on: what tells it unmounted.)
             self.track_mount(sid, root);
         }
+        if self
+            .specs
+            .get(sid)
+            .is_some_and(|st| st.skips_same_content())
+            && let Some(dev) = crate::fs::device_of(existing)
+        {
+            // The lane its files' hashes are read on.
+            self.specs.set_device(sid, root, dev);
+        }
         if self.specs.set_mode(sid, mode) {
             self.out.touch(sid);
             trace::traced! {

@@ -10,9 +10,9 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::defaults::DEFAULT_POLL_INTERVAL;
 use crate::fs::{self, Picture};
 use crate::index::DirId;
+use crate::spec::defaults::DEFAULT_POLL_INTERVAL;
 
 /// What to do with a look of the scanner's that came back.
 #[derive(Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl PollSet {
             limit_reason: None,
             changed: false,
             tokens: 0,
-            deadline: crate::defaults::DEFAULT_STORAGE_DEADLINE,
+            deadline: crate::spec::defaults::DEFAULT_STORAGE_DEADLINE,
             hung: BTreeSet::new(),
             checked: None,
         }
@@ -182,6 +182,12 @@ impl PollSet {
 
     /// How long a look may be under way before its storage is said not
     /// to answer.
+    /// How long a look may be under way before its storage counts as not
+    /// answering (`ManagerBuilder::storage_deadline`).
+    pub(super) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     pub(super) fn set_deadline(&mut self, deadline: Duration) {
         self.deadline = deadline.max(Duration::from_millis(1));
     }
@@ -372,7 +378,6 @@ impl PollSet {
     /// The file systems the last look at `id` touched, as a key (see
     /// `fs::Look::fs_key`), if it is polled and that is known: the
     /// scanner's lane for its next.
-    #[cfg(test)]
     pub(super) fn fs_key(&self, id: DirId) -> Option<u64> {
         self.key_of(self.dirs.get(&id)?.fs)
     }
@@ -479,15 +484,10 @@ impl PollSet {
     }
 
     /// Entry `name` of `id` gets signature `sig` if it has none yet.
-    pub(super) fn sign_name(
-        &mut self,
-        id: DirId,
-        name: &OsStr,
-        sig: impl FnOnce() -> Option<fs::Sig>,
-    ) {
+    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr, sig: Option<fs::Sig>) {
         if let Some(p) = self.dirs.get_mut(&id)
             && p.picture.get(name).is_none()
-            && let Some(sig) = sig()
+            && let Some(sig) = sig
         {
             Arc::make_mut(&mut p.picture).set(name, Some(sig));
         }

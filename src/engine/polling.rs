@@ -13,7 +13,7 @@ use super::poll::{self, Why};
 use super::rescanning::keep_engine_view;
 use super::trace;
 use crate::backend::WatchError;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::fs::{self, Picture};
 use crate::index::{DirId, SpecId};
 use crate::scanner::{Finding, Job, Purpose};
@@ -95,16 +95,6 @@ impl Engine {
         self.polls.seen_on(id, look.fs_key);
         self.polls.set_picture(id, look.picture);
         Ok(listing)
-    }
-
-    /// Takes the signature of entry `name` of polled directory `id` if it
-    /// has none yet (a name a partial node starts to wait for).
-    pub(super) fn sign_name(&mut self, id: DirId, name: &OsStr) {
-        let Some(node) = self.index.get(id) else {
-            return;
-        };
-        let path = node.path().join(name);
-        self.polls.sign_name(id, name, || fs::sig_of(&path));
     }
 
     /// Polls directory `id` every `every` because a covering spec polls it
@@ -418,6 +408,12 @@ impl Engine {
                     .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid))
             })
             .collect();
+        self.poll_dirs(ids)
+    }
+
+    /// Polls the polled directories `ids` now (a barrier's or a look's),
+    /// and returns their looks that a barrier must still wait for.
+    pub(super) fn poll_dirs(&mut self, ids: Vec<DirId>) -> Vec<(Purpose, DirId, u64)> {
         let mut asked = Vec::new();
         for id in ids {
             if let Some(token) = self.poll_look(id) {
@@ -443,7 +439,9 @@ impl Engine {
         asked
             .into_iter()
             .rev()
-            .filter(|&(id, t)| !look_done(&self.polls, &self.rescans, purpose, id, t))
+            .filter(|&(id, t)| {
+                !look_done((&self.polls, &self.rescans, &self.reloads), purpose, id, t)
+            })
             .map(|(id, t)| (purpose, id, t))
             .collect()
     }
@@ -492,8 +490,11 @@ impl Engine {
 /// Whether look `token` at directory `id`, made for `purpose`, is done
 /// with: applied, or given up (the owner of that kind of look says).
 pub(super) fn look_done(
-    polls: &poll::PollSet,
-    rescans: &super::rescan::Rescans,
+    (polls, rescans, reloads): (
+        &poll::PollSet,
+        &super::rescan::Rescans,
+        &super::ignore_files::Reloads,
+    ),
     purpose: Purpose,
     id: DirId,
     token: u64,
@@ -501,5 +502,8 @@ pub(super) fn look_done(
     match purpose {
         Purpose::Poll => polls.done(id, token),
         Purpose::Rescan => rescans.done(id, token),
+        Purpose::Outside => reloads.round_done(token),
+        // (A barrier waits for a batch's hashes through its answer.)
+        Purpose::Hash | Purpose::Start => true,
     }
 }

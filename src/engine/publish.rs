@@ -17,15 +17,15 @@ use crossbeam_channel::Receiver;
 use parking_lot::{Condvar, Mutex};
 
 use super::trace;
-use crate::change::{Change, ChangeBatch};
-use crate::defaults::DEFAULT_JOURNAL_PATHS;
-use crate::event::Event;
-use crate::fanout::Subscriber;
+use crate::batch::change::{Change, ChangeBatch};
+use crate::batch::event::Event;
+use crate::batch::fanout::Subscriber;
+use crate::batch::journal::{ChangesSince, Journal};
 use crate::ids::Generation;
 use crate::ids::Seq;
 use crate::index::SpecId;
-use crate::journal::{ChangesSince, Journal};
-use crate::restore::Restore;
+use crate::spec::defaults::DEFAULT_JOURNAL_PATHS;
+use crate::state::restore::Restore;
 use crate::status::{Phase, RECENT_BATCHES, RootStatus, WatchStatus};
 
 /// What the engine publishes for the manager to read: written by the
@@ -88,6 +88,14 @@ impl Shared {
         }
     }
 
+    /// The newest seq issued, in spec `name`'s instance: every batch of
+    /// the spec up to it is published (`None`: no such spec).
+    pub(crate) fn newest_seq(&self, name: &str) -> Option<Seq> {
+        let newest = self.newest.load(Ordering::Acquire);
+        let instance = self.journals.lock().get(name).map(Journal::instance)?;
+        Some(Seq::new(instance, newest))
+    }
+
     /// The net changes of spec `name` after `seq` (`None`: no such spec).
     pub(crate) fn changes_since(&self, name: &str, seq: Seq) -> Option<ChangesSince> {
         let newest = self.newest.load(Ordering::Acquire);
@@ -101,6 +109,8 @@ struct SpecOut {
     monitor_start: SystemTime,
     last_event: Option<SystemTime>,
     recent: VecDeque<Arc<ChangeBatch>>,
+    /// Changes its holds kept from subscribers (`DuringHolds::Drop`).
+    dropped: u64,
     published: Option<Arc<WatchStatus>>,
 }
 
@@ -132,6 +142,8 @@ pub(super) struct Facts {
     pub roots: Vec<RootStatus>,
     /// `Some` while the first walk is under way (phase `Starting`).
     pub progress: Option<crate::status::Progress>,
+    /// What its files held at start is being read (phase `Starting`).
+    pub hashing_start: bool,
     pub watch_retries: u64,
     pub overflow_recoveries: u64,
     pub missed_by_os: u64,
@@ -140,6 +152,8 @@ pub(super) struct Facts {
     pub degraded: Option<String>,
     /// The version-control lock holding its batches, if one does.
     pub vcs_lock: Option<crate::status::VcsLock>,
+    /// Every hold on its batches.
+    pub holds: Vec<crate::status::HoldStatus>,
 }
 
 impl Publisher {
@@ -207,6 +221,7 @@ impl Publisher {
                 monitor_start: wall,
                 last_event: None,
                 recent: VecDeque::new(),
+                dropped: 0,
                 published: None,
             },
         );
@@ -253,23 +268,12 @@ impl Publisher {
         wall: SystemTime,
         restore: Option<Restore>,
     ) {
-        let number = self.next_seq;
-        self.next_seq += 1;
-        let mut journals = self.shared.journals.lock();
-        let journal = journals
-            .get_mut(name)
-            .filter(|j| j.generation() == generation);
-        let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
+        let (number, instance) = self.journal(name, generation, &changes);
         // Sorted already (the coalescer's order): `new` checks it in one pass.
         let mut batch =
             ChangeBatch::new(name, generation, Seq::new(instance, number), wall, changes);
         batch.restore = restore;
         let batch = Arc::new(batch);
-        if let Some(j) = journal {
-            j.record(number, &batch.changes);
-        }
-        drop(journals);
-        self.shared.newest.store(number, Ordering::Release);
         trace::event!(
             DEBUG,
             spec = name,
@@ -288,6 +292,49 @@ impl Publisher {
             self.touched.push(sid);
         }
         self.send(Event::Changes(batch));
+    }
+
+    /// Numbers a batch of spec `name` (`generation`) made of `changes`,
+    /// and journals them: its seq's number, and the instance it is of.
+    fn journal(&mut self, name: &str, generation: Generation, changes: &[Change]) -> (u64, u64) {
+        let number = self.next_seq;
+        self.next_seq += 1;
+        let mut journals = self.shared.journals.lock();
+        let journal = journals
+            .get_mut(name)
+            .filter(|j| j.generation() == generation);
+        let instance = journal.as_ref().map_or(self.instance, |j| j.instance());
+        if let Some(j) = journal {
+            j.record(number, changes);
+        }
+        drop(journals);
+        self.shared.newest.store(number, Ordering::Release);
+        (number, instance)
+    }
+
+    /// A batch of `sid` that its holds keep from every subscriber
+    /// (`DuringHolds::Drop`): numbered and journaled as any batch
+    /// (`changes_since` describes the disk), sent to no one, and counted.
+    pub(super) fn dropped(
+        &mut self,
+        sid: SpecId,
+        name: &str,
+        generation: Generation,
+        changes: &[Change],
+    ) {
+        let (_number, _) = self.journal(name, generation, changes);
+        trace::event!(
+            DEBUG,
+            spec = name,
+            generation = generation.0,
+            seq = _number,
+            changes = changes.len(),
+            "batch dropped by a hold"
+        );
+        if let Some(s) = self.specs.get_mut(&sid) {
+            s.dropped += changes.len() as u64;
+            self.touched.push(sid);
+        }
     }
 
     /// A fact of `sid`'s status that another owner keeps changed.
@@ -367,7 +414,7 @@ impl Publisher {
             (Some((error, _)), _) => Phase::Failed {
                 error: error.clone(),
             },
-            (None, _) if f.progress.is_some() => Phase::Starting,
+            (None, _) if f.progress.is_some() || f.hashing_start => Phase::Starting,
             (None, None) => Phase::Watching,
             (None, Some(reason)) => Phase::Degraded { reason },
         };
@@ -392,6 +439,8 @@ impl Publisher {
             last_error,
             last_error_time,
             vcs_lock: f.vcs_lock,
+            holds: f.holds,
+            dropped_by_holds: s.dropped,
         };
         if s.published.as_deref().is_some_and(|p| same(p, &status)) {
             return false;
@@ -465,12 +514,14 @@ fn same(a: &WatchStatus, b: &WatchStatus) -> bool {
         && a.last_error == b.last_error
         && a.last_error_time == b.last_error_time
         && a.vcs_lock == b.vcs_lock
+        && a.holds == b.holds
+        && a.dropped_by_holds == b.dropped_by_holds
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change::{ChangeKind, FileType};
+    use crate::batch::change::{ChangeKind, FileType};
     use std::time::Duration;
 
     fn publisher() -> (Publisher, crossbeam_channel::Receiver<Event>) {
@@ -489,12 +540,14 @@ mod tests {
             polled_dirs: 0,
             roots: Vec::new(),
             progress: None,
+            hashing_start: false,
             watch_retries: 0,
             overflow_recoveries: 0,
             missed_by_os: 0,
             last_error: None,
             degraded: None,
             vcs_lock: None,
+            holds: Vec::new(),
         }
     }
 

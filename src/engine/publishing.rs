@@ -16,7 +16,8 @@ impl Engine {
         touched.extend(self.mounts.take_touched());
         touched.extend(self.recovery.take_touched());
         touched.extend(self.rescans.take_touched());
-        touched.extend(self.specs.take_touched());
+        touched.extend(self.holds.take_touched());
+        touched.extend(self.contents.take_touched());
         if self.polls.take_changed() {
             // Which specs cover a polled directory can only be told by
             // looking: rare enough (the watch limit, links on a path
@@ -162,12 +163,14 @@ impl Engine {
                 roots
             },
             progress: self.progress.progress_of(sid),
+            hashing_start: self.contents.starting(sid),
             watch_retries: self.recovery.attempts(sid),
             overflow_recoveries: self.recovery.overflows(sid),
             missed_by_os: self.rescans.missed(sid),
             last_error: self.problems.last(sid),
             degraded,
-            vcs_lock: st.vcs_lock(),
+            vcs_lock: self.holds.vcs_lock(sid),
+            holds: self.holds.status(sid),
         })
     }
 }

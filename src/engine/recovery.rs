@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::wall_before;
-use crate::defaults::DEFAULT_OVERFLOW_MARGIN;
 use crate::index::{DirId, SpecId};
+use crate::spec::defaults::DEFAULT_OVERFLOW_MARGIN;
 
 /// First delay before a failed watch is tried again; it doubles per attempt.
 pub(super) const RETRY_FIRST: Duration = Duration::from_millis(50);
@@ -89,8 +89,8 @@ impl Recovery {
             down: None,
             failing_restarts: 0,
             restart_backoff: restart_backoff.unwrap_or((
-                crate::defaults::DEFAULT_RESTART_FIRST,
-                crate::defaults::DEFAULT_RESTART_MAX,
+                crate::spec::defaults::DEFAULT_RESTART_FIRST,
+                crate::spec::defaults::DEFAULT_RESTART_MAX,
             )),
             retries: BTreeMap::new(),
             attempts: HashMap::new(),

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use super::Engine;
 use super::trace;
 use crate::backend::Hint;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs;
 use crate::index::{DirId, EntryDiff, diff};
 use crate::reads;

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use super::Engine;
 use super::rescan::{Flight, before};
 use super::trace;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::fs::{Look, Picture};
 use crate::index::{DirId, SpecId};
 use crate::scanner::{Finding, Job, Purpose};

@@ -11,12 +11,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::Engine;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs::{self, Sig};
 use crate::ignore::Matcher;
 use crate::index::{Listing, SpecId};
-use crate::restore::{Restore, StateRefused};
-use crate::snapshot::{Saved, Snapshot, Stamp};
+use crate::state::restore::{Restore, StateRefused};
+use crate::state::snapshot::{Saved, Snapshot, Stamp};
 
 /// What a save of a spec needs from the engine.
 #[derive(Debug)]

@@ -3,29 +3,25 @@
 //! compiled ignore rules and its open batch. The only writer of all that.
 //! The steps that create, update and delete specs are `applying.rs`'s;
 //! those that route changes into batches and close them, `batching.rs`'s.
-//! A spec with `vcs_settle` holds its due batch while a version-control
-//! lock exists: the decision is `settle.rs`'s, kept here beside the
-//! batch it holds. A spec with `write_finished` holds the files of its
-//! batch being written (`write_hold.rs` decides; its steps are
-//! `writing.rs`'s), the batch open to its maximum delay at most.
+//! Whether a due batch closes is not decided here: every hold on a batch
+//! (a version-control lock, files being written) is `holds.rs`'s.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use super::holds::Batch;
 use super::trace;
-use crate::change::{Change, ChangeKind, FileType, Meta};
-use crate::coalesce::Coalescer;
+use crate::batch::change::{Change, ChangeKind, FileType, Meta};
+use crate::batch::coalesce::Coalescer;
 use crate::ids::Generation;
 use crate::ignore::Matcher;
-use crate::ignore_files::{IgnoreFile, Set};
-use crate::ignore_kinds::IgnoreFiles;
+use crate::ignore::files::{IgnoreFile, Set};
+use crate::ignore::kinds::IgnoreFiles;
 use crate::index::{DirNode, SpecId};
-use crate::settle::{VcsHold, Verdict};
 use crate::spec::{Backend, WatchSpec};
-use crate::status::{RootStatus, VcsLock};
-use crate::write_hold::WriteHold;
+use crate::status::RootStatus;
 
 /// One applied spec generation.
 pub(super) struct SpecState {
@@ -38,10 +34,9 @@ pub(super) struct SpecState {
     modes: Vec<RootMode>,
     /// Set by an apply until its cookies come back (see [`Guard`]).
     guard: Option<Guard>,
-    /// With `vcs_settle`: whether its batch is held for a VCS lock.
-    hold: Option<VcsHold>,
-    /// With `write_finished`: the files of its batch being written.
-    writes: Option<WriteHold>,
+    /// The device each root was found on when attached (for a spec that
+    /// compares contents: the lane its files are read on).
+    devices: Vec<(PathBuf, u64)>,
 }
 
 /// How one root is watched (decided in `modes.rs`).
@@ -91,6 +86,11 @@ impl SpecState {
 
     pub(super) fn generation(&self) -> Generation {
         self.generation
+    }
+
+    /// Its options.
+    pub(super) fn options(&self) -> &crate::spec::options::WatchOptions {
+        &self.spec.options
     }
 
     /// Its roots (normalised: absolute, clean, sorted).
@@ -184,55 +184,23 @@ impl SpecState {
         self.matcher.prunes(dir)
     }
 
-    /// The version-control lock its batch is held for, if one is.
-    pub(super) fn vcs_lock(&self) -> Option<VcsLock> {
-        self.hold.as_ref().and_then(VcsHold::status)
+    /// The device of the deepest root at or above `path`, as found when
+    /// it was attached.
+    pub(super) fn device_below(&self, path: &Path) -> Option<u64> {
+        self.devices
+            .iter()
+            .filter(|(r, _)| path.starts_with(r))
+            .max_by_key(|(r, _)| r.as_os_str().len())
+            .map(|&(_, d)| d)
     }
 
-    /// When its batch is due: its quiet window or maximum delay, but
-    /// while a file of it is being written, its next look or the maximum
-    /// delay (`write_finished`).
-    fn batch_deadline(&self) -> Option<Instant> {
-        let due = self.coalescer.deadline()?;
-        match (&self.writes, self.coalescer.latest()) {
-            (Some(w), Some(latest)) => Some(w.deadline(due, latest)),
-            _ => Some(due),
+    /// Its open batch, as the holds see it.
+    pub(super) fn batch(&self) -> Batch {
+        Batch {
+            due: self.coalescer.deadline(),
+            latest: self.coalescer.latest(),
         }
     }
-
-    /// Closes its batch at `now`, due: the changes of files still being
-    /// written move to the next batch (`write_finished`).
-    fn close_due(&mut self, now: Instant) -> Vec<Change> {
-        let changes = self.coalescer.take();
-        let Some(w) = &mut self.writes else {
-            return changes;
-        };
-        let (out, carried) = w.carry(now, changes);
-        for c in carried {
-            self.coalescer
-                .push(now, c.path, c.kind, c.file_type, c.meta);
-        }
-        out
-    }
-
-    /// When its batch is due, or its hold wants a look at the lock.
-    fn deadline(&self) -> Option<Instant> {
-        let batch = self.batch_deadline();
-        match &self.hold {
-            Some(h) => h.next_deadline(batch),
-            None => batch,
-        }
-    }
-}
-
-/// What [`SpecTable::take_due`] closed, and what it holds.
-#[derive(Default)]
-pub(super) struct Due {
-    /// The batches closed.
-    pub closed: Vec<(SpecId, Vec<Change>)>,
-    /// Specs whose held batch is to close once a barrier passes (their
-    /// lock went).
-    pub released: Vec<SpecId>,
 }
 
 /// Every applied spec generation.
@@ -249,13 +217,10 @@ pub(super) struct SpecTable {
     modes_changed: bool,
     /// Specs that honour ignore files.
     ignore_files_specs: usize,
-    /// Specs that wait for writers (`write_finished`).
-    write_specs: usize,
-    /// Specs whose batch was opened since they were last looked at by
-    /// [`take_due`](Self::take_due) (a superset of the open ones).
+    /// Specs whose batch was opened since the engine last woke for them
+    /// (`batching.rs`'s `take_due`), and those it keeps waking for: a
+    /// superset of the open ones, a spec maybe named twice.
     open: Vec<SpecId>,
-    /// Specs whose hold's status changed.
-    touched: Vec<SpecId>,
     /// Raw changes handed to open batches so far (for the events that
     /// say what a recovery found).
     #[cfg(feature = "tracing")]
@@ -277,21 +242,16 @@ impl SpecTable {
         let state = SpecState {
             coalescer: Coalescer::new(spec.options.quiet_window, spec.options.max_delay)
                 .collapse_moves(spec.options.collapse_moves),
-            hold: spec
-                .options
-                .vcs_settle
-                .map(|bound| VcsHold::new(bound, spec.options.quiet_window)),
-            writes: spec.options.write_finished.map(WriteHold::new),
             name: name.clone(),
             generation,
             spec,
             matcher,
             modes: Vec::new(),
             guard: None,
+            devices: Vec::new(),
         };
         let old = self.by_name.insert(name, sid);
         self.ignore_files_specs += usize::from(state.honours_ignore_files());
-        self.write_specs += usize::from(state.writes.is_some());
         self.states.insert(sid, state);
         (sid, old)
     }
@@ -305,12 +265,19 @@ impl SpecTable {
             self.by_name.remove(&st.name);
         }
         self.ignore_files_specs -= usize::from(st.honours_ignore_files());
-        self.write_specs -= usize::from(st.writes.is_some());
         if self.polled_roots > 0 {
             // Directories it shared may need other watching now.
             self.modes_changed = true;
         }
         self.polled_roots -= st.polled_roots();
+    }
+
+    /// Records the device root `root` of `sid` was found on.
+    pub(super) fn set_device(&mut self, sid: SpecId, root: &Path, device: u64) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            st.devices.retain(|(r, _)| r != root);
+            st.devices.push((root.to_path_buf(), device));
+        }
     }
 
     /// Records how a root of `sid` is watched; whether that changed.
@@ -619,157 +586,51 @@ impl SpecTable {
     pub(super) fn take(&mut self, sid: SpecId) -> Vec<Change> {
         self.states
             .get_mut(&sid)
-            .map(|st| {
-                if let Some(h) = &mut st.hold {
-                    h.closed();
-                }
-                if let Some(w) = &mut st.writes {
-                    w.clear();
-                }
-                st.coalescer.take()
-            })
+            .map(|st| st.coalescer.take())
             .unwrap_or_default()
     }
 
-    /// Closes every batch that is due at `now` (wall time `wall`), but
-    /// those a spec's hold keeps open: `lock` says which lock file of
-    /// the repositories holding the roots it is given exists, if one
-    /// does (asked only of specs with `vcs_settle`, when their batch is
-    /// due or their hold's next look is).
-    pub(super) fn take_due(
-        &mut self,
-        now: Instant,
-        wall: SystemTime,
-        mut lock: impl FnMut(&[PathBuf]) -> Option<PathBuf>,
-    ) -> Due {
-        let mut out = Due::default();
-        let (states, touched) = (&mut self.states, &mut self.touched);
-        self.open.retain(|&sid| {
-            let Some(st) = states.get_mut(&sid) else {
-                return false;
-            };
-            let batch = st.batch_deadline();
-            let (open, due) = (batch.is_some(), batch.is_some_and(|d| d <= now));
-            let verdict = match &mut st.hold {
-                Some(h) if h.wants_look(now, open, due) => {
-                    let before = h.status();
-                    let v = h.look(now, wall, lock(&st.spec.paths), open, due);
-                    if h.status() != before {
-                        touched.push(sid);
-                    }
-                    v
-                }
-                Some(_) if open => Verdict::Hold,
-                _ => Verdict::Flow,
-            };
-            match verdict {
-                Verdict::Flow if due => out.closed.push((sid, st.close_due(now))),
-                Verdict::Close if open => out.closed.push((sid, st.close_due(now))),
-                Verdict::Release => out.released.push(sid),
-                _ => {}
-            }
-            st.deadline().is_some()
-        });
-        out
-    }
-
-    /// Specs whose hold's status changed since the last call.
-    pub(super) fn take_touched(&mut self) -> Vec<SpecId> {
-        std::mem::take(&mut self.touched)
-    }
-
-    /// When the earliest open batch is due (or a hold's next look).
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.open
-            .iter()
-            .filter_map(|s| self.states.get(s)?.deadline())
-            .min()
-    }
-}
-
-/// Waiting for writers (`write_finished`; the rule is `write_hold.rs`'s).
-impl SpecTable {
-    /// Whether some spec waits for writers.
-    pub(super) fn any_write_holds(&self) -> bool {
-        self.write_specs > 0
-    }
-
-    /// Whether a spec that waits for writers covers `node/name`.
-    pub(super) fn holds_writes_at(&self, node: &DirNode, name: &OsStr) -> bool {
-        node.concerned(name)
-            .any(|s| self.get(s).is_some_and(|st| st.writes.is_some()))
-    }
-
-    /// A raw change at `node/name` was routed at `now`: the specs it
-    /// concerns that wait for writers and do not ignore it note a regular
-    /// file `Created` or `Modified` as written (`meta`: what the look
-    /// saw; `polled`: the directory's poll interval if only polls look
-    /// at it), and forget a removed one.
-    #[expect(clippy::too_many_arguments, reason = "one raw change's facts")]
-    pub(super) fn wrote(
-        &mut self,
-        now: Instant,
-        node: &DirNode,
-        name: &OsStr,
-        kind: ChangeKind,
-        ft: FileType,
-        meta: Option<&Meta>,
-        polled: Option<Duration>,
-    ) {
-        let path = node.path().join(name);
-        let entry = crate::ignore::Entry::new(&path, node.path(), name);
-        for s in node.concerned(name) {
-            let Some(st) = self.states.get_mut(&s) else {
-                continue;
-            };
-            let Some(w) = &mut st.writes else {
-                continue;
-            };
-            if kind == ChangeKind::Removed || ft != FileType::File {
-                w.removed(&path);
-            } else if !st.matcher.is_entry_ignored(&entry, false) {
-                w.wrote(now, &path, meta, polled);
+    /// Puts `changes` back into the open batch of `sid` at `now` (those a
+    /// hold keeps for the next batch: files still being written).
+    pub(super) fn put_back(&mut self, sid: SpecId, now: Instant, changes: Vec<Change>) {
+        if let Some(st) = self.states.get_mut(&sid) {
+            for c in changes {
+                st.coalescer.push(now, c.path, c.kind, c.file_type, c.meta);
             }
         }
     }
 
-    /// The writer of `path` closed it, or a rename put it there.
-    pub(super) fn write_finished(&mut self, path: &Path) {
-        for st in self.states.values_mut() {
-            if let Some(w) = &mut st.writes {
-                w.finished(path);
-            }
-        }
+    /// The batch of `sid` as its holds see it (`None`: no such spec).
+    pub(super) fn batch(&self, sid: SpecId) -> Option<Batch> {
+        self.states.get(&sid).map(SpecState::batch)
     }
 
-    /// The files whose interval is up at `now`, to look at, per spec.
-    pub(super) fn write_looks_due(&self, now: Instant) -> Vec<(SpecId, PathBuf)> {
-        let mut out = Vec::new();
-        for &sid in &self.open {
-            if let Some(w) = self.states.get(&sid).and_then(|st| st.writes.as_ref()) {
-                out.extend(w.looks_due(now).into_iter().map(|p| (sid, p)));
-            }
-        }
-        // `open` may name a spec twice.
-        out.sort_unstable();
-        out.dedup();
-        out
+    /// The specs the engine wakes for (see `open`), taken: the caller
+    /// hands back those it keeps waking for ([`keep_open`](Self::keep_open)).
+    pub(super) fn take_open(&mut self) -> Vec<SpecId> {
+        std::mem::take(&mut self.open)
     }
 
-    /// A look at `path` for `sid` at `now` (`wall`) saw `meta`.
-    pub(super) fn write_looked(
-        &mut self,
-        sid: SpecId,
-        (now, wall): (Instant, SystemTime),
-        path: &Path,
-        meta: Option<&Meta>,
-    ) {
-        if let Some(w) = self.states.get_mut(&sid).and_then(|st| st.writes.as_mut()) {
-            w.looked(now, wall, path, meta);
-        }
+    /// The engine keeps waking for `sids` (before those opened since).
+    pub(super) fn keep_open(&mut self, mut sids: Vec<SpecId>) {
+        sids.append(&mut self.open);
+        self.open = sids;
+    }
+
+    /// The specs the engine wakes for (an open batch, or a hold's look).
+    pub(super) fn open_ids(&self) -> &[SpecId] {
+        &self.open
+    }
+
+    /// Whether spec `sid` ignores `entry` (a directory if `dir`); a spec
+    /// that is gone ignores everything.
+    pub(super) fn ignores(&self, sid: SpecId, entry: &crate::ignore::Entry<'_>, dir: bool) -> bool {
+        self.states
+            .get(&sid)
+            .is_none_or(|st| st.matcher.is_entry_ignored(entry, dir))
     }
 }
 
 #[cfg(test)]
 #[path = "tests/specs_table.rs"]
-mod tests;
+pub(super) mod tests;

@@ -42,6 +42,22 @@ pub(super) struct Wait {
     /// done before those handed over after it is popped with them).
     parked: bool,
     scans: Vec<(Purpose, DirId, u64)>,
+    /// The barrier of a hold a program declared: its start's (the spec's
+    /// batch closed before it takes effect) or its end's (the held batch
+    /// closed). Past its deadline it counts as passed.
+    hold: Option<HoldMark>,
+    /// It passed, and its batch closed: its caller is answered once the
+    /// batch is out (its hashes read: `scans` names the read).
+    answer_only: bool,
+}
+
+/// What a hold's barrier is for (the hold's id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HoldMark {
+    /// The hold begins: what was written before it is closed first.
+    Enter(u64),
+    /// The hold ended: what was written while it lived is all in.
+    Release(u64),
 }
 
 #[derive(Default)]
@@ -72,6 +88,16 @@ impl Wait {
     /// Whether it is an apply's guard.
     pub(super) fn is_guard(&self) -> bool {
         self.guard
+    }
+
+    /// Whether a caller of `Manager::sync` waits for it.
+    pub(super) fn is_caller(&self) -> bool {
+        self.reply.is_some()
+    }
+
+    /// The hold it is a barrier of, if it is one.
+    pub(super) fn hold(&self) -> Option<HoldMark> {
+        self.hold
     }
 
     /// Removes the cookies it created.
@@ -113,7 +139,16 @@ impl Syncs {
             guard: false,
             parked: false,
             scans: Vec::new(),
+            hold: None,
+            answer_only: false,
         });
+    }
+
+    /// The newest barrier is hold `mark`'s.
+    pub(super) fn mark_newest(&mut self, mark: HoldMark) {
+        if let Some(w) = self.waits.last_mut() {
+            w.hold = Some(mark);
+        }
     }
 
     /// The newest barrier's cookie was created; with `heard: false` no
@@ -146,6 +181,8 @@ impl Syncs {
             guard: true,
             parked: false,
             scans: Vec::new(),
+            hold: None,
+            answer_only: false,
         });
     }
 
@@ -160,12 +197,68 @@ impl Syncs {
             .collect()
     }
 
+    /// Registers a look's barrier for spec `name` (`Manager::look`): no
+    /// cookie, parked at once until the scanner's looks `scans` are done
+    /// with (none: it passes at the end of this pass).
+    pub(super) fn look(
+        &mut self,
+        name: String,
+        deadline: Instant,
+        reply: Sender<bool>,
+        scans: Vec<(Purpose, DirId, u64)>,
+    ) {
+        self.waits.push(Wait {
+            name,
+            remaining: BTreeSet::new(),
+            created: Vec::new(),
+            deadline,
+            reply: Some(reply),
+            rescan: None,
+            guard: false,
+            parked: true,
+            scans,
+            hold: None,
+            answer_only: false,
+        });
+    }
+
     /// Parks `wait` (its cookies all seen) until the scanner's looks
     /// `scans` (what for, directory, token) are done with.
     pub(super) fn park(&mut self, mut wait: Wait, scans: Vec<(Purpose, DirId, u64)>) {
         wait.parked = true;
         wait.scans = scans;
         self.waits.push(wait);
+    }
+
+    /// Parks `wait`, passed and its batch closed, until the reads `scans`
+    /// (the hashes its batch waits for) are done with: then it is
+    /// answered ([`take_answerable`](Self::take_answerable)), its batch
+    /// not closed again.
+    pub(super) fn park_answer(&mut self, mut wait: Wait, scans: Vec<(Purpose, DirId, u64)>) {
+        wait.parked = true;
+        wait.answer_only = true;
+        wait.scans = scans;
+        self.waits.push(wait);
+    }
+
+    /// Takes the waits parked for their answer alone whose reads are all
+    /// `done` now.
+    pub(super) fn take_answerable(
+        &mut self,
+        done: impl Fn(Purpose, DirId, u64) -> bool,
+    ) -> Vec<Wait> {
+        for w in self.waits.iter_mut().filter(|w| w.answer_only) {
+            while let Some(&(why, id, t)) = w.scans.last()
+                && done(why, id, t)
+            {
+                w.scans.pop();
+            }
+        }
+        let (ready, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.answer_only && w.scans.is_empty());
+        self.waits = waiting;
+        ready
     }
 
     /// A read or an event found the cookie at `path`.
@@ -206,7 +299,7 @@ impl Syncs {
     /// Takes the waits whose cookies were seen earlier and whose polled
     /// directories' looks are all `done` now.
     pub(super) fn take_scanned(&mut self, done: impl Fn(Purpose, DirId, u64) -> bool) -> Vec<Wait> {
-        for w in &mut self.waits {
+        for w in self.waits.iter_mut().filter(|w| !w.answer_only) {
             // (Done for good once done: a look applied or overtaken, or
             // its directory polled, or rescanned, no more.)
             while let Some(&(why, id, t)) = w.scans.last()
@@ -217,9 +310,19 @@ impl Syncs {
         }
         let (ready, waiting) = std::mem::take(&mut self.waits)
             .into_iter()
-            .partition(|w| w.parked && w.scans.is_empty());
+            .partition(|w| w.parked && !w.answer_only && w.scans.is_empty());
         self.waits = waiting;
         ready
+    }
+
+    /// Takes the holds' barriers whose deadline is past at `now`: they
+    /// count as passed (a hold is bounded; nothing waits on the engine).
+    pub(super) fn take_expired_holds(&mut self, now: Instant) -> Vec<Wait> {
+        let (expired, waiting) = std::mem::take(&mut self.waits)
+            .into_iter()
+            .partition(|w| w.hold.is_some() && w.deadline <= now);
+        self.waits = waiting;
+        expired
     }
 
     /// Takes the waits whose caller has given up by `now`.
@@ -268,6 +371,8 @@ mod tests {
                 guard: false,
                 parked: false,
                 scans: Vec::new(),
+                hold: None,
+                answer_only: false,
             },
             rx,
         )

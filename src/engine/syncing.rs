@@ -22,11 +22,13 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::Sender;
 
 use super::Engine;
+use super::holds::Barrier;
 use super::polling::look_done;
 use super::specs::GUARD_DEADLINE;
-use super::sync::{Wait, cookies_for};
+use super::sync::{HoldMark, Wait, cookies_for};
 use crate::fs;
-use crate::index::SpecId;
+use crate::index::{DirId, SpecId};
+use crate::scanner::Purpose;
 
 /// A barrier whose cookies have all been seen.
 pub(super) struct Ready {
@@ -111,6 +113,54 @@ impl Engine {
         }
     }
 
+    /// A look at `paths` of spec `name` (`Manager::look`): a barrier with
+    /// no cookie. Each path is looked at as an OS event about it would
+    /// make the engine look (`lstat` of the name; the first directory on
+    /// the way down that the index does not hold read), except where the
+    /// nearest directory the index holds on its way is polled: that
+    /// directory is polled now (on the scanner), which finds what was
+    /// written there too, and the barrier is parked until those looks are
+    /// applied. Then the spec's batch closes and the caller is answered,
+    /// as for a sync; the rest of the spec is not polled. Paths outside
+    /// what the spec covers are passed over.
+    pub(super) fn start_look(
+        &mut self,
+        name: String,
+        paths: &[PathBuf],
+        deadline: Instant,
+        reply: Sender<bool>,
+    ) {
+        let Some(sid) = self.specs.id_of(&name) else {
+            let _ = reply.send(false);
+            return;
+        };
+        let mut polled = Vec::new();
+        for path in paths {
+            let Some(dir) = path.ancestors().skip(1).find_map(|d| self.index.lookup(d)) else {
+                continue;
+            };
+            let covered = self
+                .index
+                .get(dir)
+                .is_some_and(|n| n.covers(sid) || n.partial().iter().any(|p| p.spec == sid));
+            if !covered {
+                continue;
+            }
+            if self.polls.contains(dir) {
+                if !polled.contains(&dir) {
+                    polled.push(dir);
+                }
+            } else {
+                self.os_event(crate::backend::OsEvent::Path {
+                    path: path.clone(),
+                    hint: crate::backend::Hint::Rescan,
+                });
+            }
+        }
+        let scans = self.poll_dirs(polled);
+        self.syncs.look(name, deadline, reply, scans);
+    }
+
     /// Creates (and at once removes) the cookies of an apply's guard for
     /// `sid`, after its reads and before its report: one in each existing
     /// root (or a file root's
@@ -178,10 +228,10 @@ impl Engine {
     /// handed looks to the scanner is parked, and returned here (ready) in
     /// the pass that applies the last of them.
     pub(super) fn syncs_ready(&mut self) -> Vec<Ready> {
-        let (polls, rescans) = (&self.polls, &self.rescans);
+        let owners = (&self.polls, &self.rescans, &self.reloads);
         let scanned = self
             .syncs
-            .take_scanned(|why, id, t| look_done(polls, rescans, why, id, t));
+            .take_scanned(|why, id, t| look_done(owners, why, id, t));
         let (guards, ready): (Vec<Wait>, Vec<Wait>) = self
             .syncs
             .take_ready()
@@ -191,6 +241,13 @@ impl Engine {
             g.remove_cookies();
         }
         let mut out = Vec::with_capacity(ready.len() + scanned.len());
+        // A hold's barrier past its deadline counts as passed: a hold
+        // never waits on storage that does not answer.
+        for wait in self.syncs.take_expired_holds(self.clock.now()) {
+            wait.remove_cookies();
+            let sid = self.specs.id_of(wait.name());
+            out.push(Ready { sid, wait });
+        }
         for wait in scanned {
             let sid = self.specs.id_of(wait.name());
             if let Some(sid) = sid
@@ -205,13 +262,17 @@ impl Engine {
             if let Some(sid) = sid {
                 self.specs.end_guard(sid);
                 let polled = self.poll_spec(sid);
-                self.look_outside(true);
+                let outside = self.look_outside(true);
                 // Handed over after the polls' looks: the last first.
                 let mut scans = match wait.rescan() {
                     Some(began) => self.rescan_spec(sid, began),
                     None => Vec::new(),
                 };
                 scans.extend(polled);
+                if let Some(token) = outside {
+                    // (Handed over first: waited for last.)
+                    scans.insert(0, (Purpose::Outside, 0, token));
+                }
                 self.revalidate_links_of(sid);
                 if !self.roots.is_empty() {
                     self.settle();
@@ -231,11 +292,25 @@ impl Engine {
         out
     }
 
-    /// Answers barriers whose batches have been delivered, and lets go of
-    /// those whose caller gave up.
+    /// Answers barriers whose batches have been delivered (one whose
+    /// batch waits for its files' hashes is answered once it is out), and
+    /// lets go of those whose caller gave up.
     pub(super) fn answer_syncs(&mut self, ready: Vec<Ready>) {
         for r in ready {
-            r.wait.pass();
+            match r.sid.and_then(|sid| Some((sid, self.holds.hashing(sid)?))) {
+                Some((sid, token)) => {
+                    self.syncs
+                        .park_answer(r.wait, vec![(Purpose::Hash, sid as DirId, token)]);
+                }
+                None => r.wait.pass(),
+            }
+        }
+        let holds = &self.holds;
+        let out = self.syncs.take_answerable(|_, sid, token| {
+            SpecId::try_from(sid).is_ok_and(|sid| holds.hashes_done(sid, token))
+        });
+        for w in out {
+            w.pass();
         }
         for w in self.syncs.take_expired(self.clock.now()) {
             w.remove_cookies();
@@ -243,7 +318,20 @@ impl Engine {
     }
 }
 
-/// The specs of `ready` barriers (whose batches close now).
-pub(super) fn specs_of(ready: &[Ready]) -> Vec<SpecId> {
-    ready.iter().filter_map(|r| r.sid).collect()
+/// The specs of `ready` barriers (whose batches close now, as their
+/// holds say), with the kind of each barrier.
+pub(super) fn passed(ready: &[Ready]) -> Vec<(SpecId, Barrier)> {
+    ready
+        .iter()
+        .filter_map(|r| {
+            let kind = match r.wait.hold() {
+                Some(HoldMark::Enter(id)) => Barrier::Enter(id),
+                Some(HoldMark::Release(id)) => Barrier::Release(id),
+                None if r.wait.is_caller() => Barrier::Caller,
+                None if r.wait.rescan().is_some() => Barrier::Rescan,
+                None => Barrier::Internal,
+            };
+            Some((r.sid?, kind))
+        })
+        .collect()
 }

@@ -13,10 +13,10 @@ use crossbeam_channel::{Receiver, bounded, unbounded};
 use super::{Config, Engine, Msg, Publisher, Shared, WatchTable};
 use crate::backend::fake::{Fake, FakeControl};
 use crate::backend::{Fault, Hint, Os, OsEvent, OsMsg};
-use crate::change::{ChangeBatch, ChangeKind};
+use crate::batch::change::{ChangeBatch, ChangeKind};
+use crate::batch::event::Event;
+use crate::batch::fanout::Subscriber;
 use crate::clock::Clock;
-use crate::event::Event;
-use crate::fanout::Subscriber;
 use crate::ids::Generation;
 use crate::spec::{Backend, WatchSpec};
 use crate::status::{Phase, WatchStatus};
@@ -695,6 +695,8 @@ fn a_path_below_unknown_directories_is_looked_at_from_the_nearest_known_one() {
     assert!(h.engine.check_invariants().is_empty());
 }
 
+mod declared;
+mod hashing;
 mod polling;
 mod storage_errors;
 mod updates;

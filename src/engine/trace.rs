@@ -65,7 +65,7 @@ pub(super) use fields::*;
 mod fields {
     use std::fmt;
 
-    use crate::change::Change;
+    use crate::batch::change::Change;
     use crate::index::DirId;
     use crate::status::{BackendReason, FsName};
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::Engine;
 use super::trace;
-use crate::change::{ChangeKind, FileType, Meta};
+use crate::batch::change::{ChangeKind, FileType, Meta};
 use crate::index::{DirId, EntryDiff, SpecId};
 
 impl Engine {

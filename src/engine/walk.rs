@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Engine;
-use crate::change::{ChangeKind, FileType};
+use crate::batch::change::{ChangeKind, FileType};
 use crate::fs::{self, DirIdent};
 use crate::index::{DirId, DirNode, Listing, SpecId};
 use crate::reads;

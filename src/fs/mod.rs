@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 mod packed;
 mod picture;

@@ -28,7 +28,7 @@
 use std::ffi::OsStr;
 
 use super::Sig;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 /// Entries packed in one allocation (see the module's documentation).
 /// Empty: nothing allocated.

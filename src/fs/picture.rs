@@ -24,8 +24,8 @@ use std::time::SystemTime;
 
 use super::packed::{self, Packed};
 use super::{Sig, content_hash, racy, scan_dir};
-use crate::change::FileType;
-use crate::content::ContentHash;
+use crate::batch::change::FileType;
+use crate::batch::content::ContentHash;
 
 /// Every entry of a directory with its signature, sorted by name (bytes),
 /// and the content hashes of the files that were racy when it was taken.

@@ -16,8 +16,8 @@ use super::{d_type_kind, each_entry, open_dir};
 use super::{failing, file_type_of};
 #[cfg(not(any(target_os = "linux", windows)))]
 use super::{identity, read_listing};
-use crate::change::{FileType, Meta};
-use crate::content::ContentHash;
+use crate::batch::change::{FileType, Meta};
+use crate::batch::content::ContentHash;
 
 /// What a poll compares to tell that an entry changed without an OS event:
 /// type, size, modification and change times to the nanosecond, inode.

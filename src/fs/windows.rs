@@ -27,7 +27,7 @@ use windows_sys::Win32::Storage::FileSystem::{
     GetFileInformationByHandleEx, SYNCHRONIZE,
 };
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 /// What [`stat`] says of an entry.
 #[derive(Clone, Copy, Debug)]

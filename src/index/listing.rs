@@ -5,7 +5,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 /// Most entries a [`Listing`] keeps outside its sorted table before merging
 /// them in: lookups scan this many at worst, and a merge (linear in the

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::change::FileType;
+use crate::batch::change::FileType;
 
 mod listing;
 mod sets;

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use super::Manager;
-use crate::choice::Backend;
-use crate::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
 use crate::engine;
 use crate::error::Result;
+use crate::spec::choice::Backend;
+use crate::spec::defaults::DEFAULT_SUBSCRIBER_CAPACITY;
 
 /// Builds a [`Manager`].
 #[derive(Clone, Debug, Default)]
@@ -128,7 +128,11 @@ impl ManagerBuilder {
     /// network or FUSE mount whose server stopped answering), until the
     /// look comes back (default [`DEFAULT_STORAGE_DEADLINE`], 10 s). The
     /// engine goes on meanwhile: other specs' events, barriers and
-    /// statuses are served.
+    /// statuses are served. Also how long a batch of a spec that compares
+    /// contents ([`WatchOptions::skip_same_content`](crate::WatchOptions::skip_same_content))
+    /// waits for the next of its files' hashes, read off the engine's
+    /// thread, before it goes without those not read (and a spec's start
+    /// for the hashes of its files).
     ///
     /// [`DEFAULT_STORAGE_DEADLINE`]: crate::DEFAULT_STORAGE_DEADLINE
     #[must_use]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::Manager;
-use crate::change::FileType;
+use crate::batch::change::FileType;
 use crate::engine::Msg;
 use crate::error::{Error, Result};
 use crate::fs;
@@ -44,8 +44,8 @@ impl Manager {
     /// before. The engine copies the spec's part of the index (some
     /// bytes per entry, on its own thread); the rules are applied, the
     /// paths built and sorted on the caller's thread. On a tree of a
-    /// million files this costs about two `find`s of it (the README's
-    /// "At scale" has the figure).
+    /// million files this costs about two `find`s of it (`benches/RESULTS.md`,
+    /// "At scale", has the figure).
     ///
     /// ```no_run
     /// use specwatch::{Manager, WatchSpec};

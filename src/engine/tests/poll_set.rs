@@ -105,7 +105,7 @@ fn pictures_survive_re_adding() {
     let mut p = PollSet::new(Some(I));
     p.add(1, Why::Limit, t0);
     let sig = fs::Sig {
-        kind: crate::change::FileType::File,
+        kind: crate::batch::change::FileType::File,
         size: 1,
         mtime: (2, 3),
         ctime: (4, 5),
