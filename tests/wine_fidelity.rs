@@ -5,8 +5,10 @@
 //! and when a Wine release behaves as Windows does, its test here fails,
 //! which says the skips can go.
 //!
-//! Two tests here are not about a difference: they show, with raw notify,
-//! what the Windows build's losses under Wine were (README, "Platforms").
+//! The last test is not about a difference: it shows, with raw notify 9,
+//! that a burst past ReadDirectoryChangesW's buffer is told as a rescan
+//! (with notify 8.2 the Windows build lost the watch there; the guide's
+//! "Platforms", src/docs/platforms.md).
 //!
 //! Windows' own behaviour, for comparison, is documented for
 //! ReadDirectoryChangesW with `bWatchSubtree` (every change below the

@@ -4,14 +4,16 @@
 //! too).
 //!
 //! ```sh
-//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold]
+//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold] [native|auto]
 //! ```
 //!
 //! A tree of DIRS x FILES (default 2,000 x 20: 42,050 entries) is watched;
 //! then 5,000 files are written into 100 new directories, and 10,000 of
 //! the tree's files are rewritten, each step ended by a `sync`. With
 //! `hold`, notify's thread of the manager is held (a test hook) while the
-//! burst is written, so that its OS buffer overflows for real.
+//! burst is written, so that its OS buffer overflows for real. With
+//! `native` or `auto`, specwatch runs on that backend (the Linux build's
+//! default is `auto`: inotify); the raw notify watcher is there either way.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -75,13 +77,21 @@ pub(super) fn tree_burst(args: &[String]) {
     let num = |i: usize, default| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let (dirs, files) = (num(0, 2000), num(1, 20));
     let hold = args.iter().any(|a| a == "hold");
+    let backend = if args.iter().any(|a| a == "native") {
+        Backend::Native
+    } else if args.iter().any(|a| a == "auto") {
+        Backend::Auto
+    } else {
+        Backend::Portable
+    };
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("tree");
     make_tree(&root, dirs, files);
     let m = Manager::builder()
-        .backend(Backend::Portable)
+        .backend(backend)
         .build()
         .unwrap();
+    println!("specwatch on {backend:?}, a tree of {dirs} x {files}, hold: {hold}");
     let rx = m.subscribe();
     m.apply("b", WatchSpec::new([&root])).unwrap();
     m.wait_watching("b", Duration::from_secs(600)).unwrap();
