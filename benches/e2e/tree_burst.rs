@@ -56,11 +56,20 @@ impl Raw {
     }
 }
 
-/// How many of `want` `rx` reported (any kind), up to the quiet after a
-/// `sync`.
-fn reported(rx: &crossbeam_channel::Receiver<Event>, want: &HashSet<PathBuf>) -> usize {
-    let mut seen = HashSet::new();
-    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(500)) {
+/// Adds to `seen` the paths of `want` that `rx` reports (any kind),
+/// until `want` is all seen, or nothing comes for `quiet`, or `until`.
+fn reported(
+    rx: &crossbeam_channel::Receiver<Event>,
+    want: &HashSet<PathBuf>,
+    seen: &mut HashSet<PathBuf>,
+    quiet: Duration,
+    until: Instant,
+) {
+    while seen.len() < want.len() {
+        let wait = quiet.min(until.saturating_duration_since(Instant::now()));
+        let Ok(ev) = rx.recv_timeout(wait) else {
+            return;
+        };
         if let Event::Changes(b) = ev {
             seen.extend(
                 b.changes
@@ -70,7 +79,6 @@ fn reported(rx: &crossbeam_channel::Receiver<Event>, want: &HashSet<PathBuf>) ->
             );
         }
     }
-    seen.len()
 }
 
 pub(super) fn tree_burst(args: &[String]) {
@@ -87,10 +95,7 @@ pub(super) fn tree_burst(args: &[String]) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("tree");
     make_tree(&root, dirs, files);
-    let m = Manager::builder()
-        .backend(backend)
-        .build()
-        .unwrap();
+    let m = Manager::builder().backend(backend).build().unwrap();
     println!("specwatch on {backend:?}, a tree of {dirs} x {files}, hold: {hold}");
     let rx = m.subscribe();
     m.apply("b", WatchSpec::new([&root])).unwrap();
@@ -101,19 +106,41 @@ pub(super) fn tree_burst(args: &[String]) {
     raw.paths.lock().unwrap().clear();
     let step = |what: &str, write: &dyn Fn() -> Vec<PathBuf>| {
         let want: HashSet<PathBuf> = write().into_iter().collect();
+        let written = Instant::now();
         let synced = m.sync("b", Duration::from_secs(120));
-        let got = reported(&rx, &want);
+        let mut seen = HashSet::new();
+        let quiet = Duration::from_millis(500);
+        reported(&rx, &want, &mut seen, quiet, Instant::now() + quiet);
         let st = m.status("b").unwrap();
         println!(
-            "{what}: specwatch {got} / {} (sync {}; overflow recoveries {}; phase {:?}); \
-             raw notify named {} (rescans told so far {})",
+            "{what}: specwatch {} / {} (sync {} after {:.1} s; overflow recoveries {}; \
+             phase {:?}); raw notify named {} (rescans told so far {})",
+            seen.len(),
             want.len(),
             if synced.is_ok() { "ok" } else { "timed out" },
+            written.elapsed().as_secs_f64(),
             st.overflow_recoveries,
             st.phase,
             raw.named(&want),
             raw.rescans.lock().unwrap()
         );
+        if seen.len() < want.len() {
+            // Lost, or late: waits up to 10 minutes more.
+            let at = Instant::now() + Duration::from_secs(600);
+            reported(&rx, &want, &mut seen, Duration::from_secs(600), at);
+            let st = m.status("b").unwrap();
+            println!(
+                "  then: {} / {} {:.1} s after the writes (overflow recoveries {}; phase {:?}; \
+                 last error {:?}); {:?}",
+                seen.len(),
+                want.len(),
+                written.elapsed().as_secs_f64(),
+                st.overflow_recoveries,
+                st.phase,
+                st.last_error,
+                m.stats()
+            );
+        }
     };
     step("burst of 100 new directories x 50 files", &|| {
         if hold {
