@@ -337,7 +337,12 @@ fn overflowed_burst(b: Backend, n: usize, stop: impl Fn(&specwatch::Manager, boo
     fs::write(root.join("keep"), "2").unwrap();
     fs::remove_file(root.join("gone")).unwrap();
     stop(&m, false);
-    c.wait("every file of the overflowed burst", |c| {
+    // The recovery reads the whole tree again: under Wine, with other
+    // tests beside, 4,000 files' looks took more than 20 s (they came,
+    // all at once). A loss would never come: the deadline only bounds a
+    // hang.
+    let released = std::time::Instant::now();
+    c.wait_within("every file of the overflowed burst", 6 * WAIT, |c| {
         if let Some(bs) = c.batches.get("s") {
             for b in bs {
                 for x in &b.changes {
@@ -349,6 +354,12 @@ fn overflowed_burst(b: Backend, n: usize, stop: impl Fn(&specwatch::Manager, boo
         }
         missing.is_empty()
     });
+    if released.elapsed() > WAIT {
+        note(&format!(
+            "{n} files of an overflowed burst reported {:.0?} after the release",
+            released.elapsed()
+        ));
+    }
     m.sync("s", WAIT).unwrap();
     c.drain();
     assert!(c.has("s", &root.join("keep"), ChangeKind::Modified));
@@ -386,8 +397,11 @@ fn portable_watch_dropped_by_the_os_is_asked_for_again() {
     c.wait("a file written as the watch was lost", |c| {
         c.has("s", &during, ChangeKind::Created)
     });
-    let st = m.status("s").unwrap();
-    assert!(st.overflow_recoveries >= 1, "{st:?}");
+    // The injection is the engine's to act on, in its own time: the file
+    // may be seen by the old watch before it is dropped.
+    c.wait("the lost watches' recovery counted in the status", |_| {
+        m.status("s").is_some_and(|s| s.overflow_recoveries >= 1)
+    });
     let after = root.join("sub/after");
     fs::write(&after, "a").unwrap();
     c.wait("a file written after the recovery", |c| {
