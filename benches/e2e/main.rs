@@ -11,7 +11,7 @@
 //! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
 //! cargo bench --bench e2e -- restart # snapshots beside @parcel/watcher's (restart.rs)
 //! cargo bench --bench e2e -- vcs SRC FROM TO  # a git checkout, vcs_settle off and on (vcs.rs)
-//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold]  # portable beside raw notify (tree_burst.rs)
+//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold] [native|auto]  # beside raw notify (tree_burst.rs)
 //! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed),
 //! # with the binary whose path `cargo bench --bench e2e --no-run` prints:
 //! perf record -g target/release/deps/e2e-HASH profile-startup [DIR [portable]]
