@@ -34,6 +34,10 @@ fn spec_with_files(root: &Path) -> WatchSpec {
 }
 
 fn nested_gitignore_files_decide_nearest_first(b: Backend) {
+    // sub/ is older than the watch.
+    if skip_old_subdirs_on_wine(b) {
+        return;
+    }
     let d = tmp();
     let root = d.path();
     fs::create_dir_all(root.join("sub")).unwrap();
@@ -65,6 +69,10 @@ fn nested_gitignore_files_decide_nearest_first(b: Backend) {
 }
 
 fn a_changed_gitignore_hides_and_shows_what_it_names(b: Backend) {
+    // gen/inner/ is older than the watch.
+    if skip_old_subdirs_on_wine(b) {
+        return;
+    }
     let d = tmp();
     let root = d.path();
     fs::create_dir_all(root.join("gen/inner")).unwrap();
@@ -317,12 +325,15 @@ fn a_dockerignore_at_the_root_decides_and_is_followed(b: Backend) {
             && c.has("s", &x, ChangeKind::Created)
             && c.has("s", &log, ChangeKind::Created)
     });
-    let status = m.status("s").unwrap();
-    let err = status.last_error.clone().unwrap_or_default();
-    assert!(
-        err.contains(".dockerignore") && err.contains("line 2") && err.contains("[oops"),
-        "last_error names the file and line: {status:?}"
-    );
+    // The status is published once the engine's pass ends, which may be
+    // after its batch was delivered.
+    c.wait("last_error naming .dockerignore, line 2 and [oops", |_| {
+        m.status("s").is_some_and(|s| {
+            s.last_error.as_deref().is_some_and(|err| {
+                err.contains(".dockerignore") && err.contains("line 2") && err.contains("[oops")
+            })
+        })
+    });
     fs::write(&dockerignore, "sub\n").unwrap();
     c.wait("the error gone once the file is fixed", |_| {
         m.status("s").is_some_and(|s| s.last_error.is_none())

@@ -179,7 +179,7 @@ for round in $(seq "$ROUNDS"); do
         start b "$bin" "$work/mnt" "${b_flags[@]+"${b_flags[@]}"}"
         b_pid=$pid b_addr=$addr b_start=$took
         a_rss=$(rss_kb "$a_pid") b_rss=$(rss_kb "$b_pid")
-        say "  A $a_addr (${a_start} ms to LISTENING, $a_rss kB), B $b_addr (${b_start} ms, $b_rss kB): $(grep -h 'root:' "$run/b.err" | head -1)"
+        say "  A $a_addr (${a_start} ms to LISTENING, $a_rss kB), B $b_addr (${b_start} ms, $b_rss kB): $(sed -n 's/.*chart_index: root: //p' "$run/b.err" | head -1)"
 
         load_before=$(cut -d' ' -f1-3 /proc/loadavg)
         python3 "$here/replicas_load.py" write "$a_addr" "$b_addr" "$run/b.err" \
@@ -204,7 +204,7 @@ for round in $(seq "$ROUNDS"); do
 {"label": "$label", "round": $round, "charts": $CHARTS, "tenants": $TENANTS,
  "conns": $CONNS, "duration": $DURATION, "rate": $RATE,
  "poll_interval": "${POLL_INTERVAL:-default}",
- "b_root": $(grep -h 'root:' "$run/b.err" | head -1 | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'),
+ "b_root": $(sed -n 's/.*chart_index: root: //p' "$run/b.err" | head -1 | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))'),
  "load_before": "$load_before", "load_during": "$load_during",
  "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "start_ms": {"a": $a_start, "b": $b_start},

@@ -81,6 +81,17 @@ def change(root, n, tenants, mark):
             f.write(package(name, version, " " + mark))
 
 
+# A log line's message: what follows the time and the level (and the
+# request span's name) of the server's log lines, `2026-12-07T19:14:20.479474Z
+#  INFO index: + KEY (NAME VERSION)`; a line of an older server, which had
+# neither, as it is.
+LOG_PREFIX = re.compile(r"^\d\S*Z\s+(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+(?:request: )?")
+
+
+def message(line):
+    return LOG_PREFIX.sub("", line, count=1)
+
+
 START_RE = re.compile(
     r"^chart_index: start: (\d+) packages indexed: (\d+) from the cache, "
     r"(\d+) read \((\d+) of them only hashed\)"
@@ -107,7 +118,7 @@ def start(argv):
         if p.wait(timeout=120) != 0:
             sys.exit("the server exited with %s" % p.returncode)
         err.seek(0)
-        lines = err.read().decode().splitlines()
+        lines = [message(l) for l in err.read().decode().splitlines()]
     run = {"ms": round(ms, 1)}
     for l in lines:
         m = START_RE.match(l)
@@ -168,7 +179,7 @@ class Tail:
             if not partial.endswith(b"\n"):
                 continue
             line, partial = partial.decode(errors="replace"), b""
-            m = self.LINE.match(line)
+            m = self.LINE.match(message(line))
             if m:
                 with self.lock:
                     self.seen.setdefault((m.group(1), m.group(2)), time.monotonic())

@@ -2,8 +2,9 @@
 //! `org/team`, or none for the storage root; exactly `--depth N`
 //! segments when the server runs with it):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch is Watching;
-//!   503 with the phase and its reason otherwise; always open;
+//! - `GET /health` (liveness) and `GET /ready` (readiness): see the
+//!   `probes` module; `GET /metrics` (with `--enable-metrics`): see the
+//!   `metrics` module; always open;
 //! - `GET /<tenant>/index.yaml`: the index (header `X-Index-Seq`);
 //! - `GET /<tenant>/charts/<file>.tgz`: a package the index lists, and
 //!   `<file>.tgz.prov`, its provenance file, if one was uploaded;
@@ -36,46 +37,50 @@
 //! once this replica's index shows the change (read-your-writes, see
 //! [`Repo::barrier`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::IntoResponse;
 use serde_json::json;
-use specwatch::{ChangesSince, Manager, Phase, Seq};
+use specwatch::{ChangesSince, Manager, Seq};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::{info, warn};
 
 use crate::auth::{Access, Auth, Denied};
-use crate::chart::{ChartVersion, parse_chart};
+use crate::chart::parse_chart_file;
+use crate::download;
 use crate::form::{MAX_FORM_OVERHEAD, MAX_PROV_BYTES, is_form, read_form};
 use crate::http::{
-    Reply, check_head, drain, error, json, query_value, read_body, segments, with_header,
+    Reply, Sink, check_head, drain, error, json, query_value, read_body, segments, stream_body,
+    with_header,
 };
-use crate::index::{Index, render_index};
-use crate::listing::{all_charts, one_chart, one_version, page};
+use crate::listing::page;
+use crate::metrics::Metrics;
+use crate::probes::Probes;
 use crate::provenance::prov_chart;
 use crate::routes::{Miss, Route, Rules, route};
 use crate::server::SPEC;
-use crate::storage::{
-    FsError, UPLOAD_PREFIX, create_new, fill, open_in_storage, rel, resolve_dir, safe_name,
-    sync_dir,
-};
+use crate::snapshot::{Published, Rendered, Tenant, accepts_gzip};
+use crate::storage::{FsError, create_new, fill, rel, resolve_dir, safe_name, sync_dir};
+use crate::upload::{Spool, Spooled, temp_name};
 
 /// What the routes share: the storage root, its index, the watch.
 pub struct Repo {
     /// The storage directory, canonical.
     pub root: PathBuf,
-    /// The index, written by the thread that applies the watch's batches.
-    pub index: Arc<RwLock<Index>>,
+    /// The index's snapshots, published by the thread that applies the
+    /// watch's batches.
+    pub index: Arc<Published>,
     /// The watch of `root` (spec [`SPEC`]): its phase for `/health`, its
     /// sync barrier for read-your-writes.
     manager: Arc<Manager>,
@@ -90,10 +95,19 @@ pub struct Repo {
     uploads: AtomicU64,
     /// Who may do what, and how paths are read.
     policy: Policy,
-    /// Each tenant's `index.yaml` as last rendered, with the batch that
-    /// had last changed the tenant then ([`Index::changed`]): served again
-    /// until a batch changes that tenant.
-    rendered: Mutex<HashMap<String, (u64, Bytes)>>,
+    /// `/health` and `/ready`.
+    probes: Probes,
+    /// Metrics: see [`Repo::with_ops`].
+    ops: Ops,
+}
+
+/// What operators configure and watch beside the routes.
+#[derive(Default)]
+pub struct Ops {
+    /// The server's metrics (counted whether served or not).
+    pub metrics: Arc<Metrics>,
+    /// Whether `/metrics` is served (`--enable-metrics`).
+    pub serve_metrics: bool,
 }
 
 /// What the server's flags allow.
@@ -108,7 +122,7 @@ pub struct Policy {
 impl Repo {
     pub fn new(
         root: PathBuf,
-        index: Arc<RwLock<Index>>,
+        index: Arc<Published>,
         manager: Arc<Manager>,
         applied: watch::Receiver<u64>,
         max_upload: u64,
@@ -116,6 +130,7 @@ impl Repo {
         policy: Policy,
     ) -> Repo {
         Repo {
+            probes: Probes::new(root.clone(), Arc::clone(&manager), applied.clone()),
             root,
             index,
             manager,
@@ -124,8 +139,19 @@ impl Repo {
             sync_timeout,
             uploads: AtomicU64::new(0),
             policy,
-            rendered: Mutex::new(HashMap::new()),
+            ops: Ops::default(),
         }
+    }
+
+    /// The same, with `ops`' metrics.
+    pub fn with_ops(mut self, ops: Ops) -> Repo {
+        self.ops = ops;
+        self
+    }
+
+    /// A new temporary file's name (the `upload` module's `temp_name`).
+    fn temp_name(&self) -> String {
+        temp_name(self.uploads.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Read-your-writes: waits until the index shows every change made to
@@ -183,7 +209,8 @@ impl Repo {
         let barrier = self.barrier().await;
         fields["indexed"] = json!(barrier.is_ok());
         if let Err(why) = &barrier {
-            eprintln!("chart_index: answering before the index shows the change: {why}");
+            warn!("chart_index: answering before the index shows the change: {why}");
+            self.ops.metrics.sync_timeout();
             fields["warning"] = json!(format!(
                 "stored, but this replica's index may not show it yet: {why}"
             ));
@@ -233,11 +260,13 @@ fn strs(names: &[String]) -> Vec<&str> {
     names.iter().map(String::as_str).collect()
 }
 
-/// Runs blocking file system work on tokio's blocking pool.
+/// Runs blocking file system work on tokio's blocking pool, in the
+/// request's span (its log lines carry the request's id).
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Reply> + Send + 'static,
 ) -> Result<T, Reply> {
-    tokio::task::spawn_blocking(f)
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
         .await
         .unwrap_or_else(|e| Err(error(500, &format!("the request's worker failed: {e}"))))
 }
@@ -257,7 +286,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         Ok(r) => r,
         Err(miss) => return refuse(req, missed(miss, &method)),
     };
-    if route != Route::Health {
+    if !route.is_open() {
         let access = match method {
             Method::GET | Method::HEAD => Access::Read,
             _ => Access::Write,
@@ -271,7 +300,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             .auth
             .check(access, route.tenant(), authorization)
         {
-            eprintln!(
+            warn!(
                 "auth: refused {method} {}: {}",
                 req.uri().path(),
                 denied.reason
@@ -280,7 +309,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
         }
     }
     if !matches!(method, Method::GET | Method::HEAD)
-        && route != Route::Health
+        && !route.is_open()
         && let Some(why) = unmounted(&repo)
     {
         return refuse(req, error(503, &why));
@@ -288,24 +317,28 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
     let query = req.uri().query();
     let force = query_value(query, "force").is_some_and(|v| !matches!(v, "false" | "0"));
     let result = match route {
-        Route::Health => Ok(health(&repo)),
-        Route::Index { tenant } => get_index(&repo, &tenant),
-        Route::Package { tenant, file } => {
-            let repo = Arc::clone(&repo);
-            blocking(move || get_package(&repo, &tenant, &file)).await
-        }
+        Route::Health => Ok(repo.probes.health()),
+        Route::Ready => Ok(repo.probes.ready().await),
+        Route::Metrics if repo.ops.serve_metrics => Ok(repo.ops.metrics.reply()),
+        Route::Metrics => Err(error(
+            404,
+            "metrics are not served here (start the server with --enable-metrics)",
+        )),
+        Route::Index { tenant } => get_index(&repo, &tenant, req.headers()),
+        Route::Package { tenant, file } => get_package(&repo, &tenant, &file, req).await,
         Route::Charts { tenant } if method == Method::POST => {
             upload(&repo, &tenant, req, force, false).await
         }
         Route::Charts { tenant } => {
             match page(query_value(query, "offset"), query_value(query, "limit")) {
-                Ok((offset, limit)) => read_api(&repo, &tenant, |charts| {
-                    Ok(all_charts(charts, offset, limit))
-                }),
+                Ok((0, None)) => all_charts(&repo, &tenant, req.headers()),
+                Ok((offset, limit)) => {
+                    read_api(&repo, &tenant, |l| Ok(l.listing.all_charts(offset, limit)))
+                }
                 Err(e) => Err(error(400, &e)),
             }
         }
-        Route::Chart { tenant, name } => read_api(&repo, &tenant, |c| one_chart(c, &name)),
+        Route::Chart { tenant, name } => read_api(&repo, &tenant, |t| t.listing.one_chart(&name)),
         Route::Version {
             tenant,
             name,
@@ -321,7 +354,7 @@ async fn dispatch(State(repo): State<Arc<Repo>>, req: Request) -> Reply {
             tenant,
             name,
             version,
-        } => read_api(&repo, &tenant, |c| one_version(c, &name, &version)),
+        } => read_api(&repo, &tenant, |t| t.listing.one_version(&name, &version)),
         Route::Prov { tenant } => upload(&repo, &tenant, req, force, true).await,
     };
     result.unwrap_or_else(|r| r)
@@ -367,29 +400,6 @@ fn unauthorized(denied: Denied) -> Reply {
     reply
 }
 
-/// 200 `{"healthy":true}` while the watch is Watching, else 503 with the
-/// phase (and the reason for Degraded, the error for Failed).
-fn health(repo: &Repo) -> Reply {
-    let unhealthy = |phase: &str, why: Option<(&str, &str)>| {
-        let mut body = json!({ "healthy": false, "phase": phase });
-        if let Some((key, text)) = why {
-            body[key] = json!(text);
-        }
-        json(503, &body)
-    };
-    match repo.manager.status(SPEC).map(|s| s.phase) {
-        Some(Phase::Watching) => json(200, &json!({ "healthy": true })),
-        Some(Phase::Degraded { reason }) => unhealthy("degraded", Some(("reason", &reason))),
-        Some(Phase::Failed { error }) => unhealthy("failed", Some(("error", &error))),
-        Some(Phase::Starting) => unhealthy("starting", None),
-        Some(other) => unhealthy(&other.to_string(), None),
-        None => unhealthy(
-            "none",
-            Some(("error", "the storage directory is not watched")),
-        ),
-    }
-}
-
 /// Why a write is refused now: the storage's file system is unmounted
 /// (a write would land in the directory below the mount, and be hidden
 /// once it is mounted again); the index stays as it was meanwhile.
@@ -403,18 +413,15 @@ fn unmounted(repo: &Repo) -> Option<String> {
     ))
 }
 
-/// Runs `f` over the packages of `tenant` (404 if there is no such
-/// tenant) under the index's read lock; with the `seq` the index had
-/// applied.
-fn read_tenant<T>(
-    repo: &Repo,
-    tenant: &[String],
-    f: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<T, Reply>,
-) -> Result<(T, u64), Reply> {
+/// Tenant `tenant` in the index's current snapshot (404 if there is no
+/// such tenant), its key, and the `seq` of that snapshot. Loaded, never
+/// locked.
+fn tenant_now(repo: &Repo, tenant: &[String]) -> Result<(String, Arc<Tenant>, u64), Reply> {
     let key = tenant_of(tenant)?.join("/");
-    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
-    let charts = index.tenants.get(&key).ok_or_else(|| no_tenant(&key))?;
-    Ok((f(charts)?, index.seq))
+    let snapshot = repo.index.load();
+    let found = snapshot.tenant(&key).cloned();
+    let t = found.ok_or_else(|| no_tenant(&key))?;
+    Ok((key, t, snapshot.seq))
 }
 
 fn no_tenant(key: &str) -> Reply {
@@ -426,52 +433,67 @@ fn with_seq(reply: Reply, seq: u64) -> Reply {
     with_header(reply, "X-Index-Seq", &seq.to_string())
 }
 
-/// `tenant`'s `index.yaml`: rendered once per change of the tenant (the
-/// batch that last changed it, [`Index::changed`], says whether the one
-/// kept in [`Repo::rendered`] is current), so its `generated` time is when
-/// it was rendered after that change. Rendering each request anew cost
-/// most of the server's time under load (see the README).
-fn get_index(repo: &Repo, tenant: &[String]) -> Result<Reply, Reply> {
-    let key = tenant_of(tenant)?.join("/");
-    let rendered = || repo.rendered.lock().unwrap_or_else(PoisonError::into_inner);
-    let index = repo.index.read().unwrap_or_else(PoisonError::into_inner);
-    let Some(charts) = index.tenants.get(&key) else {
-        rendered().remove(&key);
-        return Err(no_tenant(&key));
-    };
-    let (seq, changed) = (index.seq, index.changed(&key));
-    let kept = rendered()
-        .get(&key)
-        .filter(|(at, _)| *at == changed)
-        .map(|(_, yaml)| yaml.clone());
-    let yaml = kept.unwrap_or_else(|| {
-        let yaml = Bytes::from(render_index(charts));
-        rendered().insert(key, (changed, yaml.clone()));
-        yaml
-    });
-    drop(index);
+/// A body rendered once per change of its tenant: gzip'd for a client
+/// whose `Accept-Encoding` takes it (`Content-Encoding: gzip`), as it is
+/// otherwise; `Vary: Accept-Encoding` either way.
+fn rendered(r: &Rendered, content_type: &'static str, headers: &HeaderMap) -> Reply {
+    let (body, gzip) = r.body(accepts_gzip(headers));
+    let mut reply = (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::VARY, "Accept-Encoding"),
+        ],
+        body,
+    )
+        .into_response();
+    if gzip {
+        reply
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    reply
+}
+
+/// `tenant`'s `index.yaml`, as the snapshot holds it: rendered by the
+/// thread that applies batches, once per change of the tenant (its
+/// `generated` time is when), not per request. Rendering each request
+/// anew cost most of the server's time under load (see the README).
+fn get_index(repo: &Repo, tenant: &[String], headers: &HeaderMap) -> Result<Reply, Reply> {
+    let (_, t, seq) = tenant_now(repo, tenant)?;
     Ok(with_seq(
-        ([(header::CONTENT_TYPE, "application/x-yaml")], yaml).into_response(),
+        rendered(&t.index, "application/x-yaml", headers),
         seq,
     ))
 }
 
-/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, or why
-/// not: a 404).
+/// `GET /api/<tenant>/charts` without a page: every chart, as rendered.
+fn all_charts(repo: &Repo, tenant: &[String], headers: &HeaderMap) -> Result<Reply, Reply> {
+    let (_, t, seq) = tenant_now(repo, tenant)?;
+    Ok(with_seq(rendered(&t.all, "application/json", headers), seq))
+}
+
+/// chartmuseum's JSON of `tenant`'s index (`answer`: the JSON, from the
+/// tenant's rendered listing, or why not: a 404).
 fn read_api(
     repo: &Repo,
     tenant: &[String],
-    answer: impl FnOnce(&BTreeMap<String, ChartVersion>) -> Result<serde_json::Value, String>,
+    answer: impl FnOnce(&Tenant) -> Result<Bytes, String>,
 ) -> Result<Reply, Reply> {
-    let key = tenant.join("/");
-    let (body, seq) = read_tenant(repo, tenant, |charts| {
-        answer(charts).map_err(|e| error(404, &format!("{e} in /{key}")))
-    })?;
-    Ok(with_seq(json(200, &body), seq))
+    let (key, t, seq) = tenant_now(repo, tenant)?;
+    let body = answer(&t).map_err(|e| error(404, &format!("{e} in /{key}")))?;
+    let reply = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    Ok(with_seq(reply, seq))
 }
 
-/// A package the index lists, or the provenance file beside one.
-fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Reply> {
+/// A package the index lists, or the provenance file beside one,
+/// streamed from its file (the `download` module: `Range`, conditional
+/// requests, `HEAD` from the file's metadata).
+async fn get_package(
+    repo: &Repo,
+    tenant: &[String],
+    file: &str,
+    req: Request,
+) -> Result<Reply, Reply> {
     let names = tenant_of(tenant)?;
     if !safe_name(file) {
         return Err(error(400, &format!("{file:?} is not a package name")));
@@ -480,30 +502,20 @@ fn get_package(repo: &Repo, tenant: &[String], file: &str) -> Result<Reply, Repl
     let key = names.join("/");
     let listed = repo
         .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(&key)
-        .is_some_and(|charts| charts.contains_key(package));
+        .load()
+        .tenant(&key)
+        .is_some_and(|t| t.charts.contains_key(package));
     if !listed {
         return Err(error(404, &format!("no package {package} in /{key}")));
     }
-    let what = if package == file {
-        "package"
+    let (what, content_type) = if package == file {
+        ("package", "application/gzip")
     } else {
-        "provenance file"
+        ("provenance file", "application/pgp-signature")
     };
-    let (mut f, meta) =
-        open_in_storage(&repo.root, &strs(&names), file).map_err(|e| e.reply(what))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    f.read_to_end(&mut bytes)
-        .map_err(|e| error(500, &e.to_string()))?;
-    let content_type = if package == file {
-        "application/gzip"
-    } else {
-        "application/pgp-signature"
-    };
-    Ok(([(header::CONTENT_TYPE, content_type)], bytes).into_response())
+    download::serve(&repo.root, &names, file, content_type, req)
+        .await
+        .map_err(|e| e.reply(what))
 }
 
 /// `POST /api/<tenant>/charts`: a package (raw body), or helm-push's form
@@ -520,25 +532,35 @@ async fn upload(
         Ok(n) => n,
         Err(r) => return Err(refuse(req, r)),
     };
-    let (package, prov) = if !prov_route && is_form(req.headers()) {
-        read_form(req, repo.max_upload).await?
+    // A package goes to a temporary file as it arrives (see the `upload`
+    // module); a provenance file (at most `MAX_PROV_BYTES`) is kept.
+    let spool = || Spool::new(repo.root.clone(), names.clone(), repo.temp_name());
+    let (package, prov) = if prov_route {
+        let (parts, body) = req.into_parts();
+        let what = "the provenance file";
+        let bytes = read_body(body, &parts.headers, what, MAX_PROV_BYTES).await?;
+        (None, Some(bytes))
+    } else if is_form(req.headers()) {
+        read_form(req, repo.max_upload, spool).await?
     } else {
         let (parts, body) = req.into_parts();
-        let (what, max) = if prov_route {
-            ("the provenance file", MAX_PROV_BYTES)
-        } else {
-            ("the package", repo.max_upload)
-        };
-        let bytes = read_body(body, &parts.headers, what, max).await?;
-        if prov_route {
-            (None, Some(bytes))
-        } else {
-            (Some(bytes), None)
+        let mut package = spool();
+        let max = repo.max_upload;
+        if let Err(refused) =
+            stream_body(body, &parts.headers, "the package", max, &mut package).await
+        {
+            package.discard().await;
+            return Err(refused);
         }
+        (Some(package), None)
+    };
+    let package = match package {
+        Some(spool) => Some(spool.finish().await?),
+        None => None,
     };
     let r = Arc::clone(repo);
     let fields = blocking(move || match (package, prov) {
-        (Some(package), prov) => store(&r, &names, &package, prov.as_deref(), force),
+        (Some(package), prov) => store(&r, &names, package, prov.as_deref(), force),
         (None, Some(prov)) => store_prov(&r, &names, &prov, force),
         (None, None) => Err(error(
             400,
@@ -554,15 +576,9 @@ async fn upload(
 /// upload makes, and any other the index lists so (one copied in by hand).
 fn files_of(repo: &Repo, key: &str, name: &str, version: &str) -> BTreeSet<String> {
     let mut files = BTreeSet::from([format!("{name}-{version}.tgz")]);
-    if let Some(charts) = repo
-        .index
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .tenants
-        .get(key)
-    {
+    if let Some(t) = repo.index.load().tenant(key) {
         files.extend(
-            charts
+            t.charts
                 .iter()
                 .filter(|(_, c)| c.meta.name == name && c.meta.version == version)
                 .map(|(f, _)| f.clone()),
@@ -601,11 +617,11 @@ fn may_replace(repo: &Repo, force: bool, what: &str) -> Result<(), Reply> {
 fn store(
     repo: &Repo,
     names: &[String],
-    package: &[u8],
+    package: Spooled,
     prov: Option<&[u8]>,
     force: bool,
 ) -> Result<serde_json::Value, Reply> {
-    let (chart, _) = parse_chart(package).map_err(|e| error(400, &e))?;
+    let (chart, _) = parse_chart_file(&package.file).map_err(|e| error(400, &e))?;
     if let Some(prov) = prov {
         let (name, version) = prov_chart(prov).map_err(|e| error(400, &e))?;
         if name != chart.name || version != chart.version {
@@ -641,7 +657,11 @@ fn store(
             Err(e) => return Err(error(500, &format!("storing the provenance file: {e}"))),
         }
     }
-    let written = put(repo, &dir, package, &target, exists);
+    let written = package
+        .file
+        .sync_all()
+        .and_then(|()| place(&package.path, &target, exists));
+
     if !matches!(written, Ok(true)) && prov.is_some() && !exists {
         let _ = fs::remove_file(&prov_target);
     }
@@ -655,11 +675,13 @@ fn store(
     sync_dir(&dir);
     match written {
         Ok(true) => {
-            eprintln!(
-                "upload: {} ({} {}{}{})",
+            info!(
+                "upload: {} ({} {}, {} bytes, sha256 {}{}{})",
                 rel(&repo.root, &target),
                 chart.name,
                 chart.version,
+                package.size,
+                package.digest,
                 if prov.is_some() { ", with .prov" } else { "" },
                 if exists { ", replacing it" } else { "" }
             );
@@ -694,7 +716,7 @@ fn store_prov(
     match put(repo, &dir, prov, &target, exists) {
         Ok(true) => {
             sync_dir(&dir);
-            eprintln!(
+            info!(
                 "upload: {} (provenance of {name} {version}{})",
                 rel(&repo.root, &target),
                 if exists { ", replacing it" } else { "" }
@@ -707,36 +729,32 @@ fn store_prov(
 }
 
 /// Writes `bytes` to `target` in `dir`: through a temporary `.upload-*`
-/// file, fsynced, then renamed over `target` when `replace` says so, else
-/// hard-linked to its name (the link fails if the name exists: nothing is
-/// replaced; renamed where the file system has no hard links). False when
-/// `target` exists and is not to be replaced.
+/// file, fsynced, then given its name ([`place`]). False when `target`
+/// exists and is not to be replaced.
 fn put(repo: &Repo, dir: &Path, bytes: &[u8], target: &Path, replace: bool) -> io::Result<bool> {
-    // Unique among replicas too (another host's process may have our pid).
-    let tmp = dir.join(format!(
-        "{UPLOAD_PREFIX}{}-{}-{}",
-        std::process::id(),
-        repo.uploads.fetch_add(1, Ordering::Relaxed),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    ));
+    let tmp = dir.join(repo.temp_name());
     let out = create_new(&tmp)?;
-    let written = fill(out, bytes).and_then(|()| {
-        if replace {
-            return fs::rename(&tmp, target).map(|()| true);
-        }
-        match fs::hard_link(&tmp, target) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            // No hard links here (some FUSE file systems): rename.
-            Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
-            Err(_) => fs::rename(&tmp, target).map(|()| true),
-        }
-    });
+    let written = fill(out, bytes).and_then(|()| place(&tmp, target, replace));
     let _ = fs::remove_file(&tmp);
     written
+}
+
+/// Gives the written (and synced) file `tmp` the name `target`: renamed
+/// over it when `replace` says so, else hard-linked to it (the link fails
+/// if the name exists: nothing is replaced; renamed where the file system
+/// has no hard links). False when `target` exists and is not to be
+/// replaced. A hard-linked `tmp` is still there, for the caller to remove.
+fn place(tmp: &Path, target: &Path, replace: bool) -> io::Result<bool> {
+    if replace {
+        return fs::rename(tmp, target).map(|()| true);
+    }
+    match fs::hard_link(tmp, target) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        // No hard links here (some FUSE file systems): rename.
+        Err(_) if fs::symlink_metadata(target).is_ok() => Ok(false),
+        Err(_) => fs::rename(tmp, target).map(|()| true),
+    }
 }
 
 /// Removes the regular file `dir/file` if it is there; true if it was.
@@ -779,6 +797,6 @@ fn delete(
     if removed.is_empty() {
         return Err(error(404, &format!("no {name} {version} in /{key}")));
     }
-    eprintln!("delete: /{key} {name} {version}");
+    info!("delete: /{key} {name} {version}");
     Ok(json!({ "deleted": true }))
 }

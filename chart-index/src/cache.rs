@@ -44,15 +44,15 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::chart::{ChartMeta, ChartVersion, READER, Source, helm_version, sha256_hex};
-use crate::index::Index;
+use crate::snapshot::Published;
 use crate::storage::{Stamp, Time, from_time, safe_name, sync_dir, to_time};
 
 /// The cache's file in the cache directory.
@@ -308,13 +308,14 @@ pub fn decide(
     v
 }
 
-/// Writes the cache of `index` to `dir` (a temporary file, fsynced, then
-/// renamed over the last one); returns how many packages it holds and
-/// its size.
-pub fn save(dir: &Path, options: &Options, index: &RwLock<Index>) -> io::Result<(usize, usize)> {
+/// Writes the cache of the index's current snapshot to `dir` (a
+/// temporary file, fsynced, then renamed over the last one); returns how
+/// many packages it holds and its size. The snapshot is loaded, not
+/// locked: the index goes on meanwhile.
+pub fn save(dir: &Path, options: &Options, index: &Published) -> io::Result<(usize, usize)> {
     let (bytes, n) = {
-        let index = index.read().unwrap_or_else(PoisonError::into_inner);
-        let packages: Vec<(String, &ChartVersion)> = index.packages().collect();
+        let snapshot = index.load();
+        let packages: Vec<(String, &ChartVersion)> = snapshot.packages().collect();
         encode(options, packages.iter().map(|(k, c)| (k.as_str(), *c)))
     };
     let path = dir.join(FILE_NAME);
@@ -363,7 +364,7 @@ pub struct Writer {
 impl Writer {
     /// Starts the thread, after removing the temporary files that a run
     /// killed while saving left in `dir`.
-    pub fn spawn(dir: PathBuf, options: Options, index: Arc<RwLock<Index>>) -> io::Result<Writer> {
+    pub fn spawn(dir: PathBuf, options: Options, index: Arc<Published>) -> io::Result<Writer> {
         let tmp = format!("{FILE_NAME}.tmp-");
         for e in fs::read_dir(&dir)?.flatten() {
             if e.file_name().to_str().is_some_and(|n| n.starts_with(&tmp)) {
@@ -388,15 +389,15 @@ impl Writer {
     }
 }
 
-fn write_loop(dir: &Path, options: &Options, index: &RwLock<Index>, rx: &mpsc::Receiver<Msg>) {
+fn write_loop(dir: &Path, options: &Options, index: &Published, rx: &mpsc::Receiver<Msg>) {
     let save_logged = |when: &str| {
         let t = Instant::now();
         match save(dir, options, index) {
-            Ok((n, bytes)) => eprintln!(
+            Ok((n, bytes)) => tracing::info!(
                 "chart_index: cache: saved {n} packages ({bytes} bytes) {when} in {} ms",
                 t.elapsed().as_millis()
             ),
-            Err(e) => eprintln!(
+            Err(e) => tracing::warn!(
                 "chart_index: cache: cannot save {}: {e}",
                 dir.join(FILE_NAME).display()
             ),

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 use std::time::SystemTime;
 
@@ -348,9 +348,9 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The archive of a gzip'd package, its unpacked size capped.
-fn unpack(bytes: &[u8]) -> tar::Archive<Capped<flate2::read::GzDecoder<&[u8]>>> {
+fn unpack<R: Read>(package: R) -> tar::Archive<Capped<flate2::read::GzDecoder<R>>> {
     tar::Archive::new(Capped {
-        inner: flate2::read::GzDecoder::new(bytes),
+        inner: flate2::read::GzDecoder::new(package),
         left: MAX_UNPACKED_BYTES,
         what: "the unpacked archive",
     })
@@ -369,8 +369,8 @@ fn corrupt(e: io::Error) -> String {
 /// malloc limit in tar's `read_all` within a thousand runs). Read raw,
 /// entry by entry, nothing held: a pass of its own (the archive is
 /// inflated twice).
-fn check_tar_headers(bytes: &[u8]) -> Result<(), String> {
-    for entry in unpack(bytes).entries().map_err(corrupt)?.raw(true) {
+fn check_tar_headers(package: impl Read) -> Result<(), String> {
+    for entry in unpack(package).entries().map_err(corrupt)?.raw(true) {
         let entry = entry.map_err(corrupt)?;
         let t = entry.header().entry_type();
         let special = t.is_gnu_longname()
@@ -391,11 +391,33 @@ fn check_tar_headers(bytes: &[u8]) -> Result<(), String> {
 /// Reads a package's Chart.yaml (`<chart>/Chart.yaml`), checking that the
 /// whole archive is intact (a gzip stream cut short fails its trailer check).
 pub fn parse_chart(bytes: &[u8]) -> Result<(ChartMeta, semver::Version), String> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
+    parse_chart_from(|| Ok(bytes))
+}
+
+/// [`parse_chart`] of the package in file `f` (read from its start, in
+/// buffered reads: never held whole).
+pub fn parse_chart_file(f: &std::fs::File) -> Result<(ChartMeta, semver::Version), String> {
+    parse_chart_from(|| {
+        let mut r = f;
+        r.seek(SeekFrom::Start(0))?;
+        Ok(io::BufReader::with_capacity(64 << 10, r))
+    })
+}
+
+/// [`parse_chart`] of the package `open` reads from its start (each call:
+/// the archive is read more than once).
+fn parse_chart_from<R: Read>(
+    mut open: impl FnMut() -> io::Result<R>,
+) -> Result<(ChartMeta, semver::Version), String> {
+    let mut magic = [0u8; 2];
+    let gzip = open()
+        .and_then(|mut r| r.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b]);
+    if !gzip {
         return Err("not a gzip file (a chart package is a .tgz as `helm package` makes)".into());
     }
-    check_tar_headers(bytes)?;
-    let mut archive = unpack(bytes);
+    check_tar_headers(open().map_err(corrupt)?)?;
+    let mut archive = unpack(open().map_err(corrupt)?);
     let (mut chart_yaml, mut requirements) = (None, None);
     for entry in archive.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
@@ -558,17 +580,24 @@ fn check(meta: &mut ChartMeta) -> Result<semver::Version, String> {
 
 /// `bytes`' sha256, in hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(64);
-    for b in Sha256::digest(bytes).iter() {
+    hex(&Sha256::digest(bytes))
+}
+
+/// A digest in lower-case hex.
+pub fn hex(digest: &[u8]) -> String {
+    let mut s = String::with_capacity(2 * digest.len());
+    for b in digest {
         let _ = write!(s, "{b:02x}");
     }
     s
 }
 
-/// Reads and checks the package `root/tenant.../file`. With `known`, an
-/// entry of the same file that an earlier run read: if the bytes still
-/// have its digest, its metadata is taken as it is, not parsed again
-/// (the second value says whether the package was parsed).
+/// Reads and checks the package `root/tenant.../file`, from the file in
+/// 64 KiB reads, never held whole: a pass to hash it, then (unless
+/// `known` matches) [`parse_chart_file`]'s passes. With `known`, an entry
+/// of the same file that an earlier run read: if the bytes still have its
+/// digest, its metadata is taken as it is, not parsed again (the second
+/// value says whether the package was parsed).
 pub fn read_package(
     root: &Path,
     tenant: &[&str],
@@ -576,42 +605,60 @@ pub fn read_package(
     known: Option<&ChartVersion>,
 ) -> Result<(ChartVersion, bool), String> {
     let read_at = to_time(SystemTime::now());
-    let (mut f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
+    let (f, stat) = open_in_storage(root, tenant, file).map_err(|e| e.to_string())?;
     if stat.len() > MAX_PACKAGE_BYTES {
         return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
     }
-    let mut bytes = Vec::with_capacity(stat.len() as usize);
-    Read::by_ref(&mut f)
-        .take(MAX_PACKAGE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    // The same before and after the read: the bytes are that version's
-    // (a write during the read changes the ctime, unless it falls within
-    // the clock's granularity: see the `cache` module's `settled`).
+    let mut hash = Sha256::new();
+    let mut chunk = vec![0u8; (64 << 10).min(stat.len() as usize + 1)];
+    let mut size = 0u64;
+    loop {
+        let n = match (&f).read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        size += n as u64;
+        if size > MAX_PACKAGE_BYTES {
+            return Err(format!("larger than {MAX_PACKAGE_BYTES} bytes"));
+        }
+        hash.update(&chunk[..n]);
+    }
+    let digest = hex(&hash.finalize());
+    let created = stat.modified().unwrap_or(SystemTime::now());
+    let (mut c, parsed) = match known.filter(|k| k.digest == digest) {
+        Some(k) => (
+            ChartVersion {
+                created,
+                source: None,
+                ..k.clone()
+            },
+            false,
+        ),
+        None => {
+            let (meta, semver) = parse_chart_file(&f)?;
+            let c = ChartVersion {
+                meta,
+                semver,
+                digest,
+                created,
+                source: None,
+            };
+            (c, true)
+        }
+    };
+    // The same before the first read and after the last: every pass read
+    // that version's bytes (a write meanwhile changes the ctime, unless it
+    // falls within the clock's granularity: see the `cache` module's
+    // `settled`; the watch reports such a write, and the file is read
+    // again).
     let stamp = Stamp::of(&stat);
-    let source = f
+    c.source = f
         .metadata()
         .is_ok_and(|after| Stamp::of(&after) == stamp)
         .then_some(Source { stamp, read_at });
-    let digest = sha256_hex(&bytes);
-    let created = stat.modified().unwrap_or(SystemTime::now());
-    if let Some(k) = known.filter(|k| k.digest == digest) {
-        let c = ChartVersion {
-            created,
-            source,
-            ..k.clone()
-        };
-        return Ok((c, false));
-    }
-    let (meta, semver) = parse_chart(&bytes)?;
-    let c = ChartVersion {
-        meta,
-        semver,
-        digest,
-        created,
-        source,
-    };
-    Ok((c, true))
+    Ok((c, parsed))
 }
 
 #[cfg(test)]

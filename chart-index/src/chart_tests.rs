@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::chart::parse_chart;
+use crate::chart::{parse_chart, read_package, sha256_hex};
 use crate::ustar::push;
 
 /// A gzip'd tar of `(name, type flag, data)` entries, written by hand (the
@@ -69,4 +69,52 @@ fn a_chart_yaml_outside_its_chart_directory_is_not_read() {
     }
     let ok = tgz(&[("./mychart/./Chart.yaml", b'0', CHART)]);
     assert_eq!(parse_chart(&ok).unwrap().0.name, "mychart");
+}
+
+/// A package read from its file in chunks (several of them here, with
+/// bytes that do not compress) has the digest of its bytes and the
+/// metadata of its Chart.yaml; read again with that entry known, it is
+/// only hashed, not parsed.
+#[test]
+fn a_package_is_hashed_and_parsed_from_its_file_in_chunks() {
+    let mut noise = Vec::with_capacity(300_000);
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    while noise.len() < 300_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        noise.extend_from_slice(&x.to_le_bytes());
+    }
+    let bytes = tgz(&[
+        ("mychart/Chart.yaml", b'0', CHART),
+        ("mychart/blob", b'0', &noise),
+    ]);
+    assert!(bytes.len() > 4 * (64 << 10), "{} bytes", bytes.len());
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("org")).unwrap();
+    std::fs::write(root.join("org/mychart-1.0.0.tgz"), &bytes).unwrap();
+
+    let (c, parsed) = read_package(&root, &["org"], "mychart-1.0.0.tgz", None).unwrap();
+    assert!(parsed);
+    assert_eq!(c.digest, sha256_hex(&bytes));
+    assert_eq!(
+        (c.meta.name.as_str(), c.meta.version.as_str()),
+        ("mychart", "1.0.0")
+    );
+    assert!(c.source.is_some(), "the file did not change while read");
+
+    let (again, parsed) = read_package(&root, &["org"], "mychart-1.0.0.tgz", Some(&c)).unwrap();
+    assert!(!parsed, "known by its digest");
+    assert_eq!((&again.digest, &again.meta.name), (&c.digest, &c.meta.name));
+
+    // Cut short: the digest differs from the known one, and the parse
+    // fails on the gzip stream.
+    std::fs::write(
+        root.join("org/mychart-1.0.0.tgz"),
+        &bytes[..bytes.len() - 100],
+    )
+    .unwrap();
+    let e = read_package(&root, &["org"], "mychart-1.0.0.tgz", Some(&c)).unwrap_err();
+    assert!(e.contains("not a valid gzip'd tar archive"), "{e}");
 }

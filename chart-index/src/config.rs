@@ -30,8 +30,11 @@ use specwatch::Backend;
 use crate::access::Scheme;
 use crate::api::Policy;
 use crate::auth::Auth;
+use crate::logging::LogSettings;
+use crate::proxy::{self, Links};
 use crate::routes::Rules;
 use crate::rules_file::RulesFile;
+use crate::tls::TlsFiles;
 
 /// The listen address when neither `--listen` nor `--port` says.
 pub const DEFAULT_HOST: &str = "0.0.0.0";
@@ -193,6 +196,39 @@ pub struct Settings {
     /// created if missing); without it, a start reads every package.
     #[arg(long, env = "CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Log lines as JSON objects, one per line (else human-readable).
+    #[arg(long, env = "LOG_JSON", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub log_json: Option<bool>,
+    /// Log debug messages too (each change batch the watch delivers, with
+    /// its first paths).
+    #[arg(long, env = "DEBUG", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub debug: Option<bool>,
+    /// Log the probes' requests (/health, /ready) too.
+    #[arg(long, env = "LOG_HEALTH", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub log_health: Option<bool>,
+    /// Serve Prometheus metrics at /metrics (open to anyone, as the probes).
+    #[arg(long, env = "ENABLE_METRICS", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = bool_value())]
+    pub enable_metrics: Option<bool>,
+    /// The absolute URL the index's package URLs start with
+    /// (`https://charts.example.com`): each is URL[/CONTEXT-PATH][/TENANT]/charts/FILE;
+    /// without it, charts/FILE (relative to the index).
+    #[arg(long, env = "CHART_URL", value_name = "URL")]
+    pub chart_url: Option<String>,
+    /// Serve everything (the probes and /metrics too) under this path
+    /// (`/charts`), as behind a reverse proxy that forwards it whole.
+    #[arg(long, env = "CONTEXT_PATH", value_name = "PATH")]
+    pub context_path: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM; with --tls-key);
+    /// reloaded when it changes.
+    #[arg(long, env = "TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `true`/`false` (and `1`/`0`, `yes`/`no`, `on`/`off`) for a boolean
@@ -233,6 +269,14 @@ impl Settings {
             auth_anonymous_get: self.auth_anonymous_get.or(other.auth_anonymous_get),
             allow_anonymous_write: self.allow_anonymous_write.or(other.allow_anonymous_write),
             cache_dir: self.cache_dir.or(other.cache_dir),
+            log_json: self.log_json.or(other.log_json),
+            debug: self.debug.or(other.debug),
+            log_health: self.log_health.or(other.log_health),
+            enable_metrics: self.enable_metrics.or(other.enable_metrics),
+            chart_url: self.chart_url.or(other.chart_url),
+            context_path: self.context_path.or(other.context_path),
+            tls_cert: self.tls_cert.or(other.tls_cert),
+            tls_key: self.tls_key.or(other.tls_key),
         }
     }
 }
@@ -328,6 +372,15 @@ pub struct Config {
     pub policy: Policy,
     /// Where the restart cache is kept (`None`: no cache).
     pub cache_dir: Option<PathBuf>,
+    /// How the log is written.
+    pub log: LogSettings,
+    /// Whether `/metrics` is served.
+    pub metrics: bool,
+    /// `--chart-url`, `--context-path`.
+    pub links: Links,
+    /// `--tls-cert`, `--tls-key` (absolute, links not resolved: a
+    /// Secret's files are links that change), checked readable.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Why the server cannot start with what it was given: said on stderr,
@@ -573,6 +626,51 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
         })?;
         auth.set_rules(std::sync::Arc::new(rules));
     }
+    let chart_url = match &s.chart_url {
+        Some(u) => Some(
+            proxy::chart_url(u)
+                .map_err(|e| err(format!("{}: {e}", name("chart_url", "--chart-url"))))?,
+        ),
+        None => None,
+    };
+    let context_path = match &s.context_path {
+        Some(c) => proxy::context_path(c)
+            .map_err(|e| err(format!("{}: {e}", name("context_path", "--context-path"))))?,
+        None => None,
+    };
+    let tls = match (s.tls_cert, s.tls_key) {
+        (Some(cert), Some(key)) => {
+            let absolute = |p: PathBuf, id: &str, flag: &str| {
+                std::path::absolute(&p)
+                    .map_err(|e| err(format!("{}: {}: {e}", name(id, flag), p.display())))
+            };
+            let files = TlsFiles {
+                cert: absolute(cert, "tls_cert", "--tls-cert")?,
+                key: absolute(key, "tls_key", "--tls-key")?,
+            };
+            crate::tls::load(&files).map_err(|e| {
+                err(format!(
+                    "{} / {}: {e}",
+                    name("tls_cert", "--tls-cert"),
+                    name("tls_key", "--tls-key")
+                ))
+            })?;
+            Some(files)
+        }
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(err(format!(
+                "{} needs --tls-key (TLS_KEY)",
+                name("tls_cert", "--tls-cert")
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(err(format!(
+                "{} needs --tls-cert (TLS_CERT)",
+                name("tls_key", "--tls-key")
+            )));
+        }
+    };
     if auth.anonymous_write && auth.has_credentials() {
         return Err(err(format!(
             "{} opens writes to anyone: it cannot go with credentials (--basic-auth-*, \
@@ -593,6 +691,17 @@ fn check(s: Settings, matches: &ArgMatches) -> Result<Config, ConfigError> {
             allow_overwrite: s.allow_overwrite.unwrap_or(false),
         },
         cache_dir: s.cache_dir,
+        log: LogSettings {
+            json: s.log_json.unwrap_or(false),
+            debug: s.debug.unwrap_or(false),
+            health: s.log_health.unwrap_or(false),
+        },
+        metrics: s.enable_metrics.unwrap_or(false),
+        links: Links {
+            chart_url,
+            context_path,
+        },
+        tls,
     })
 }
 
@@ -630,6 +739,14 @@ mod tests {
             "DISABLE_DELETE",
             "AUTH_ANONYMOUS_GET",
             "MAX_UPLOAD_SIZE",
+            "LOG_JSON",
+            "LOG_HEALTH",
+            "DEBUG",
+            "ENABLE_METRICS",
+            "CHART_URL",
+            "CONTEXT_PATH",
+            "TLS_CERT",
+            "TLS_KEY",
         ] {
             assert!(vars.iter().any(|v| v == chartmuseum), "{chartmuseum}");
         }
@@ -816,6 +933,94 @@ mod tests {
         assert!(
             help.contains("hash-credential") && help.contains("AUTH_RULES_FILE"),
             "{help}"
+        );
+    }
+
+    #[test]
+    fn observability_proxy_and_tls_settings() {
+        let s = settings(&[
+            "--log-json",
+            "--enable-metrics",
+            "--chart-url",
+            "https://charts.example.com/",
+            "--context-path",
+            "/charts/",
+        ])
+        .unwrap();
+        let file: Settings = serde_norway::from_str(
+            "debug: true\nlog-health: true\nlog-json: false\ntls-cert: /etc/tls/tls.crt\n",
+        )
+        .unwrap();
+        let s = s.or(file);
+        assert_eq!(s.log_json, Some(true), "the flag wins over the file");
+        assert_eq!((s.debug, s.log_health), (Some(true), Some(true)));
+        assert_eq!(s.tls_cert.as_deref(), Some(Path::new("/etc/tls/tls.crt")));
+        let m = Cli::command().get_matches_from(["chart-index"]);
+        let c = check(
+            Settings {
+                storage: Some("/srv".into()),
+                tls_cert: None,
+                ..s.clone()
+            },
+            &m,
+        )
+        .map_err(|e| e.0)
+        .unwrap();
+        assert_eq!(
+            c.log,
+            LogSettings {
+                json: true,
+                debug: true,
+                health: true
+            }
+        );
+        assert!(c.metrics);
+        assert_eq!(
+            c.links,
+            Links {
+                chart_url: Some("https://charts.example.com".into()),
+                context_path: Some("/charts".into()),
+            }
+        );
+        // Bad values name the flag and its variable.
+        let refused = |s: Settings| {
+            check(
+                Settings {
+                    storage: Some("/srv".into()),
+                    ..s
+                },
+                &m,
+            )
+            .err()
+            .unwrap()
+            .0
+        };
+        let e = refused(Settings {
+            chart_url: Some("charts.example.com".into()),
+            ..Settings::default()
+        });
+        assert!(e.contains("--chart-url (CHART_URL"), "{e}");
+        let e = refused(Settings {
+            context_path: Some("charts".into()),
+            ..Settings::default()
+        });
+        assert!(e.contains("--context-path (CONTEXT_PATH"), "{e}");
+        let e = refused(Settings {
+            tls_cert: Some("/etc/tls/tls.crt".into()),
+            ..Settings::default()
+        });
+        assert!(
+            e.contains("--tls-cert (TLS_CERT") && e.contains("--tls-key"),
+            "{e}"
+        );
+        let e = refused(Settings {
+            tls_cert: Some("/nonexistent/tls.crt".into()),
+            tls_key: Some("/nonexistent/tls.key".into()),
+            ..Settings::default()
+        });
+        assert!(
+            e.contains("/nonexistent/tls.crt") && e.contains("--tls-cert (TLS_CERT"),
+            "{e}"
         );
     }
 

@@ -6,7 +6,7 @@
 use axum::extract::{FromRequest, Multipart, Request};
 use axum::http::{HeaderMap, header};
 
-use crate::http::{READ_TIMEOUT, Reply, declared_length, drain, error, timed_out, too_large};
+use crate::http::{READ_TIMEOUT, Reply, Sink, declared_length, drain, error, timed_out, too_large};
 
 /// A provenance file (a PGP-signed text of a few KiB) may be this large.
 pub const MAX_PROV_BYTES: u64 = 1 << 20;
@@ -26,19 +26,50 @@ pub fn is_form(headers: &HeaderMap) -> bool {
         })
 }
 
-/// The fields `chart` and `prov` of a form, each if there.
-pub type Form = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// The fields `chart` (where `read_form`'s sink put it) and `prov` of a
+/// form, each if there.
+pub type Form<S> = (Option<S>, Option<Vec<u8>>);
 
-/// helm-push's form: the package in field `chart`, its provenance file in
-/// `prov` (either may be missing); other fields are read and ignored, as
-/// chartmuseum does. Each field is capped, and so is the whole form (413).
-pub async fn read_form(req: Request, max_upload: u64) -> Result<Form, Reply> {
+/// helm-push's form: the package in field `chart`, passed as it arrives
+/// to the sink `chart_sink` makes for it (never held here), its
+/// provenance file in `prov`, kept (either may be missing); other fields
+/// are read and dropped, as chartmuseum ignores them. Each field is
+/// capped, and so is the whole form (413), as bytes arrive.
+pub async fn read_form<S: Sink>(
+    req: Request,
+    max_upload: u64,
+    chart_sink: impl FnOnce() -> S,
+) -> Result<Form<S>, Reply> {
     let limit = max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
     if declared_length(req.headers()).is_some_and(|n| n > limit) {
         let (parts, body) = req.into_parts();
         drain(body, &parts.headers);
         return Err(too_large("the form", limit));
     }
+    let mut form = Multipart::from_request(req, &())
+        .await
+        .map_err(|e| error(400, &format!("multipart form: {}", e.body_text())))?;
+    let (mut chart, mut prov): (Option<S>, Option<Vec<u8>>) = (None, None);
+    let read = read_fields(&mut form, max_upload, chart_sink, &mut chart, &mut prov).await;
+    if let Err(refused) = read {
+        if let Some(sink) = &mut chart {
+            sink.discard().await;
+        }
+        return Err(refused);
+    }
+    Ok((chart, prov))
+}
+
+/// Reads the form's fields into `chart` (a sink `chart_sink` makes) and
+/// `prov`, each capped.
+async fn read_fields<S: Sink>(
+    form: &mut Multipart,
+    max_upload: u64,
+    chart_sink: impl FnOnce() -> S,
+    chart: &mut Option<S>,
+    prov: &mut Option<Vec<u8>>,
+) -> Result<(), Reply> {
+    let limit = max_upload + MAX_PROV_BYTES + MAX_FORM_OVERHEAD;
     let form_error = |e: axum::extract::multipart::MultipartError| {
         if e.status().as_u16() == 413 {
             too_large("the form", limit)
@@ -49,10 +80,7 @@ pub async fn read_form(req: Request, max_upload: u64) -> Result<Form, Reply> {
             )
         }
     };
-    let mut form = Multipart::from_request(req, &())
-        .await
-        .map_err(|e| error(400, &format!("multipart form: {}", e.body_text())))?;
-    let (mut chart, mut prov) = (None, None);
+    let mut chart_sink = Some(chart_sink);
     loop {
         let field = tokio::time::timeout(READ_TIMEOUT, form.next_field())
             .await
@@ -60,29 +88,53 @@ pub async fn read_form(req: Request, max_upload: u64) -> Result<Form, Reply> {
             .map_err(form_error)?;
         let Some(mut field) = field else { break };
         let name = field.name().unwrap_or("").to_owned();
-        let mut other = None;
-        let (slot, what, cap) = match name.as_str() {
-            "chart" => (&mut chart, "the package", max_upload),
-            "prov" => (&mut prov, "the provenance file", MAX_PROV_BYTES),
-            _ => (&mut other, "a form field", limit),
+        let twice = || error(400, &format!("the form has two {name:?} fields"));
+        // Where this field's bytes go, and its cap.
+        let (mut target, what, cap) = match name.as_str() {
+            "chart" => {
+                let make = chart_sink.take().ok_or_else(twice)?;
+                (
+                    Target::Sink(chart.insert(make())),
+                    "the package",
+                    max_upload,
+                )
+            }
+            "prov" if prov.is_some() => return Err(twice()),
+            "prov" => (
+                Target::Kept(prov.insert(Vec::new())),
+                "the provenance file",
+                MAX_PROV_BYTES,
+            ),
+            _ => (Target::Dropped, "a form field", limit),
         };
-        if slot.is_some() {
-            return Err(error(400, &format!("the form has two {name:?} fields")));
-        }
-        let mut bytes = Vec::new();
+        let mut received = 0u64;
         while let Some(chunk) = tokio::time::timeout(READ_TIMEOUT, field.chunk())
             .await
             .map_err(|_| timed_out())?
             .map_err(form_error)?
         {
-            if (bytes.len() + chunk.len()) as u64 > cap {
+            received += chunk.len() as u64;
+            if received > cap {
                 return Err(too_large(what, cap));
             }
-            bytes.extend_from_slice(&chunk);
+            match &mut target {
+                Target::Sink(sink) => sink.take(chunk).await?,
+                Target::Kept(bytes) => bytes.extend_from_slice(&chunk),
+                Target::Dropped => {}
+            }
         }
-        *slot = Some(bytes);
     }
-    Ok((chart, prov))
+    Ok(())
+}
+
+/// Where a form field's bytes go.
+enum Target<'a, S> {
+    /// The package's sink.
+    Sink(&'a mut S),
+    /// Kept in memory (the provenance file, at most [`MAX_PROV_BYTES`]).
+    Kept(&'a mut Vec<u8>),
+    /// Another field: read and dropped.
+    Dropped,
 }
 
 #[cfg(test)]
@@ -93,9 +145,9 @@ mod tests {
 
     use super::{Form, read_form};
 
-    /// `read_form` on a request with `content_type` and `body`: the form,
-    /// or the refusal's status.
-    fn read(content_type: &str, body: &[u8], max_upload: u64) -> Result<Form, u16> {
+    /// `read_form` on a request with `content_type` and `body`: the form
+    /// (its package kept in memory), or the refusal's status.
+    fn read(content_type: &str, body: &[u8], max_upload: u64) -> Result<Form<Vec<u8>>, u16> {
         let mut req = Request::new(Body::from(body.to_vec()));
         req.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -105,7 +157,7 @@ mod tests {
             .enable_time()
             .build()
             .expect("a runtime")
-            .block_on(read_form(req, max_upload))
+            .block_on(read_form(req, max_upload, Vec::new))
             .map_err(|r| r.status().as_u16())
     }
 

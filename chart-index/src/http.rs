@@ -29,6 +29,10 @@
 //!   wait in the kernel's backlog until one closes (they are not accepted
 //!   and answered 503 as the hand-written server did: with keep-alive, a
 //!   slot frees as soon as an idle connection times out).
+//! - **TLS** (with `--tls-cert`, see the `tls` module): the handshake on
+//!   the connection's own task, within [`READ_TIMEOUT`].
+//! - **The client's address** as axum's `ConnectInfo<SocketAddr>` in each
+//!   request's extensions (for the access log).
 //! - **Graceful shutdown** ([`serve`]): when the stop signal comes, no new
 //!   connection is accepted (the listener is closed), idle connections are
 //!   closed, and requests in flight are finished (each connection closes
@@ -42,13 +46,15 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
+use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -59,6 +65,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::TlsAcceptor;
+use tower_http::add_extension::AddExtension;
+use tracing::{debug, info};
 
 /// Connections served at once; more wait in the backlog.
 pub const MAX_CONNECTIONS: usize = 1024;
@@ -131,12 +140,18 @@ pub fn check_head(req: &axum::extract::Request) -> Option<Reply> {
     })
 }
 
-/// Serves `app` on `listener` until `stop` completes, then shuts down
-/// gracefully: stops accepting, closes idle connections, and waits for
-/// the requests in flight (at most [`DRAIN_TIMEOUT`]). Says on stderr
-/// `chart_index: stopping (WHY): N connections open` when `stop` gives
-/// WHY, and `chart_index: stopped` (or what was cut) at the end.
-pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = String>) {
+/// Serves `app` on `listener` (over TLS with `tls`) until `stop`
+/// completes, then shuts down gracefully: stops accepting, closes idle
+/// connections, and waits for the requests in flight (at most
+/// [`DRAIN_TIMEOUT`]). Logs `chart_index: stopping (WHY): N connections
+/// open` when `stop` gives WHY, and `chart_index: stopped` (or what was
+/// cut) at the end.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    stop: impl Future<Output = String>,
+    tls: Option<TlsAcceptor>,
+) {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut stop = std::pin::pin!(stop);
@@ -145,50 +160,94 @@ pub async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output 
             why = &mut stop => break why,
             accepted = accept(&listener, &slots) => accepted,
         };
-        let Some((stream, slot)) = accepted else {
+        let Some((stream, peer, slot)) = accepted else {
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(READ_TIMEOUT)
-            .max_buf_size(MAX_HEAD_BYTES)
-            .max_headers(MAX_HEADERS)
-            .keep_alive(true);
-        let io = TokioIo::new(WriteDeadline::new(stream));
-        let conn = builder.serve_connection(io, TowerToHyperService::new(app.clone()));
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            // A connection's errors (a client gone, a head refused) are
-            // the client's business: hyper has answered what it could.
-            let _ = conn.await;
-            drop(slot);
-        });
+        let service = TowerToHyperService::new(AddExtension::new(app.clone(), ConnectInfo(peer)));
+        let io = WriteDeadline::new(stream);
+        match &tls {
+            None => serve_connection(&graceful, TokioIo::new(io), service, slot),
+            Some(acceptor) => {
+                // The handshake on the connection's task: the accept loop
+                // never waits for a client. Watched for the graceful
+                // shutdown from now (a shutdown during the handshake
+                // waits for its connection too).
+                let handshake = acceptor.accept(io);
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(READ_TIMEOUT, handshake).await {
+                        Ok(Ok(tls)) => {
+                            let conn = http1().serve_connection(TokioIo::new(tls), service);
+                            let _ = watcher.watch(conn).await;
+                        }
+                        Ok(Err(e)) => debug!("TLS handshake with {peer} failed: {e}"),
+                        Err(_) => {
+                            debug!("TLS handshake with {peer}: no answer in {READ_TIMEOUT:?}");
+                        }
+                    }
+                    drop(slot);
+                });
+            }
+        }
     };
     drop(listener);
-    eprintln!(
+    info!(
         "chart_index: stopping ({why}): {} connections open",
         graceful.count()
     );
     match tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await {
-        Ok(()) => eprintln!("chart_index: stopped"),
-        Err(_) => eprintln!(
-            "chart_index: stopped; requests still in flight after {DRAIN_TIMEOUT:?} were cut"
-        ),
+        Ok(()) => info!("chart_index: stopped"),
+        Err(_) => {
+            info!("chart_index: stopped; requests still in flight after {DRAIN_TIMEOUT:?} were cut")
+        }
     }
 }
 
-/// The next connection, once a slot is free; `None` after an error of
-/// `accept` (out of descriptors, say: it waits a little first, so that
-/// some connections can end).
+/// The hyper connection of one client: HTTP/1.1 with the limits of the
+/// module's docs.
+fn http1() -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .max_headers(MAX_HEADERS)
+        .keep_alive(true);
+    builder
+}
+
+/// A request's service: the router, with the client's address.
+type Service = TowerToHyperService<AddExtension<Router, ConnectInfo<SocketAddr>>>;
+
+/// Serves a plain connection on a task of its own, watched by `graceful`.
+fn serve_connection<I>(
+    graceful: &GracefulShutdown,
+    io: TokioIo<I>,
+    service: Service,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = graceful.watch(http1().serve_connection(io, service));
+    tokio::spawn(async move {
+        // A connection's errors (a client gone, a head refused) are
+        // the client's business: hyper has answered what it could.
+        let _ = conn.await;
+        drop(slot);
+    });
+}
+
+/// The next connection and its peer, once a slot is free; `None` after an
+/// error of `accept` (out of descriptors, say: it waits a little first,
+/// so that some connections can end).
 async fn accept(
     listener: &TcpListener,
     slots: &Arc<Semaphore>,
-) -> Option<(TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+) -> Option<(TcpStream, SocketAddr, tokio::sync::OwnedSemaphorePermit)> {
     let slot = Arc::clone(slots).acquire_owned().await.ok()?;
     match listener.accept().await {
-        Ok((stream, _)) => Some((stream, slot)),
+        Ok((stream, peer)) => Some((stream, peer, slot)),
         Err(_) => {
             tokio::time::sleep(Duration::from_millis(10)).await;
             None
@@ -326,32 +385,70 @@ pub fn drain(body: Body, headers: &HeaderMap) {
     });
 }
 
-/// The whole body, at most `max` bytes (`what` names it in the 413): the
-/// declared length is checked first, then the count while reading; each
-/// read waits at most [`READ_TIMEOUT`] (408). A refused body is drained.
+/// Where a body's bytes go as they arrive: kept in memory (`Vec<u8>`,
+/// for small bodies), or written out as they come (the `upload` module's
+/// spool).
+pub trait Sink: Send {
+    /// Takes the next chunk; an error ends the reading with that answer.
+    fn take(&mut self, chunk: Bytes) -> impl Future<Output = Result<(), Reply>> + Send;
+
+    /// The body is refused: drops what was taken, and returns once it is
+    /// gone (so that a refusal answers with nothing left behind).
+    fn discard(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+impl Sink for Vec<u8> {
+    async fn take(&mut self, chunk: Bytes) -> Result<(), Reply> {
+        self.extend_from_slice(&chunk);
+        Ok(())
+    }
+}
+
+/// The whole body, at most `max` bytes (`what` names it in the 413).
 pub async fn read_body(
     body: Body,
     headers: &HeaderMap,
     what: &str,
     max: u64,
 ) -> Result<Vec<u8>, Reply> {
+    let cap = declared_length(headers).unwrap_or(0).min(max);
+    let mut out = Vec::with_capacity(usize::try_from(cap).unwrap_or(0));
+    stream_body(body, headers, what, max, &mut out).await?;
+    Ok(out)
+}
+
+/// Passes the body to `sink` as it arrives, at most `max` bytes (`what`
+/// names it in the 413): the declared length is checked first, then the
+/// count as bytes arrive (a chunk that would pass `max` is refused, not
+/// passed on); each read waits at most [`READ_TIMEOUT`] (408). A refused
+/// body is drained. Returns its length.
+pub async fn stream_body(
+    body: Body,
+    headers: &HeaderMap,
+    what: &str,
+    max: u64,
+    sink: &mut impl Sink,
+) -> Result<u64, Reply> {
     if declared_length(headers).is_some_and(|n| n > max) {
         drain(body, headers);
         return Err(too_large(what, max));
     }
     let mut stream = body.into_data_stream();
-    let mut out = Vec::with_capacity(declared_length(headers).unwrap_or(0) as usize);
+    let mut received = 0u64;
     loop {
         match tokio::time::timeout(READ_TIMEOUT, stream.next()).await {
             Err(_) => return Err(timed_out()),
-            Ok(None) => return Ok(out),
+            Ok(None) => return Ok(received),
             Ok(Some(Err(e))) => return Err(error(400, &format!("reading the body: {e}"))),
             Ok(Some(Ok(chunk))) => {
-                if (out.len() + chunk.len()) as u64 > max {
+                received += chunk.len() as u64;
+                if received > max {
                     drain(Body::from_stream(stream), headers);
                     return Err(too_large(what, max));
                 }
-                out.extend_from_slice(&chunk);
+                sink.take(chunk).await?;
             }
         }
     }

@@ -9,39 +9,55 @@
 //!     [--basic-auth-user USER --basic-auth-pass PASSWORD]
 //!     [--auth-token-file FILE] [--auth-rules-file FILE] [--auth-anonymous-get]
 //!     [--allow-anonymous-write] [--cache-dir DIR]
+//!     [--log-json] [--debug] [--log-health] [--enable-metrics]
+//!     [--chart-url URL] [--context-path PATH]
+//!     [--tls-cert FILE --tls-key FILE]
 //! printf '%s' SECRET | chart-index hash-credential bearer|basic
 //! ```
 //!
 //! Every flag is also read from an environment variable (chartmuseum's
 //! names where it has the setting: `STORAGE_LOCAL_ROOTDIR`, `PORT`,
 //! `DEPTH`, `BASIC_AUTH_USER`, `ALLOW_OVERWRITE`, `DISABLE_DELETE`,
-//! `AUTH_ANONYMOUS_GET`, ...) and from the YAML file `--config` names
+//! `AUTH_ANONYMOUS_GET`, `LOG_JSON`, `ENABLE_METRICS`, `CHART_URL`,
+//! `CONTEXT_PATH`, `TLS_CERT`, ...) and from the YAML file `--config` names
 //! (keys are the flags' names): a flag wins over its variable, which wins
 //! over the file. `chart-index --help` lists them all; the [`config`]
 //! module says how each is read. It listens on `0.0.0.0:8080` unless told
 //! otherwise.
 //!
 //! Prints `LISTENING http://ADDR` on stdout (ADDR is the bound address, so
-//! `--listen 127.0.0.1:0` works) once the first index is built. Routes, for
+//! `--listen 127.0.0.1:0` works; `https://` with `--tls-cert`) once the
+//! first index is built. Routes (under `--context-path`, if given), for
 //! a tenant path of any depth (`org`, `org/team`, or none for `DIR`
 //! itself; exactly N segments with `--depth N`, as chartmuseum's
 //! `--depth`; without it, a path that could name two routes is read as
 //! the `routes` module says):
 //!
-//! - `GET /health`: 200 `{"healthy":true}` while the watch's phase is
-//!   Watching; otherwise 503 `{"healthy":false,"phase":...}` with the
-//!   Degraded phase's `"reason"` or the Failed phase's `"error"`. Never
+//! - `GET /health` (liveness: 200 unless the watch has failed or the index
+//!   stopped following it) and `GET /ready` (readiness: the storage
+//!   answers; 503 with a `"cause"` otherwise): the [`probes`] module says
+//!   which state of the watch makes a replica unready, and why. Never need
+//!   credentials.
+//! - `GET /metrics` (with `--enable-metrics`): Prometheus metrics,
+//!   chartmuseum's names and the watch's (the [`metrics`] module). Never
 //!   needs credentials.
 //! - `GET /<tenant>/index.yaml`: the Helm repository index of the packages
 //!   (`*.tgz`) directly in `DIR/<tenant>/`: every field of each Chart.yaml
 //!   that `helm repo index` writes, and chartmuseum's `serverInfo`, as
 //!   JSON (which Helm reads first; see the `index` module), rendered
 //!   once after each change of the tenant and served as rendered until
-//!   the next (`generated` is the rendering's time). Header
-//!   `X-Index-Seq`: the `seq` of the last change batch applied (0 before
-//!   any).
+//!   the next (`generated` is the rendering's time); gzip'd once too, and
+//!   served so (`Content-Encoding: gzip`) to a client whose
+//!   `Accept-Encoding` takes gzip, as Helm's does (`Vary:
+//!   Accept-Encoding` either way). Header `X-Index-Seq`: the `seq` of the
+//!   last change batch applied (0 before any).
 //! - `GET /<tenant>/charts/<file>.tgz`: a package listed in that index;
-//!   `<file>.tgz.prov`: its provenance file, if one was uploaded.
+//!   `<file>.tgz.prov`: its provenance file, if one was uploaded. Streamed
+//!   from the file, never read whole (the `download` module: tower-http's
+//!   `ServeDir` over the file the server opened): `Range` (206, 416),
+//!   `ETag` and `Last-Modified`, `If-None-Match`, `If-Modified-Since`
+//!   (304), `If-Match`, `If-Unmodified-Since` (412), `If-Range`; `HEAD`
+//!   from the file's metadata.
 //! - `GET /api/<tenant>/charts` (`{name: [version, ...]}`; `?offset=N`,
 //!   `?limit=M`: a page of the sorted names), `GET
 //!   /api/<tenant>/charts/<name>` (`[version, ...]`, newest first), `GET
@@ -49,6 +65,8 @@
 //!   that is not a pre-release): each version as Helm's ChartVersion JSON,
 //!   the entry `index.yaml` lists of it, as chartmuseum answers; 404
 //!   `{"error":...}` naming what is missing. `HEAD` of each: 200 or 404.
+//!   Rendered once per change of the tenant, as `index.yaml` is (the whole
+//!   list gzip'd too, as above).
 //! - `POST /api/<tenant>/charts`, a package as the body, or helm-push's
 //!   multipart form (`helm cm-push`: the package in field `chart`, its
 //!   provenance file in `prov`; either alone will do): stored as
@@ -56,10 +74,13 @@
 //!   `{"saved":true,"indexed":true}`, 409 when it exists, 400 when the body
 //!   is not a chart or not one Helm accepts, saying why (a version that
 //!   is not SemVer as Helm reads it, say), or the provenance file is for
-//!   another version; 413 above `--max-upload-mb`). Written to a `.upload-*` file in the same
-//!   directory, fsynced, then hard-linked to its name (which fails if the
-//!   name exists, so no upload replaces a package by accident; renamed
-//!   where the file system has no hard links). `?force` replaces an
+//!   another version; 413 above `--max-upload-mb`, as soon as that many
+//!   bytes have come). Written to a `.upload-*` file (in the tenant's
+//!   directory, or the storage root for a new tenant) as it arrives, and
+//!   hashed on the way (the `upload` module), never held whole; then
+//!   read back from there, fsynced, and hard-linked to its name (which
+//!   fails if the name exists, so no upload replaces a package by
+//!   accident; renamed where the file system has no hard links). `?force` replaces an
 //!   existing version (renamed over it), only on a server started with
 //!   `--allow-overwrite`; otherwise it is a 409 that says so.
 //! - `POST /api/<tenant>/prov`, a provenance file as the body: stored as
@@ -72,8 +93,9 @@
 //! - While the storage's file system is unmounted (a polled `DIR` on NFS
 //!   or FUSE whose mount went away: [`RootStatus::unmounted_since`]),
 //!   every write is refused with 503 `{"error":...}` saying so (it would
-//!   land in the directory below the mount), `/health` answers 503 with
-//!   the watch's reason ("storage gone"), and the index keeps serving what
+//!   land in the directory below the mount), `/ready` answers 503 with the
+//!   watch's reason ("storage gone"; `/health` stays 200), and the index
+//!   keeps serving what
 //!   it had: the watch reports nothing meanwhile, and once the storage is
 //!   mounted again it reports the changes made there meanwhile, which the
 //!   index applies as any.
@@ -83,14 +105,14 @@
 //! environment, which keeps the password off the command line; a flag
 //! wins over its variable) set one Basic user; `--auth-token-file FILE`
 //! (repeatable) takes Bearer tokens, one per line (`#` comments and blank
-//! lines skipped). With either, every route but `/health` needs
-//! credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
+//! lines skipped). With either, every route but the probes and
+//! `/metrics` needs credentials (401 with `WWW-Authenticate: Basic realm="chart_index"`
 //! and/or `Bearer realm="chart_index"`), except reads (GET, HEAD) with
 //! `--auth-anonymous-get`. With neither, reads are open and writes are
 //! refused (403) unless `--allow-anonymous-write` says otherwise (which
 //! cannot go with credentials). Credentials are compared in constant time
-//! and never printed. Stderr says `chart_index: auth: ...` (the schemes and
-//! what is open) before `LISTENING`, and `auth: refused METHOD PATH:
+//! and never printed. The log says `chart_index: auth: ...` (the schemes
+//! and what is open) before `LISTENING`, and `auth: refused METHOD PATH:
 //! REASON` for each refusal.
 //!
 //! **Access rules per tenant** (`--auth-rules-file FILE`, `AUTH_RULES_FILE`;
@@ -133,10 +155,10 @@
 //! it from the watch, like any write of another replica sharing `DIR` (or
 //! of a person with a shell): each change of a `*.tgz` directly in a tenant
 //! directory re-reads just that package. There is no walk of `DIR`, no
-//! timer, no rebuild. Each applied batch says `index: seq N: K changes` on
-//! stderr. A package that cannot be read (half written, corrupt) is left
-//! out with a line `skip PATH: REASON` on stderr, and read again at its next
-//! change.
+//! timer, no rebuild. Each applied batch logs `index: seq N: K changes`
+//! (after `index: + KEY (NAME VERSION)` and `index: - KEY` per package). A
+//! package that cannot be read (half written, corrupt) is left out with a
+//! line `skip PATH: REASON`, and read again at its next change.
 //!
 //! `--backend` chooses how the watch learns of changes (the spec's
 //! [`WatchSpec::backend`]): `auto` (the default) uses the OS's events,
@@ -146,7 +168,7 @@
 //! `poll` polls at that interval whatever the file system; `native` and
 //! `portable` name the OS backend (`--poll-interval` then only paces the
 //! polling of directories the OS refuses to watch). Before `LISTENING`,
-//! one line per root on stderr says what it got and why, e.g.
+//! one line per root in the log says what it got and why, e.g.
 //! `chart_index: root: poll every 1s: fuse (0x65735546) at /mnt/charts`
 //! (again whenever that changes). Trouble is said as it comes
 //! (`chart_index: watch degraded: REASON`, `... watch failed: ERROR`) and
@@ -186,15 +208,37 @@
 //! new connection is accepted, the requests in flight are answered (for
 //! at most 30 s), then the watch is stopped and the process exits 0,
 //! saying `chart_index: stopping (SIGTERM): N connections open` and
-//! `chart_index: stopped` on stderr.
+//! `chart_index: stopped`.
 //!
-//! Modules: `http` (connections, limits, bodies, path segments), `routes`
-//! (which route a path names), `auth` (credentials), `access` (the rules
-//! per tenant: format and matching), `rules_file` (the rules file, watched
-//! and reloaded), `api` (the routes' handlers), `listing` (the API's JSON
+//! **Logs** (the [`logging`] module) go to stderr through `tracing`,
+//! specwatch's own events included: human-readable (`TIME LEVEL
+//! MESSAGE FIELDS`; the messages quoted here are what follows the level),
+//! or JSON with `--log-json`; one access line per request (`served
+//! status=... route=... ms=...` with the request's `method`, `path`,
+//! `client` and `request_id`: `x-request-id`, kept from the client or
+//! made, and sent back); never a credential.
+//!
+//! **Behind a proxy and on TLS** (the [`proxy`] and [`tls`] modules):
+//! `--context-path` serves everything under a path prefix, `--chart-url`
+//! makes the index's package URLs absolute (both as chartmuseum's);
+//! `--tls-cert` and `--tls-key` serve HTTPS with rustls (ring), the
+//! certificate reloaded when its files change.
+//!
+//! Modules: `http` (connections, limits, bodies, path segments, TLS
+//! handshakes), `routes` (which route a path names), `auth`
+//! (credentials), `access` (the rules per tenant: format and matching),
+//! `rules_file` (the rules file, watched and reloaded), `api` (the
+//! routes' handlers), `listing` (the API's JSON
 //! of the index), `chart` (reading packages), `provenance` (reading
-//! provenance files), `index` (the index and its YAML), `cache` (the
-//! restart cache), `storage` (path safety, durable writes, file stamps).
+//! provenance files), `index` (the index and its YAML), `download`
+//! (packages streamed from their files), `upload` (uploads streamed to a
+//! file), `snapshot` (what requests read: the index's immutable
+//! snapshots, rendered and swapped in atomically by the thread that
+//! applies batches, so that no request waits on a lock), `cache` (the
+//! restart cache), `storage` (path safety, durable writes, file stamps),
+//! `probes` (liveness and readiness), `metrics` (Prometheus), `logging`
+//! (the log and the access log), `proxy` (`--context-path`,
+//! `--chart-url`), `tls` (certificates and their reload).
 //!
 //! [`RootStatus::unmounted_since`]: specwatch::RootStatus::unmounted_since
 //! [`WatchOptions::initial_scan`]: specwatch::WatchOptions::initial_scan
@@ -209,15 +253,23 @@ pub mod auth;
 mod cache;
 pub mod chart;
 pub mod config;
+mod download;
 pub mod form;
 pub mod http;
 mod index;
 mod listing;
+pub mod logging;
+pub mod metrics;
+pub mod probes;
 pub mod provenance;
+pub mod proxy;
 pub mod routes;
 pub mod rules_file;
 mod server;
+mod snapshot;
 pub mod storage;
+pub mod tls;
+mod upload;
 
 #[cfg(test)]
 mod chart_tests;

@@ -8,6 +8,8 @@
 //! | path | methods | route |
 //! |---|---|---|
 //! | `/health` | GET, HEAD | [`Route::Health`] |
+//! | `/ready` | GET, HEAD | [`Route::Ready`] |
+//! | `/metrics` | GET, HEAD | [`Route::Metrics`] |
 //! | `/T/index.yaml` | GET, HEAD | [`Route::Index`] |
 //! | `/T/charts/F` (`F` ends `.tgz` or `.tgz.prov`) | GET, HEAD | [`Route::Package`] |
 //! | `/api/T/charts` | GET, HEAD, POST | [`Route::Charts`] |
@@ -31,29 +33,22 @@
 /// A route, with the segments it names (not yet checked as plain names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
+    /// Liveness (the `probes` module).
     Health,
+    /// Readiness (the `probes` module).
+    Ready,
+    /// Prometheus metrics (the `metrics` module).
+    Metrics,
     /// `GET /T/index.yaml`.
-    Index {
-        tenant: Vec<String>,
-    },
+    Index { tenant: Vec<String> },
     /// `GET /T/charts/<file>`: a package or its provenance file.
-    Package {
-        tenant: Vec<String>,
-        file: String,
-    },
+    Package { tenant: Vec<String>, file: String },
     /// `GET /api/T/charts` (every chart) and `POST` (an upload).
-    Charts {
-        tenant: Vec<String>,
-    },
+    Charts { tenant: Vec<String> },
     /// `POST /api/T/prov`: a provenance file alone.
-    Prov {
-        tenant: Vec<String>,
-    },
+    Prov { tenant: Vec<String> },
     /// `GET /api/T/charts/<name>`: the versions of one chart.
-    Chart {
-        tenant: Vec<String>,
-        name: String,
-    },
+    Chart { tenant: Vec<String>, name: String },
     /// `GET /api/T/charts/<name>/<version>`, and `DELETE`.
     Version {
         tenant: Vec<String>,
@@ -66,13 +61,37 @@ impl Route {
     /// The tenant's segments, for a route of a tenant.
     pub fn tenant(&self) -> Option<&[String]> {
         match self {
-            Route::Health => None,
+            Route::Health | Route::Ready | Route::Metrics => None,
             Route::Index { tenant }
             | Route::Package { tenant, .. }
             | Route::Charts { tenant }
             | Route::Prov { tenant }
             | Route::Chart { tenant, .. }
             | Route::Version { tenant, .. } => Some(tenant),
+        }
+    }
+
+    /// Whether the route is open to anyone, credentials or not: the
+    /// probes (Kubernetes' kubelet sends none) and `/metrics` (served only
+    /// with `--enable-metrics`, open as chartmuseum's).
+    pub fn is_open(&self) -> bool {
+        matches!(self, Route::Health | Route::Ready | Route::Metrics)
+    }
+
+    /// The route as a template (chartmuseum's `url` label of its request
+    /// metrics): `/api/:repo/charts/:name`, one value per shape whatever
+    /// the tenant, chart or version.
+    pub fn template(&self) -> &'static str {
+        match self {
+            Route::Health => "/health",
+            Route::Ready => "/ready",
+            Route::Metrics => "/metrics",
+            Route::Index { .. } => "/:repo/index.yaml",
+            Route::Package { .. } => "/:repo/charts/:filename",
+            Route::Charts { .. } => "/api/:repo/charts",
+            Route::Prov { .. } => "/api/:repo/prov",
+            Route::Chart { .. } => "/api/:repo/charts/:name",
+            Route::Version { .. } => "/api/:repo/charts/:name/:version",
         }
     }
 
@@ -86,6 +105,11 @@ impl Route {
         }
     }
 }
+
+/// The template of the route a request took ([`Route::template`], or
+/// `unmatched`), in its answer's extensions: for the access log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteTemplate(pub &'static str);
 
 /// How paths are read: the server's `--depth` and `--disable-delete`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,8 +137,13 @@ fn shapes(segs: &[String]) -> Vec<Route> {
     let n = segs.len();
     let owned = |s: &[String]| s.to_vec();
     let mut out = Vec::new();
-    if n == 1 && segs[0] == "health" {
-        out.push(Route::Health);
+    if n == 1 {
+        match segs[0].as_str() {
+            "health" => out.push(Route::Health),
+            "ready" => out.push(Route::Ready),
+            "metrics" => out.push(Route::Metrics),
+            _ => {}
+        }
     }
     let Some(last) = segs.last() else {
         return out;
@@ -228,6 +257,13 @@ mod tests {
     fn every_shape_at_any_depth() {
         let ok = |m: &str, p: &str| route(m, &segs(p), ANY).unwrap();
         assert_eq!(ok("GET", "/health"), Route::Health);
+        assert_eq!(ok("HEAD", "/ready"), Route::Ready);
+        assert_eq!(ok("GET", "/metrics"), Route::Metrics);
+        assert_eq!(ok("GET", "/metrics").template(), "/metrics");
+        assert_eq!(
+            ok("DELETE", "/api/a/b/charts/x/1.0.0").template(),
+            "/api/:repo/charts/:name/:version"
+        );
         assert_eq!(ok("HEAD", "/index.yaml"), Route::Index { tenant: t("") });
         assert_eq!(
             ok("GET", "/org/team/index.yaml"),

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use arc_swap::{ArcSwap, Guard};
 use specwatch::{Event, Manager, Phase, WatchSpec};
+use tracing::{info, warn};
 
 use crate::access::{AccessRules, Hash, Scheme, credential_field, hash};
 use crate::auth::Auth;
@@ -50,8 +51,8 @@ pub struct RulesFile {
 struct Last {
     /// The digest of the text whose rules are in force.
     in_force: Hash,
-    /// Whether the last read could not be used.
-    failing: bool,
+    /// Why the last read could not be used (`None`: it could).
+    failing: Option<String>,
 }
 
 /// What a read of the file came to.
@@ -85,7 +86,7 @@ impl RulesFile {
             current: ArcSwap::from_pointee(rules),
             last: Mutex::new(Last {
                 in_force: hash(text.as_bytes()),
-                failing: false,
+                failing: None,
             }),
         })
     }
@@ -117,9 +118,9 @@ impl RulesFile {
                 .map(|rules| Some((digest, rules)))
                 .map_err(|e| format!("{}: {e}", self.path.display()))
         });
-        let failing = std::mem::replace(&mut last.failing, parsed.is_err());
+        let failing = last.failing.take();
         match parsed {
-            Ok(None) if failing => Reload::Back,
+            Ok(None) if failing.is_some() => Reload::Back,
             Ok(None) => Reload::Unchanged,
             Ok(Some((digest, rules))) => {
                 let said = rules.describe();
@@ -127,7 +128,16 @@ impl RulesFile {
                 last.in_force = digest;
                 Reload::Reloaded(said)
             }
-            Err(why) => Reload::Kept(why),
+            // Said once: a change beside the file (a log written in its
+            // directory) finds it as it was.
+            Err(why) if failing.as_deref() == Some(why.as_str()) => {
+                last.failing = failing;
+                Reload::Unchanged
+            }
+            Err(why) => {
+                last.failing = Some(why.clone());
+                Reload::Kept(why)
+            }
         }
     }
 
@@ -150,12 +160,12 @@ impl RulesFile {
         match reload {
             Reload::Unchanged => {}
             Reload::Back => {
-                eprintln!("chart_index: auth: {path} holds the rules in force again");
+                info!("chart_index: auth: {path} holds the rules in force again");
             }
             Reload::Reloaded(said) => {
-                eprintln!("chart_index: auth: rules reloaded from {path}: {said}");
+                info!("chart_index: auth: rules reloaded from {path}: {said}");
             }
-            Reload::Kept(why) => eprintln!(
+            Reload::Kept(why) => warn!(
                 "chart_index: auth: rules not reloaded: {why}; the rules in force stay until \
                  the file changes again"
             ),
@@ -198,12 +208,12 @@ pub fn watch(manager: &Manager, auth: &Auth) -> Result<(), String> {
                         };
                         if now != trouble {
                             match &now {
-                                Some(t) => eprintln!(
+                                Some(t) => warn!(
                                     "chart_index: auth: the watch of {} {t} (the rules in force \
                                      stay)",
                                     file.path.display()
                                 ),
-                                None => eprintln!(
+                                None => info!(
                                     "chart_index: auth: watching {} again",
                                     file.path.display()
                                 ),
@@ -302,12 +312,21 @@ mod tests {
             Arc::ptr_eq(&before, &f.current()),
             "the rules in force stay"
         );
+        // Read again as it was (a change beside it): said once, not again.
+        assert_eq!(
+            f.take(Ok(format!("{READ_ORG}org write s3cret\n"))),
+            Reload::Unchanged
+        );
         let gone = f.take(Err("/etc/chart-index/rules: No such file".into()));
         assert_eq!(
             gone,
             Reload::Kept("/etc/chart-index/rules: No such file".into())
         );
         assert!(Arc::ptr_eq(&before, &f.current()));
+        assert_eq!(
+            f.take(Err("/etc/chart-index/rules: No such file".into())),
+            Reload::Unchanged
+        );
         // Put back as it was: said once, nothing swapped.
         assert_eq!(f.take(Ok(READ_ORG.into())), Reload::Back);
         assert_eq!(f.take(Ok(READ_ORG.into())), Reload::Unchanged);

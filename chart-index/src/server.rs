@@ -1,25 +1,32 @@
-//! The server: its arguments, the watch over the storage directory, the
-//! thread that applies its batches to the index, and the HTTP listener.
+//! The server: its arguments, the watch over the storage directory (and
+//! over the TLS certificate's directories), the thread that applies its
+//! batches to the index, and the HTTP listener with its layers (access
+//! log, metrics, context path).
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use specwatch::{Backend, Event, IgnoreRule, Manager, Phase, RootStatus, WatchSpec, WatchStatus};
 use tokio::sync::watch;
+use tracing::{error, info, warn};
 
-use crate::api::{self, Repo};
+use crate::api::{self, Ops, Repo};
 use crate::cache::{self, Loaded, Notify, Options, Writer};
 use crate::config::{self, Config, Parsed};
 use crate::http;
 use crate::index::{self, Index, Reads, apply_batch};
+use crate::metrics::{self, Metrics, Sources};
+use crate::proxy::Links;
 use crate::rules_file;
+use crate::snapshot::{Published, Snapshot};
 use crate::storage::UPLOAD_PREFIX;
+use crate::tls::{self, Certs};
+use crate::{logging, proxy};
 
 /// The name of the one watch spec, over the storage directory.
 pub(crate) const SPEC: &str = "storage";
@@ -30,7 +37,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// `portable`), else the default one (`Auto` and `Poll` are the spec's
 /// business); `poll_interval` paces what the manager polls on its own
 /// account (roots `Auto` finds on shared storage).
-fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result<Manager> {
+pub(crate) fn watch_manager(
+    backend: Backend,
+    poll_interval: Duration,
+) -> specwatch::Result<Manager> {
     let builder = Manager::builder().poll_interval(poll_interval);
     match backend {
         Backend::Native | Backend::Portable => builder.backend(backend),
@@ -41,15 +51,15 @@ fn watch_manager(backend: Backend, poll_interval: Duration) -> specwatch::Result
 
 /// The one watch: the whole storage directory, temporary uploads left out,
 /// watched as `backend` says, its existing entries reported first.
-fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
+pub(crate) fn storage_spec(root: &Path, backend: Backend) -> WatchSpec {
     WatchSpec::new([root])
         .ignore(IgnoreRule::new(root, [format!("{UPLOAD_PREFIX}*")]))
         .backend(backend)
         .initial_scan(true)
 }
 
-/// The server's `main`: reads the arguments, runs the server until it is
-/// asked to stop, and says how it ended.
+/// The server's `main`: reads the arguments, sets up the log, runs the
+/// server until it is asked to stop, and says how it ended.
 pub fn main() -> ExitCode {
     let args = match config::parse(std::env::args_os()) {
         Parsed::Run(c) => *c,
@@ -58,22 +68,27 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Parsed::Refused(e) => {
+            // Before the log is set up: as clap says it.
             eprintln!("{}", e.trim_end());
             return ExitCode::from(2);
         }
         Parsed::HashCredential(scheme) => return rules_file::hash_credential(scheme),
     };
+    if let Err(e) = logging::init(args.log) {
+        eprintln!("chart_index: {e}");
+        return ExitCode::from(1);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("chart_index: {e}");
+            error!("chart_index: {e}");
             ExitCode::from(1)
         }
     }
 }
 
 fn run(args: Config) -> Result<(), String> {
-    eprintln!("chart_index: auth: {}", args.policy.auth.describe());
+    info!("chart_index: auth: {}", args.policy.auth.describe());
     fs::create_dir_all(&args.storage)
         .map_err(|e| format!("cannot create {}: {e}", args.storage.display()))?;
     // Changes are reported under the path as watched: watch the canonical
@@ -97,14 +112,14 @@ fn run(args: Config) -> Result<(), String> {
         let path = dir.join(cache::FILE_NAME);
         match cache::load(dir, options) {
             Loaded::Missing => {
-                eprintln!(
+                info!(
                     "chart_index: cache: none at {} yet: every package is read",
                     path.display()
                 );
                 None
             }
             Loaded::Ignored(why) => {
-                eprintln!(
+                warn!(
                     "chart_index: cache: ignored {}: {why}; every package is read",
                     path.display()
                 );
@@ -114,7 +129,8 @@ fn run(args: Config) -> Result<(), String> {
         }
     });
 
-    let manager = watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?;
+    let manager =
+        Arc::new(watch_manager(args.backend, args.poll_interval).map_err(|e| e.to_string())?);
     // Subscribed before the spec is applied: the initial scan's batches
     // come through here, as every later one does.
     let events = manager.subscribe();
@@ -125,7 +141,21 @@ fn run(args: Config) -> Result<(), String> {
         .wait_watching(SPEC, START_TIMEOUT)
         .map_err(|e| e.to_string())?;
     let (applied_tx, applied) = watch::channel(0);
-    let mut follower = Follower::new(root.clone(), applied_tx);
+    // What requests (and the metrics, and the restart cache's writer)
+    // read: the index's snapshots, published by the follower's thread.
+    let published = Arc::new(Published::new(Snapshot::empty()));
+    let metrics = Arc::new(Metrics::new(Sources {
+        index: Arc::clone(&published),
+        manager: Arc::clone(&manager),
+        applied: applied.clone(),
+    }));
+    let mut follower = Follower::new(
+        root.clone(),
+        Arc::clone(&published),
+        applied_tx,
+        Arc::clone(&metrics),
+    );
+    follower.links = args.links.clone();
     follower.status(&status);
     // Once the barrier is passed, every batch of the initial scan (and of
     // any change made since the spec was applied) has been delivered:
@@ -143,55 +173,98 @@ fn run(args: Config) -> Result<(), String> {
         cache::decide(cached, index::found(&root, batches))
     });
     let dropped = verdicts.as_ref().map_or(0, |v| v.dropped);
-    follower.reads.verdicts = verdicts;
-    for ev in start {
-        follower.handle(ev);
-    }
-    follower.reads.verdicts = None;
     let writer = match cache {
         Some((dir, options)) => Some(
-            Writer::spawn(dir, options, Arc::clone(&follower.index))
+            Writer::spawn(dir, options, Arc::clone(&published))
                 .map_err(|e| format!("starting the cache's thread: {e}"))?,
         ),
         None => None,
     };
-    follower.started(dropped, writer.as_ref().map(Writer::notify));
-    rules_file::watch(&manager, &args.policy.auth)?;
-    let manager = Arc::new(manager);
-    let repo = Arc::new(Repo::new(
-        root,
-        Arc::clone(&follower.index),
-        Arc::clone(&manager),
-        applied,
-        args.max_upload,
-        args.sync_timeout,
-        args.policy,
-    ));
-    // The follower holds the index, not the manager: once the manager is
-    // dropped, the events end and so does the thread.
+    let notify = writer.as_ref().map(Writer::notify);
+    // The certificate, watched from now on: its batches come through the
+    // same subscription, to the follower (after the start's).
+    let certs = match &args.tls {
+        Some(files) => {
+            let certs = Certs::new(files.clone())?;
+            manager
+                .apply(tls::SPEC, certs.watch_spec())
+                .map_err(|e| format!("watching the TLS files: {e}"))?;
+            follower.certs = Some(Arc::clone(&certs));
+            Some(certs)
+        }
+        None => None,
+    };
+    // One thread applies every batch, the start's too, and renders every
+    // snapshot: what it renders replaces what it rendered, in its own
+    // allocator arena (renderings made on this thread and replaced from
+    // another left the first arena's memory held: 3 KiB more per chart
+    // after a few hundred uploads). It says when the start's batches are
+    // applied and published; then it follows the watch. It holds the
+    // index, not the manager: once the manager is dropped, the events end
+    // and so does the thread.
+    let (started_tx, started) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("follow".into())
         .spawn(move || {
+            follower.reads.verdicts = verdicts;
+            for ev in start {
+                follower.handle(ev);
+            }
+            follower.reads.verdicts = None;
+            follower.started(dropped, notify);
+            let _ = started_tx.send(());
             for ev in &events {
                 follower.handle(ev);
             }
         })
         .map_err(|e| e.to_string())?;
+    started
+        .recv()
+        .map_err(|_| "the thread that applies the watch's batches ended at the start".to_owned())?;
+    rules_file::watch(&manager, &args.policy.auth)?;
+    let rules = args.policy.rules;
+    let repo = Arc::new(
+        Repo::new(
+            root,
+            published,
+            Arc::clone(&manager),
+            applied,
+            args.max_upload,
+            args.sync_timeout,
+            args.policy,
+        )
+        .with_ops(Ops {
+            metrics: Arc::clone(&metrics),
+            serve_metrics: args.metrics,
+        }),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
+    // Inside out: the routes, counted (metrics), under the context path,
+    // with the access log and request ids outermost.
+    let context = args.links.context_path.clone().unwrap_or_default();
+    let mut app = metrics::layer(api::router(repo), metrics, rules);
+    if !context.is_empty() {
+        app = proxy::strip_context(app, context.clone());
+    }
+    let app = logging::access_log(app, args.log, &context);
+    let (scheme, acceptor) = match &certs {
+        Some(c) => ("https", Some(c.acceptor()?)),
+        None => ("http", None),
+    };
     runtime.block_on(async {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
         let stop = stop_signal().map_err(|e| format!("listening for signals: {e}"))?;
         {
             let mut out = io::stdout().lock();
-            writeln!(out, "LISTENING http://{addr}")
+            writeln!(out, "LISTENING {scheme}://{addr}")
                 .and_then(|()| out.flush())
                 .map_err(|e| e.to_string())?;
         }
-        http::serve(listener, api::router(repo), stop).await;
+        http::serve(listener, app, stop, acceptor).await;
         Ok::<(), String>(())
     })?;
     // Blocking work still under way (a sync barrier whose client left)
@@ -286,14 +359,31 @@ fn stop_signal() -> io::Result<impl std::future::Future<Output = String>> {
     })
 }
 
-/// Applies the watch's events, in order: change batches to the index
-/// (then says through `applied` which batch it has applied), statuses to
-/// stderr (each root's backend, trouble) when they change.
+/// Applies the watch's events, in order: change batches to the index,
+/// then publishes its snapshot and says through `applied` which batch it
+/// has applied; statuses to the log (each root's backend, trouble) when
+/// they change; and reloads the TLS certificate when its files change.
 struct Follower {
     /// The storage directory, canonical.
     root: PathBuf,
-    index: Arc<RwLock<Index>>,
+    /// The index: this thread's alone.
+    index: Index,
+    /// Where requests find the snapshot of it last published.
+    published: Arc<Published>,
+    /// That snapshot.
+    last: Arc<Snapshot>,
+    /// How package URLs are made (`--chart-url`).
+    links: Links,
     applied: watch::Sender<u64>,
+    metrics: Arc<Metrics>,
+    /// The packages that could not be read, as counted in the metrics.
+    skipped: usize,
+    /// Whether the start's batches are applied: from then on each batch is
+    /// published as it is applied (the start's are published once,
+    /// together), and lags are measured.
+    live: bool,
+    /// The TLS certificate, reloaded on each batch of its spec.
+    certs: Option<Arc<Certs>>,
     /// The roots last printed.
     roots: Vec<RootStatus>,
     /// The trouble (degraded, failed) last printed; `None` while all is well.
@@ -306,11 +396,23 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(root: PathBuf, applied: watch::Sender<u64>) -> Follower {
+    fn new(
+        root: PathBuf,
+        published: Arc<Published>,
+        applied: watch::Sender<u64>,
+        metrics: Arc<Metrics>,
+    ) -> Follower {
         Follower {
             root,
-            index: Arc::new(RwLock::new(Index::new())),
+            index: Index::new(),
+            last: Arc::new(Snapshot::empty()),
+            published,
+            links: Links::default(),
             applied,
+            metrics,
+            skipped: 0,
+            live: false,
+            certs: None,
             roots: Vec::new(),
             trouble: None,
             reads: Reads::default(),
@@ -322,15 +424,10 @@ impl Follower {
     /// from now on tells `cache` of changes (and now, if the index is
     /// not what the cache held: `dropped` cached packages were not found).
     fn started(&mut self, dropped: usize, cache: Option<Notify>) {
+        self.publish();
         let r = &self.reads;
-        let indexed: usize = {
-            let index = self
-                .index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            index.tenants.values().map(BTreeMap::len).sum()
-        };
-        eprintln!(
+        let indexed = self.index.len();
+        info!(
             "chart_index: start: {indexed} packages indexed: {} from the cache, {} read ({} of \
              them only hashed), {} unreadable; {dropped} cached packages gone",
             r.cached,
@@ -344,26 +441,84 @@ impl Follower {
             n.changed();
         }
         self.cache = cache;
+        self.count_skipped();
+        self.reads.changed_at.clear();
+        self.live = true;
+    }
+
+    /// Counts in the metrics the packages found unreadable since the
+    /// last call.
+    fn count_skipped(&mut self) {
+        let n = self.reads.unreadable;
+        self.metrics
+            .skipped(u64::try_from(n - self.skipped).unwrap_or(0));
+        self.skipped = n;
     }
 
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Changes(batch) if batch.name == SPEC => {
-                let changed = apply_batch(&self.index, &self.root, &batch, &mut self.reads);
-                self.applied.send_replace(batch.seq.number());
+                let changed = apply_batch(&mut self.index, &self.root, &batch, &mut self.reads);
+                if self.live {
+                    // Counted before the batch is said applied: a write
+                    // that waited for it finds the metrics up to date.
+                    self.metrics
+                        .batch_applied(batch.time, &self.reads.changed_at);
+                    self.count_skipped();
+                    self.publish();
+                }
+                self.reads.changed_at.clear();
+                // Once requests see it (during the start, once applied).
+                info!(
+                    "index: seq {}: {} changes",
+                    batch.seq.number(),
+                    batch.changes.len()
+                );
                 if changed && let Some(cache) = &self.cache {
                     cache.changed();
                 }
             }
             Event::Status(s) if s.name == SPEC => self.status(&s),
+            Event::Changes(b) if b.name == tls::SPEC => self.reload_tls(),
+            Event::Status(s) if s.name == tls::SPEC => {
+                if let Phase::Degraded { reason } | Phase::Failed { error: reason } = &s.phase {
+                    warn!("chart_index: tls: the certificate's watch: {reason}");
+                }
+            }
             _ => {}
         }
+    }
+
+    /// The certificate's files changed: read them again.
+    fn reload_tls(&self) {
+        let Some(certs) = &self.certs else { return };
+        match certs.reload() {
+            Ok(tls::Reload::Unchanged) => {}
+            Ok(tls::Reload::Reloaded) => {
+                self.metrics.tls_reload(true);
+                info!("chart_index: tls: certificate reloaded");
+            }
+            Err(e) => {
+                self.metrics.tls_reload(false);
+                warn!("chart_index: tls: certificate not reloaded, the old one stays: {e}");
+            }
+        }
+    }
+
+    /// Publishes the index's snapshot (the tenants changed since the last
+    /// one rendered again), then says which batch it shows.
+    fn publish(&mut self) {
+        let touched = self.index.take_touched();
+        let next = Arc::new(self.last.next(&self.index, &touched, &self.links));
+        self.published.publish(Arc::clone(&next));
+        self.last = next;
+        self.applied.send_replace(self.index.seq);
     }
 
     fn status(&mut self, s: &WatchStatus) {
         if !s.roots.is_empty() && s.roots != self.roots {
             for r in &s.roots {
-                eprintln!("chart_index: root: {r}");
+                info!("chart_index: root: {r}");
             }
             self.roots = s.roots.clone();
         }
@@ -375,8 +530,8 @@ impl Follower {
         };
         if trouble != self.trouble {
             match &trouble {
-                Some(t) => eprintln!("chart_index: {t}"),
-                None => eprintln!("chart_index: watching again"),
+                Some(t) => warn!("chart_index: {t}"),
+                None => info!("chart_index: watching again"),
             }
             self.trouble = trouble;
         }

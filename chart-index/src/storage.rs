@@ -207,9 +207,9 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-/// Creates `path`, which must not exist, for writing.
+/// Creates `path`, which must not exist, for writing (and reading back).
 pub fn create_new(path: &Path) -> io::Result<File> {
-    let f = no_follow(OpenOptions::new().write(true).create_new(true)).open(path)?;
+    let f = no_follow(OpenOptions::new().read(true).write(true).create_new(true)).open(path)?;
     match check_opened(&f, path) {
         Ok(()) => Ok(f),
         Err(e) => {

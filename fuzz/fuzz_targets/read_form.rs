@@ -44,7 +44,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(v) = HeaderValue::from_bytes(content_type) {
         req.headers_mut().insert(header::CONTENT_TYPE, v);
     }
-    match runtime().block_on(form::read_form(req, max_upload)) {
+    // The package kept in memory (the server streams it to a file).
+    match runtime().block_on(form::read_form(req, max_upload, Vec::new)) {
         Ok((chart, prov)) => {
             if let Some(c) = &chart {
                 assert!(c.len() as u64 <= max_upload, "package over its cap");

@@ -138,7 +138,9 @@ fn basic_and_bearer_credentials_guard_every_route_but_health() {
     let secrets = [USER, PASSWORD, TOKENS[0], TOKENS[1], &encoded];
     // Each line is printed before its answer is sent: once the delete's
     // line is read, so are those of every request before it.
-    s.wait_log("the delete's line", |l| l == "delete: /org guarded 1.0.0");
+    s.wait_log("the delete's line", |l| {
+        l.starts_with("delete: /org guarded 1.0.0 ")
+    });
     let out = s.output();
     assert!(
         out.iter()
@@ -150,10 +152,24 @@ fn basic_and_bearer_credentials_guard_every_route_but_health() {
             .any(|l| l == "chart_index: auth: Basic, Bearer (2 tokens); writes need credentials, reads need them"),
         "the auth line: {out:#?}"
     );
-    for line in &out {
+    // Every request has its access line, with its request id.
+    let served = out.iter().filter(|l| l.starts_with("served ")).count();
+    assert!(served >= 20, "{served} access lines: {out:#?}");
+    assert!(
+        out.iter()
+            .filter(|l| l.starts_with("served "))
+            .all(|l| l.contains(" request_id=") && l.contains(" status=")),
+        "{out:#?}"
+    );
+    for line in &s.raw_output() {
         for secret in secrets {
             assert!(!line.contains(secret), "{secret:?} printed: {line:?}");
         }
+        let lower = line.to_ascii_lowercase();
+        assert!(
+            !lower.contains("authorization:") && !lower.contains("authorization="),
+            "a header printed: {line:?}"
+        );
     }
 }
 

@@ -8,6 +8,8 @@ use std::net::TcpStream;
 
 use testkit::WAIT;
 
+use crate::server::Server;
+
 pub(crate) fn index_path(tenant: &str) -> String {
     if tenant.is_empty() {
         "/index.yaml".into()
@@ -155,7 +157,7 @@ fn parse_head(raw: &[u8]) -> Result<(u16, Headers, usize), String> {
     Ok((status, headers, end))
 }
 
-fn parse_response(raw: &[u8], head_only: bool) -> Result<Resp, String> {
+pub(crate) fn parse_response(raw: &[u8], head_only: bool) -> Result<Resp, String> {
     let (status, headers, end) = parse_head(raw)?;
     let mut body = raw[end + 4..].to_vec();
     let chunked = headers.iter().any(|(n, v)| {
@@ -318,4 +320,25 @@ pub(crate) fn form(fields: &[Field<'_>]) -> (Vec<u8>, String) {
     }
     write!(body, "--{boundary}--\r\n").unwrap();
     (body, format!("multipart/form-data; boundary={boundary}"))
+}
+
+/// `method target` on a new connection to `s`, with the header lines
+/// `headers` and no body.
+pub(crate) fn ask(s: &Server, method: &str, target: &str, headers: &[&str]) -> Resp {
+    http_with(&s.addr, method, target.as_bytes(), headers, Body::None)
+}
+
+/// The header `name` of an answer, which must have it.
+pub(crate) fn header<'a>(r: &'a Resp, name: &str) -> &'a str {
+    r.header(name)
+        .unwrap_or_else(|| panic!("no {name} header (status {})", r.status))
+}
+
+/// A gzip'd body, unzipped.
+pub(crate) fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .expect("a gzip body");
+    out
 }

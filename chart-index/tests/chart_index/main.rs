@@ -2,18 +2,22 @@
 //! its storage directory through change batches only. Run against the built
 //! example binary over HTTP (a minimal client on `TcpStream`). Nothing
 //! sleeps: every wait has a deadline and says what it awaited, and waits
-//! for the server's next stderr line between looks at `index.yaml` (the
-//! server says `index: seq N: K changes` after applying each batch, and
-//! its index changes at no other time).
+//! for the server's next log line (not an access line) between looks at
+//! `index.yaml` (the server says `index: seq N: K changes` after applying
+//! each batch, and its index changes at no other time).
 //!
 //! This target holds the tests of the HTTP routes, tenants, direct writes
 //! to the storage directory, traversal safety and the backend flags;
 //! `serving` those of the HTTP stack (keep-alive, head limits, helm-push's
-//! form, read-your-writes, `/health`, graceful shutdown), `api` those of
+//! form, read-your-writes, the probes, graceful shutdown), `api` those of
 //! chartmuseum's API (listings, provenance files, `?force`,
 //! `--disable-delete`, `--depth`), `auth` those of authentication,
+//! `downloads` those of what is served from files (ranges, conditional
+//! requests) and of streamed uploads' limit,
 //! `replicas` two servers on one storage directory, `restart` the restart
-//! cache (`--cache-dir`), and `helm` Helm's own
+//! cache (`--cache-dir`), `ops` what operators see and set (the access
+//! log, `/metrics`, readiness on failing storage, `--context-path` and
+//! `--chart-url`, TLS and its reload), and `helm` Helm's own
 //! client against the server (helm-python-sdk; skipped, saying so, where
 //! it is not installed); `helm_chart` the server's own Helm chart
 //! (`deploy/helm`, linted and rendered by Helm's code) and `container` its
@@ -29,8 +33,10 @@ mod auth;
 mod charts;
 mod client;
 mod container;
+mod downloads;
 mod helm;
 mod helm_chart;
+mod ops;
 mod replicas;
 mod restart;
 mod server;

@@ -1,6 +1,12 @@
 //! The server under test: a `chart-index` process
 //! (`testkit::process`), stopped on drop, every line it prints kept so that
 //! waits can wake on each.
+//!
+//! Its log lines are human-readable by default, `TIME LEVEL [request: ]
+//! MESSAGE FIELDS` (see the `logging` module): the waits and `output`
+//! read each stderr line's [`message`] (what follows the level and the
+//! request span's name), so that a test matches what the server says,
+//! not when.
 
 use std::path::Path;
 use std::process::{Command, ExitStatus};
@@ -25,6 +31,28 @@ pub(crate) fn command() -> Command {
 /// What a server prints on stderr before each of its roots' backend.
 const ROOT_LINE: &str = "chart_index: root: ";
 
+/// The message of a log line (`2026-12-07T10:00:00.123456Z  INFO request:
+/// served status=200 ...` is `served status=200 ...`): what follows the
+/// time, the level and the span's name; a line not in that form as it is.
+pub(crate) fn message(line: &str) -> &str {
+    let Some((time, rest)) = line.split_once(' ') else {
+        return line;
+    };
+    let Some((level, rest)) = rest.trim_start().split_once(' ') else {
+        return line;
+    };
+    let is_time = time.ends_with('Z') && time.starts_with(|c: char| c.is_ascii_digit());
+    if !is_time || !matches!(level, "TRACE" | "DEBUG" | "INFO" | "WARN" | "ERROR") {
+        return line;
+    }
+    rest.strip_prefix("request: ").unwrap_or(rest)
+}
+
+/// Whether a message is an access line (one per request answered).
+pub(crate) fn is_access(message: &str) -> bool {
+    message.starts_with("served ")
+}
+
 /// A `chart_index` process (stopped when dropped, so a failing test
 /// leaves no server behind), and its address.
 pub(crate) struct Server {
@@ -32,6 +60,8 @@ pub(crate) struct Server {
     pub(crate) label: String,
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
+    /// `http` or `https` (with `--tls-cert`).
+    pub(crate) scheme: String,
 }
 
 impl Server {
@@ -69,15 +99,17 @@ impl Server {
         // stderr lines before it, which `wait_log` looks at).
         let (_, first) = process.find(0, "on stdout (LISTENING)", |l| l.stream == Stream::Stdout);
         let line = first.text();
-        let addr = line
+        let (scheme, addr) = line
             .trim_end()
-            .strip_prefix("LISTENING http://")
-            .unwrap_or_else(|| panic!("{label}: first stdout line is not LISTENING: {line:?}"))
-            .to_owned();
+            .strip_prefix("LISTENING ")
+            .and_then(|url| url.split_once("://"))
+            .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+            .unwrap_or_else(|| panic!("{label}: first stdout line is not LISTENING: {line:?}"));
         Server {
-            process,
             label: label.to_owned(),
-            addr,
+            addr: addr.to_owned(),
+            scheme: scheme.to_owned(),
+            process,
         }
     }
 
@@ -104,8 +136,18 @@ impl Server {
         http_with(&self.addr, method, target.as_bytes(), headers, body)
     }
 
-    /// Every line it has printed so far, stdout's and stderr's.
+    /// Every line it has printed so far, stdout's and stderr's (the
+    /// messages of its log lines).
     pub(crate) fn output(&self) -> Vec<String> {
+        self.process
+            .lines()
+            .iter()
+            .map(|l| message(&l.text()).to_owned())
+            .collect()
+    }
+
+    /// Every line it has printed so far, as printed.
+    pub(crate) fn raw_output(&self) -> Vec<String> {
         self.process.lines().iter().map(|l| l.text()).collect()
     }
 
@@ -144,11 +186,17 @@ impl Server {
     }
 
     /// Asks `GET target` until `done` accepts the answer: again after each
-    /// line the server prints (it prints one after applying each batch,
-    /// and its index changes at no other time). Panics at the deadline, or
+    /// line the server prints but access lines (it prints one after
+    /// applying each batch, and its index changes at no other time; its
+    /// watch says so when its phase changes). Panics at the deadline, or
     /// when the server exits, saying what was awaited and what it last
     /// answered.
-    fn wait_until(&self, target: &str, what: &str, done: impl Fn(&Resp) -> bool) -> Resp {
+    pub(crate) fn wait_until(
+        &self,
+        target: &str,
+        what: &str,
+        done: impl Fn(&Resp) -> bool,
+    ) -> Resp {
         let deadline = Instant::now() + WAIT;
         loop {
             // Counted before asking: a line printed meanwhile wakes the wait.
@@ -157,7 +205,7 @@ impl Server {
             if done(&r) {
                 return r;
             }
-            let closed = self.process.wait_beyond(seen, deadline);
+            let closed = self.wait_news(seen, deadline);
             if closed || Instant::now() >= deadline {
                 panic!(
                     "{}: {} for {what} (GET {target} on {}); last answer: {} {}",
@@ -172,6 +220,23 @@ impl Server {
                     r.text()
                 );
             }
+        }
+    }
+
+    /// Waits for a line beyond the first `seen` that is not an access
+    /// line (or the deadline, or the process's exit: then true).
+    fn wait_news(&self, mut seen: usize, deadline: Instant) -> bool {
+        loop {
+            let closed = self.process.wait_beyond(seen, deadline);
+            let lines = self.process.lines();
+            let news = lines
+                .iter()
+                .skip(seen)
+                .any(|l| l.stream == Stream::Stdout || !is_access(message(&l.text())));
+            if news || closed || Instant::now() >= deadline {
+                return closed;
+            }
+            seen = lines.len();
         }
     }
 
@@ -193,12 +258,18 @@ impl Server {
         self.wait_until(target, what, |r| r.status == status)
     }
 
-    /// Waits for a stderr line that `pred` accepts, after those matched
-    /// by earlier calls.
+    /// Waits for a stderr line whose message `pred` accepts, after those
+    /// matched by earlier calls; returns the message.
     pub(crate) fn wait_log(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        self.process
-            .wait_for(what, |l| l.stream == Stream::Stderr && pred(&l.text()))
-            .text()
+        message(
+            &self
+                .process
+                .wait_for(what, |l| {
+                    l.stream == Stream::Stderr && pred(message(&l.text()))
+                })
+                .text(),
+        )
+        .to_owned()
     }
 
     /// The line saying how the storage root is watched (`chart_index:

@@ -1,12 +1,13 @@
 //! The HTTP stack: keep-alive, bounded heads, helm-push's multipart
-//! form, read-your-writes, `/health`, graceful shutdown on SIGTERM.
+//! form, read-your-writes, `/health`, graceful shutdown on SIGTERM,
+//! renderings of the index kept and gzip'd.
 
 use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
-use crate::charts::{chart, nv, padded_chart, prov, sha256, snapshot};
-use crate::client::{Conn, Field, Resp, request};
+use crate::charts::{chart, nv, padded_chart, parse_index, prov, sha256, snapshot};
+use crate::client::{Conn, Field, Resp, ask, gunzip, header, request};
 use crate::server::Server;
 
 /// The answer's body as JSON.
@@ -31,23 +32,38 @@ fn health_says_whether_the_watch_is_watching() {
     assert_eq!(r.status, 405, "{}", r.text());
     assert_eq!(r.header("allow"), Some("GET, HEAD"));
 
-    // The storage directory goes: the watch waits for it (Degraded), and
-    // says so.
-    std::fs::remove_dir_all(&storage).unwrap();
-    let r = s.wait_status("/health", 503, "the storage directory removed");
+    let r = s.get("/ready");
+    assert_eq!(r.status, 200, "{}", r.text());
     let j = body_json(&r);
-    assert_eq!(j["healthy"], json!(false), "{j}");
-    assert_eq!(j["phase"], json!("degraded"), "{j}");
-    let reason = j["reason"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no reason: {j}"));
+    assert_eq!(j["ready"], json!(true), "{j}");
+    assert!(j["seq"].is_u64(), "{j}");
+    assert_eq!(j.get("phase"), None, "watching: no phase said: {j}");
+
+    // The storage directory goes: the watch waits for it (Degraded) and
+    // the root cannot be read: not ready, but alive (a restart would not
+    // bring it back).
+    std::fs::remove_dir_all(&storage).unwrap();
+    let r = s.wait_status("/ready", 503, "the storage directory removed");
+    let j = body_json(&r);
+    assert_eq!(j["ready"], json!(false), "{j}");
+    assert_eq!(j["cause"], json!("storage_failing"), "{j}");
+    let why = j["why"].as_str().unwrap_or_else(|| panic!("no why: {j}"));
     assert!(
-        reason.contains(&storage.display().to_string()),
-        "the reason names the directory: {reason}"
+        why.contains(&storage.display().to_string()) && why.contains("No such file"),
+        "it names the directory: {why}"
     );
+    let r = s.wait_status("/health", 200, "alive while the storage is away");
+    let j = body_json(&r);
+    assert_eq!(j["healthy"], json!(true), "{j}");
+    s.wait_log("the readiness change logged", |l| {
+        l.starts_with("not ready (storage_failing): ")
+    });
     std::fs::create_dir(&storage).unwrap();
-    let r = s.wait_status("/health", 200, "the storage directory back");
-    assert_eq!(body_json(&r), json!({ "healthy": true }));
+    let r = s.wait_status("/ready", 200, "the storage directory back");
+    assert_eq!(body_json(&r)["ready"], json!(true));
+    s.wait_until("/health", "watching again", |r| {
+        r.status == 200 && body_json(r) == json!({ "healthy": true })
+    });
 }
 
 #[test]
@@ -471,4 +487,77 @@ fn index_yaml_is_rendered_again_only_when_its_tenant_changes() {
         l.contains_key(&nv("z", "1.0.0"))
     });
     assert_eq!(l.len(), 1, "only z: {l:?}");
+}
+
+/// `index.yaml` and the API's list of charts are gzip'd once, when
+/// rendered, and served so to a client that accepts gzip (Helm does):
+/// the same rendering (the same snapshot), smaller.
+#[test]
+fn index_and_listing_are_gzipped_for_clients_that_accept_it() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = d.path().join("charts");
+    let s = Server::start("gzip", &storage, &[]);
+    for (name, version) in [("a", "1.0.0"), ("a", "1.1.0"), ("b", "0.1.0")] {
+        let r = s.post("/api/org/charts", &chart(name, version));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+
+    for (target, content_type) in [
+        ("/org/index.yaml", "application/x-yaml"),
+        ("/api/org/charts", "application/json"),
+    ] {
+        let plain = ask(&s, "GET", target, &[]);
+        assert_eq!(plain.status, 200);
+        assert_eq!(plain.header("Content-Encoding"), None, "{target}");
+        assert_eq!(header(&plain, "Vary"), "Accept-Encoding", "{target}");
+        let gz = ask(&s, "GET", target, &["Accept-Encoding: gzip"]);
+        assert_eq!(gz.status, 200);
+        assert_eq!(header(&gz, "Content-Encoding"), "gzip", "{target}");
+        assert_eq!(header(&gz, "Vary"), "Accept-Encoding");
+        assert_eq!(header(&gz, "Content-Type"), content_type);
+        assert_eq!(gz.seq(), plain.seq(), "{target}: one snapshot");
+        assert!(gz.body.len() < plain.body.len(), "{target}: smaller");
+        assert!(
+            gunzip(&gz.body) == plain.body,
+            "{target}: the same rendering, gzip'd"
+        );
+        // As Helm (Go's net/http) asks, and as curl --compressed does.
+        for accept in ["gzip, deflate", "deflate, gzip;q=0.5, br"] {
+            let r = ask(&s, "GET", target, &[&format!("Accept-Encoding: {accept}")]);
+            assert_eq!(header(&r, "Content-Encoding"), "gzip", "{accept}");
+        }
+        for refused in ["gzip;q=0", "identity", "br"] {
+            let r = ask(&s, "GET", target, &[&format!("Accept-Encoding: {refused}")]);
+            assert!(r.header("Content-Encoding").is_none(), "{refused}");
+            assert!(r.body == plain.body, "{refused}");
+        }
+        let head = ask(&s, "HEAD", target, &["Accept-Encoding: gzip"]);
+        assert_eq!(head.status, 200);
+        assert_eq!(header(&head, "Content-Encoding"), "gzip");
+        assert_eq!(header(&head, "Content-Length"), gz.body.len().to_string());
+    }
+    let l = parse_index(
+        &String::from_utf8(gunzip(
+            &ask(&s, "GET", "/org/index.yaml", &["Accept-Encoding: gzip"]).body,
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(l.contains_key(&nv("a", "1.1.0")) && l.contains_key(&nv("b", "0.1.0")));
+
+    // A page, one chart, one version: small, not compressed.
+    for target in [
+        "/api/org/charts?offset=1",
+        "/api/org/charts/a",
+        "/api/org/charts/a/1.0.0",
+    ] {
+        let r = ask(&s, "GET", target, &["Accept-Encoding: gzip"]);
+        assert_eq!(r.status, 200, "{target}: {}", r.text());
+        assert!(r.header("Content-Encoding").is_none(), "{target}");
+        let _: Value = r.json();
+    }
+    // Misses are the same JSON errors as ever.
+    let r = ask(&s, "GET", "/nope/index.yaml", &["Accept-Encoding: gzip"]);
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("no tenant /nope"), "{}", r.text());
 }
