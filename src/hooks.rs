@@ -56,6 +56,15 @@ impl Manager {
         self.send(Msg::Hook(Hook::Fault(Fault::Die)))
     }
 
+    /// The portable backend's OS watches are dropped now, each with an
+    /// error naming its path: what notify 9 does when a watch's read
+    /// fails for good (on Windows, a ReadDirectoryChangesW that fails).
+    /// The engine asks for them again and rescans. Nothing on other
+    /// backends.
+    pub fn inject_watch_loss(&self) -> Result<()> {
+        self.send(Msg::Hook(Hook::Fault(Fault::DropWatches)))
+    }
+
     /// The next `n` restarts of the event backend fail (to test the
     /// back-off).
     pub fn inject_restart_failures(&self, n: u32) -> Result<()> {
@@ -80,6 +89,21 @@ impl Manager {
     pub fn pause_os_reader(&self, paused: bool) {
         if let Some(p) = &self.engine.pause {
             p.set(paused);
+        }
+    }
+
+    /// Holds (true) or lets go (false) the event backend's thread, so that
+    /// the OS's own buffer overflows for real under a burst: inotify's
+    /// reader stops reading (as paused); notify's thread (portable) stops
+    /// at its next event, once it has asked the OS for more (notify asks
+    /// before handing a read's events over), so that the OS fills that
+    /// request's buffer (ReadDirectoryChangesW's 64 KiB; inotify's queue).
+    /// Notify's thread also serves the watch calls: while it is held, no
+    /// `apply` or `delete` (their calls would wait for it). It lets go by
+    /// itself after a minute.
+    pub fn hold_os_thread(&self, held: bool) {
+        if let Some(p) = &self.engine.pause {
+            p.hold(held);
         }
     }
 }

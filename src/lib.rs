@@ -149,12 +149,13 @@
 //!   ReadDirectoryChangesW lacks, which say so); macOS and FreeBSD are
 //!   built and linted, not run. Off Linux the event backend is notify's
 //!   recursive watch per root: no pruning of ignored directories (their
-//!   events arrive and are dropped). On Windows, notify 8.2 drops a watch,
-//!   or a batch of events, without a word when ReadDirectoryChangesW's
-//!   buffer overflows under a burst (notify-rs/notify#963):
-//!   [`WatchOptions::rescan_every`] or [`Backend::Poll`] for such trees.
-//!   On FreeBSD, kqueue holds a descriptor per entry. See
-//!   [`docs::platforms`].
+//!   events arrive and are dropped). On Windows, a burst that overflows a
+//!   watch's ReadDirectoryChangesW buffer (notify's 64 KiB) costs a rescan
+//!   of the tree, as an inotify overflow does; a watch the OS drops after
+//!   an error is asked for again (or the backend restarted, `Degraded`
+//!   meanwhile). Wine's emulation differs from Windows in ways the guide
+//!   lists, each shown with raw notify. On FreeBSD, kqueue holds a
+//!   descriptor per entry. See [`docs::platforms`].
 //! - Paths are cleaned lexically (`a/b/../c` is `a/c`) without resolving
 //!   symlinks, so that paths that do not exist yet can be accepted.
 //! - The sync barrier's cookies are created by the engine thread: a `sync`

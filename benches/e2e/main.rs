@@ -1,5 +1,5 @@
 //! End-to-end benchmark: specwatch (native and portable backends) beside raw
-//! notify 8.2 (`RecommendedWatcher`, recursive) on the same freshly generated
+//! notify 9 (`RecommendedWatcher`, recursive) on the same freshly generated
 //! trees, in the same run.
 //!
 //! ```sh
@@ -11,6 +11,7 @@
 //! cargo bench --bench e2e -- overflow DIR DIRS  # recovery alone, on a scale tree
 //! cargo bench --bench e2e -- restart # snapshots beside @parcel/watcher's (restart.rs)
 //! cargo bench --bench e2e -- vcs SRC FROM TO  # a git checkout, vcs_settle off and on (vcs.rs)
+//! cargo bench --bench e2e -- tree-burst [DIRS FILES] [hold] [native|auto]  # beside raw notify (tree_burst.rs)
 //! # profile native start-up (10 runs on 10,000 x 10, or on DIR; each timed),
 //! # with the binary whose path `cargo bench --bench e2e --no-run` prints:
 //! perf record -g target/release/deps/e2e-HASH profile-startup [DIR [portable]]
@@ -27,6 +28,7 @@ mod many;
 mod restart;
 mod scale;
 mod scenarios;
+mod tree_burst;
 mod vcs;
 
 use scenarios::*;
@@ -588,6 +590,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("vcs") {
         return vcs::vcs(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("tree-burst") {
+        return tree_burst::tree_burst(&args[1..]);
     }
     if args.first().map(String::as_str) == Some("restart") {
         return restart::restart(&args[1..]);

@@ -154,8 +154,20 @@ pub(crate) enum OsEvent {
     /// The OS lost events: anything below every watch may have changed
     /// since the read before this one.
     Overflow,
-    /// A watch went wrong at `path` (it may now be incomplete).
-    Error { path: PathBuf, message: String },
+    /// The OS lost events of one watch with a buffer of its own
+    /// (ReadDirectoryChangesW's), that came after the given moment (its
+    /// previous read, which may be older than the read before this one).
+    LostAfter(SystemTime),
+    /// A watch went wrong at `path` (it may now be incomplete, or gone:
+    /// notify 9 drops a watch whose read fails for good, and says so with
+    /// an error naming the path watched).
+    /// `lost_after`: where the OS says which watch it is, that watch's
+    /// previous read (what it may have lost came after).
+    Error {
+        path: PathBuf,
+        message: String,
+        lost_after: Option<SystemTime>,
+    },
 }
 
 /// What a backend hands the engine: opaque until [`read`](OsMsg::read).
@@ -196,10 +208,10 @@ impl OsMsg {
     /// Events already in our vocabulary, read from `read_at` on (the
     /// monotonic time is taken now, after the read: later, so safe).
     #[cfg_attr(
-        not(any(target_os = "linux", test)),
+        not(any(target_os = "linux", test, feature = "test-hooks")),
         expect(
             dead_code,
-            reason = "made only by a backend that decodes on its own thread: inotify's reader (Linux), and the tests'"
+            reason = "made only by a backend that decodes on its own thread: inotify's reader (Linux), the tests' and the test hooks'"
         )
     )]
     pub(crate) fn events(events: Vec<OsEvent>, raw: u64, read_at: SystemTime) -> OsMsg {
@@ -331,6 +343,10 @@ pub(crate) enum Fault {
     /// The backend's reader stops for good now, as a read that fails
     /// does: it says so ([`Read::Failed`]) and hands nothing more over.
     Die,
+    /// The OS drops every watch of a path backend now, saying so with an
+    /// error naming each one's path: what notify 9 does when a watch's
+    /// read fails for good (ReadDirectoryChangesW's). Path backends only.
+    DropWatches,
 }
 
 /// Injected failures left to hand out.
@@ -346,7 +362,7 @@ impl Faults {
         match fault {
             Fault::Fail(n) => self.fail = n,
             Fault::Limit(n) => self.limit = n,
-            Fault::Die => {}
+            Fault::Die | Fault::DropWatches => {}
         }
     }
 
@@ -376,6 +392,17 @@ fn take_one(n: &mut u32) -> bool {
     left
 }
 
+/// Whether a reader is paused, held, both or neither.
+#[derive(Default)]
+struct Switch {
+    /// Asked to stop reading (a reader that must not wait: to hold back
+    /// what it reads).
+    paused: bool,
+    /// Asked to stop its thread at its next event, even a reader that
+    /// must not wait (test hook, see [`ReaderPause::hold_point`]).
+    held: bool,
+}
+
 /// A switch that makes a backend's reader stop reading (test hook: lets
 /// the OS's queue overflow for real without touching machine-wide
 /// settings), or, for a reader that must not wait, hold back what it
@@ -386,7 +413,7 @@ pub(crate) struct ReaderPause {
     /// handed over.
     #[cfg(any(test, feature = "test-hooks"))]
     dead: std::sync::atomic::AtomicBool,
-    paused: Mutex<bool>,
+    paused: Mutex<Switch>,
     resumed: Condvar,
     /// What `hand_over` (test hooks) held back while paused, and
     /// where it goes on resume. Locked before `paused`.
@@ -403,7 +430,7 @@ impl ReaderPause {
     )]
     pub(crate) fn set(&self, paused: bool) {
         let mut held = self.held.lock();
-        *self.paused.lock() = paused;
+        self.paused.lock().paused = paused;
         if !paused && let (msgs, Some(sink)) = &mut *held {
             for m in msgs.drain(..) {
                 sink.send(m);
@@ -422,7 +449,7 @@ impl ReaderPause {
             return true;
         }
         let mut held = self.held.lock();
-        if *self.paused.lock() {
+        if self.paused.lock().paused {
             held.0.push(msg);
             held.1.get_or_insert_with(|| sink.clone());
             true
@@ -444,23 +471,50 @@ impl ReaderPause {
         self.dead.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Holds (true) or lets go (false) the reader's thread itself: a
+    /// reader that may wait (inotify's) stops reading, as paused; one that
+    /// must not (notify's thread) stops at its next event, in
+    /// [`hold_point`](Self::hold_point).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn hold(&self, held: bool) {
+        self.paused.lock().held = held;
+        self.resumed.notify_all();
+    }
+
+    /// Where notify's thread stops while [held](Self::hold): it reads
+    /// nothing more from the OS meanwhile, so the OS's own buffer fills
+    /// (ReadDirectoryChangesW's, inotify's queue). At most a minute, so
+    /// that a test that never lets go cannot hang a drop (which waits for
+    /// that thread).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn hold_point(&self) {
+        let until = Instant::now() + std::time::Duration::from_secs(60);
+        let mut p = self.paused.lock();
+        while p.held && !self.is_dead() {
+            if self.resumed.wait_until(&mut p, until).timed_out() {
+                return;
+            }
+        }
+    }
+
     /// Whether the reader is asked to stop reading.
     #[cfg_attr(
         not(target_os = "linux"),
         expect(dead_code, reason = "inotify's reader (Linux) asks")
     )]
     pub(crate) fn is_paused(&self) -> bool {
-        *self.paused.lock()
+        let p = self.paused.lock();
+        p.paused || p.held
     }
 
-    /// Waits while paused, checking `stop` every 50 ms.
+    /// Waits while paused (or held), checking `stop` every 50 ms.
     #[cfg_attr(
         not(target_os = "linux"),
         expect(dead_code, reason = "inotify's reader (Linux) waits")
     )]
     pub(crate) fn wait_while_paused(&self, stop: impl Fn() -> bool) {
         let mut p = self.paused.lock();
-        while *p {
+        while p.paused || p.held {
             if stop() {
                 return;
             }
@@ -539,6 +593,12 @@ pub(crate) trait PathWatcher: Send {
 
     /// Drops the watch on `path` (and every watch below a recursive one).
     fn unwatch(&mut self, path: &Path);
+
+    /// Asks the OS again for the watch on `path`, if it is one this
+    /// backend was asked for (a root, a root's parent, a new directory's
+    /// own): after an error on it, the OS may have dropped it. `None` for
+    /// any other path.
+    fn watch_again(&mut self, path: &Path) -> Option<Result<(), WatchError>>;
 
     /// The paths watched, and whether recursively.
     fn watched(&self) -> &BTreeMap<PathBuf, bool>;

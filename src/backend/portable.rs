@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use notify::event::{ModifyKind, RenameMode};
-use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Config, EventKind, RecommendedWatcher, RecursiveMode, WatchPathConfig, Watcher};
 
 use super::marks::Marks;
 #[cfg(any(test, feature = "test-hooks"))]
@@ -28,6 +28,13 @@ const RECURSIVE_WATCH_HAS_A_GAP: bool = cfg!(not(any(windows, target_os = "macos
 
 pub(crate) struct Portable {
     watcher: RecommendedWatcher,
+    /// When each watch call's events were last read (shared with the
+    /// handler on notify's thread).
+    reads: Arc<Reads>,
+    /// The number of the watch call each path watched was made with.
+    tags: std::collections::HashMap<PathBuf, u64>,
+    /// The number the next watch call gets.
+    next_tag: u64,
     /// Where notify's thread has read up to (see [`Marks`]); `None` where
     /// it cannot be told (off Linux, or no private directory to be had).
     marks: Option<Arc<Marks>>,
@@ -46,7 +53,16 @@ pub(crate) struct Portable {
     /// Test hook: runs right after a new directory's watch call returns.
     #[cfg(test)]
     after_call: Option<Box<dyn FnMut() + Send>>,
+    /// The last new directory found a directory of its own where no watch
+    /// call is made (see [`own_path_walked`](Portable::own_path_walked)),
+    /// and when.
+    last_own: Option<(PathBuf, std::time::Instant)>,
 }
+
+/// How long the directories above the last new directory found a
+/// directory of its own are taken as such without looking again (see
+/// [`Portable::own_path_walked`]).
+const OWN_PATH_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many times a watch call is made again in a row (see
 /// [`Portable::settle`]) before giving up on a quiet moment.
@@ -58,6 +74,9 @@ pub(crate) struct Undecoded {
     res: notify::Result<notify::Event>,
     read_at: SystemTime,
     read_mono: std::time::Instant,
+    /// For a rescan of one watch's own (see [`Reads`]): what it lost came
+    /// after this.
+    lost_after: Option<SystemTime>,
 }
 
 impl Undecoded {
@@ -70,7 +89,7 @@ impl Undecoded {
     pub(super) fn decode(self) -> Read {
         Read::Events {
             raw: u64::from(self.res.is_ok()),
-            events: decode(self.res),
+            events: decode(self.res, self.lost_after),
             read_at: self.read_at,
             read_mono: self.read_mono,
         }
@@ -79,20 +98,27 @@ impl Undecoded {
 
 /// One notify event (or error) in our vocabulary. Access events (notify
 /// always asks inotify for `IN_OPEN`, so the engine's own reads come back
-/// as such) decode to nothing. Every path is a hint of its own.
-fn decode(res: notify::Result<notify::Event>) -> Vec<OsEvent> {
+/// as such) decode to nothing. Every path is a hint of its own. A rescan
+/// is an overflow: since `lost_after` where one watch's own buffer
+/// overflowed (see [`Reads`]), else since the read before (a queue's
+/// marker: inotify's).
+fn decode(res: notify::Result<notify::Event>, lost_after: Option<SystemTime>) -> Vec<OsEvent> {
     let event = match res {
         Ok(e) => e,
         Err(e) => {
             return vec![OsEvent::Error {
                 path: e.paths.first().cloned().unwrap_or_default(),
                 message: e.to_string(),
+                lost_after,
             }];
         }
     };
     let mut out = Vec::new();
     if event.need_rescan() {
-        out.push(OsEvent::Overflow);
+        out.push(match lost_after {
+            Some(t) => OsEvent::LostAfter(t),
+            None => OsEvent::Overflow,
+        });
     }
     if let (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), [from, to]) =
         (event.kind, event.paths.as_slice())
@@ -159,6 +185,41 @@ impl Renames {
     }
 }
 
+/// When each watch call's events were last read, by the number given to
+/// the call (notify's `user_data`), so that a rescan of one of them can
+/// say since when it lost events. Windows' ReadDirectoryChangesW gives
+/// each watch a buffer of its own: when it overflows, what it lost came
+/// after that watch's previous read, which may be long before the last
+/// event of another watch (the bound the engine takes for a queue's
+/// overflow). A rescan without a number (inotify's, for the whole
+/// queue) keeps that bound.
+#[derive(Default)]
+struct Reads(parking_lot::Mutex<std::collections::HashMap<u64, SystemTime>>);
+
+impl Reads {
+    /// Watch call `tag` is made now (nothing of it was read before).
+    fn start(&self, tag: u64) {
+        self.0.lock().insert(tag, SystemTime::now());
+    }
+
+    /// An event of watch call `tag` read at `at`: for a rescan, since
+    /// when its events were lost.
+    fn read(&self, tag: u64, at: SystemTime, rescan: bool) -> Option<SystemTime> {
+        let mut reads = self.0.lock();
+        let before = reads.insert(tag, at);
+        if rescan {
+            Some(before.unwrap_or(at))
+        } else {
+            None
+        }
+    }
+
+    /// Watch call `tag` is over.
+    fn end(&self, tag: u64) {
+        self.0.lock().remove(&tag);
+    }
+}
+
 impl Portable {
     pub(crate) fn start(sink: Sink) -> io::Result<Portable> {
         #[cfg(any(test, feature = "test-hooks"))]
@@ -171,10 +232,24 @@ impl Portable {
         let marks = Marks::new().map(Arc::new);
         let noted = marks.clone();
         let mut renames = Renames::default();
+        let reads = Arc::new(Reads::default());
+        let seen = reads.clone();
         let mut watcher = RecommendedWatcher::new(
             // Runs on notify's thread: hand over and return, never block
             // (`watch()` and `unwatch()` wait for this same thread).
             move |res: notify::Result<notify::Event>| {
+                let (read_at, read_mono) = (SystemTime::now(), std::time::Instant::now());
+                // Test hook: notify's thread stops here while held.
+                #[cfg(any(test, feature = "test-hooks"))]
+                held.hold_point();
+                // What a rescan, or an error (notify 9 drops a watch
+                // whose read fails), of one watch may have lost.
+                let lost_after = match &res {
+                    Ok(e) => e
+                        .user_data()
+                        .and_then(|tag| seen.read(tag, read_at, e.need_rescan())),
+                    Err(e) => e.user_data().and_then(|tag| seen.read(tag, read_at, true)),
+                };
                 if let Some(m) = &noted {
                     m.note(&res);
                 }
@@ -192,8 +267,9 @@ impl Portable {
                 for res in std::iter::once(res).chain(pair.map(Ok)) {
                     let msg = OsMsg(Inner::Portable(Undecoded {
                         res,
-                        read_at: SystemTime::now(),
-                        read_mono: std::time::Instant::now(),
+                        read_at,
+                        read_mono,
+                        lost_after,
                     }));
                     #[cfg(any(test, feature = "test-hooks"))]
                     held.hand_over(&sink, msg);
@@ -213,6 +289,9 @@ impl Portable {
         });
         Ok(Portable {
             watcher,
+            reads,
+            tags: std::collections::HashMap::new(),
+            next_tag: 0,
             marks,
             watched: BTreeMap::new(),
             extra: BTreeSet::new(),
@@ -223,13 +302,56 @@ impl Portable {
             sink: told,
             #[cfg(test)]
             after_call: None,
+            last_own: None,
         })
+    }
+
+    /// Asks notify to watch `path` (again: notify then replaces the
+    /// watch), numbered so that its rescans say since when they lost
+    /// events (see [`Reads`]).
+    fn call_watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.reads.start(tag);
+        let res = self
+            .watcher
+            .watch_with(path, WatchPathConfig::new(mode).with_user_data(tag));
+        let old = match res {
+            Ok(()) => self.tags.insert(path.to_path_buf(), tag),
+            Err(_) => Some(tag),
+        };
+        if let Some(old) = old {
+            self.reads.end(old);
+        }
+        res
+    }
+
+    /// Asks notify to stop watching `path`.
+    fn call_unwatch(&mut self, path: &Path) {
+        let _ = self.watcher.unwatch(path);
+        if let Some(tag) = self.tags.remove(path) {
+            self.reads.end(tag);
+        }
+    }
+
+    /// Drops the new directories' watches of our own at and below `dir`.
+    fn drop_extra_below(&mut self, dir: &Path) {
+        let below: Vec<PathBuf> = self
+            .extra
+            .iter()
+            .filter(|e| e.starts_with(dir))
+            .cloned()
+            .collect();
+        for e in below.iter().rev() {
+            self.extra.remove(e);
+            self.call_unwatch(e);
+        }
     }
 
     /// Lets go of the marks' directory.
     fn drop_marks(&mut self) {
         if let Some(m) = self.marks.take() {
-            let _ = self.watcher.unwatch(&m.dir);
+            self.call_unwatch(&m.dir);
             let _ = std::fs::remove_dir(&m.dir);
         }
     }
@@ -271,7 +393,7 @@ impl Portable {
             removals = marks.removals();
             // notify still lists `dir`: the call adds to its watch, and the
             // kernel makes a new one where the old one went.
-            if self.watcher.watch(dir, RecursiveMode::Recursive).is_err() {
+            if self.call_watch(dir, RecursiveMode::Recursive).is_err() {
                 return;
             }
         }
@@ -296,6 +418,34 @@ impl Portable {
     /// The look comes before the call, so a link made in between (within
     /// the round trip to notify's thread) is not seen.
     fn own_path(&self, dir: &Path) -> bool {
+        self.own_path_below(dir, None)
+    }
+
+    /// [`own_path`](Self::own_path) where no watch call is made (Windows,
+    /// macOS: the OS's recursive watch covers new directories): what it
+    /// guards there is a read through a link, which the link's own events
+    /// undo. The directories above the last new directory found so, less
+    /// than [`OWN_PATH_FRESH`] ago, are not looked at again: a walk down a
+    /// chain of new directories looks at each one once, not at all those
+    /// above it for each (under Wine, a look at a path 1,600 characters
+    /// long costs 10-30 ms: a chain of 120 new directories took the engine
+    /// 63 s, and nothing else was reported meanwhile).
+    fn own_path_walked(&mut self, dir: &Path) -> bool {
+        let fresh = self
+            .last_own
+            .as_ref()
+            .filter(|(_, at)| at.elapsed() < OWN_PATH_FRESH)
+            .map(|(p, _)| p.clone());
+        let own = self.own_path_below(dir, fresh.as_deref());
+        if own {
+            self.last_own = Some((dir.to_path_buf(), std::time::Instant::now()));
+        }
+        own
+    }
+
+    /// [`own_path`](Self::own_path), taking `known` and the directories
+    /// above it as directories of their own without looking.
+    fn own_path_below(&self, dir: &Path, known: Option<&Path>) -> bool {
         // Paths above the nearest one watched as asked are the user's, and
         // may go through links. With none above (a recursive watch that
         // failed part of the way), those above the outermost new directory.
@@ -311,7 +461,7 @@ impl Portable {
             })
             .or(dir.parent());
         dir.ancestors()
-            .take_while(|a| Some(*a) != outer)
+            .take_while(|a| Some(*a) != outer && !known.is_some_and(|k| k.starts_with(a)))
             .all(|a| matches!(crate::fs::lstat_type(a), Ok(Some(FileType::Dir))))
     }
 }
@@ -323,15 +473,29 @@ impl Drop for Portable {
 }
 
 impl PathWatcher for Portable {
-    /// Drops the watch on `path` (and, as notify does, every watch below a
-    /// recursive one).
+    /// Drops the watch on `path` and, for a recursive one, the new
+    /// directories' watches of our own below it (notify 9 keeps every
+    /// watch asked for until it is asked to drop it).
     fn unwatch(&mut self, path: &Path) {
         if let Some(recursive) = self.watched.remove(path) {
-            let _ = self.watcher.unwatch(path);
             if recursive {
-                self.extra.retain(|e| !e.starts_with(path));
+                self.drop_extra_below(path);
             }
+            self.call_unwatch(path);
         }
+    }
+
+    fn watch_again(&mut self, path: &Path) -> Option<Result<(), WatchError>> {
+        let mode = match self.watched.get(path) {
+            Some(true) => RecursiveMode::Recursive,
+            Some(false) => RecursiveMode::NonRecursive,
+            None if self.extra.contains(path) => RecursiveMode::Recursive,
+            None => return None,
+        };
+        Some(
+            self.call_watch(path, mode)
+                .map_err(|e| watch_error(e, path)),
+        )
     }
 
     /// Called before reading a directory that just appeared below a
@@ -361,7 +525,7 @@ impl PathWatcher for Portable {
             return Ok(true);
         }
         if !RECURSIVE_WATCH_HAS_A_GAP {
-            return Ok(self.own_path(dir));
+            return Ok(self.own_path_walked(dir));
         }
         if self.faults.take_limit() {
             return Err(limit_error(dir));
@@ -370,8 +534,7 @@ impl PathWatcher for Portable {
             return Ok(false);
         }
         let removals = self.removals();
-        self.watcher
-            .watch(dir, RecursiveMode::Recursive)
+        self.call_watch(dir, RecursiveMode::Recursive)
             .map_err(|e| watch_error(e, dir))?;
         self.extra.insert(dir.to_path_buf());
         #[cfg(test)]
@@ -409,8 +572,7 @@ impl PathWatcher for Portable {
         } else {
             RecursiveMode::NonRecursive
         };
-        self.watcher
-            .watch(path, mode)
+        self.call_watch(path, mode)
             .map_err(|e| watch_error(e, path))?;
         self.watched.insert(path.to_path_buf(), recursive);
         Ok(())
@@ -432,9 +594,8 @@ impl PathWatcher for Portable {
     /// A directory left the index: drop a watch of our own on it. Returns
     /// whether one was dropped.
     fn forget_dir(&mut self, dir: &Path) -> bool {
-        if self.extra.remove(dir) {
-            let _ = self.watcher.unwatch(dir);
-            self.extra.retain(|e| !e.starts_with(dir));
+        if self.extra.contains(dir) {
+            self.drop_extra_below(dir);
             true
         } else {
             false
@@ -461,6 +622,25 @@ impl PathWatcher for Portable {
                 self.sink.send(OsMsg::failed(
                     "notify's event thread was stopped (injected)".into(),
                 ));
+            }
+            // notify drops the watches behind our back, and says so.
+            Fault::DropWatches => {
+                let paths: Vec<PathBuf> = self
+                    .watched
+                    .keys()
+                    .chain(self.extra.iter())
+                    .cloned()
+                    .collect();
+                let mut events = Vec::new();
+                for path in paths {
+                    let _ = self.watcher.unwatch(&path);
+                    events.push(OsEvent::Error {
+                        message: format!("{}: the watch failed (injected)", path.display()),
+                        path,
+                        lost_after: None,
+                    });
+                }
+                self.sink.send(OsMsg::events(events, 1, SystemTime::now()));
             }
             Fault::Fail(_) => {}
         }
@@ -512,7 +692,7 @@ mod tests {
         let e = notify::Event::new(kind)
             .add_path("/r/a".into())
             .add_path("/r/b".into());
-        decode(Ok(e))
+        decode(Ok(e), None)
             .into_iter()
             .map(|e| match e {
                 OsEvent::Path { path, hint } => (path, hint),
@@ -552,7 +732,7 @@ mod tests {
         let e = notify::Event::new(EventKind::Modify(ModifyKind::Name(RenameMode::Both)))
             .add_path("/r/a".into())
             .add_path("/r/b".into());
-        match decode(Ok(e)).as_slice() {
+        match decode(Ok(e), None).as_slice() {
             [OsEvent::PathRenamed { from, to }] => {
                 assert_eq!(
                     (from.as_path(), to.as_path()),
@@ -602,10 +782,13 @@ mod tests {
     #[test]
     fn rescan_flag_is_an_overflow_and_errors_name_their_path() {
         let e = notify::Event::new(EventKind::Other).set_flag(Flag::Rescan);
-        assert!(matches!(decode(Ok(e)).as_slice(), [OsEvent::Overflow]));
+        assert!(matches!(
+            decode(Ok(e), None).as_slice(),
+            [OsEvent::Overflow]
+        ));
         let err = notify::Error::generic("boom").add_path("/r/x".into());
-        match decode(Err(err)).as_slice() {
-            [OsEvent::Error { path, message }] => {
+        match decode(Err(err), None).as_slice() {
+            [OsEvent::Error { path, message, .. }] => {
                 assert_eq!(path, Path::new("/r/x"));
                 assert!(message.contains("boom"), "{message}");
             }

@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
+use std::time::SystemTime;
 
-use super::Engine;
+use super::{Engine, trace};
 use crate::backend::{Hint, OsEvent, WatchId};
 use crate::batch::change::{FileType, Meta};
 use crate::fs;
@@ -63,10 +64,46 @@ impl Engine {
                     self.below_unknown(&path);
                 }
             }
-            OsEvent::Error { path, message } => {
-                let all = self.specs.ids();
-                self.record_error(&all, &path, &message);
+            OsEvent::LostAfter(after) => self.overflow(after.min(self.recovery.prev_read())),
+            OsEvent::Error {
+                path,
+                message,
+                lost_after,
+            } => self.watch_error(&path, &message, lost_after),
+        }
+    }
+
+    /// The backend says a watch went wrong at `path`. One of its own
+    /// watches (a root's, a new directory's) may be gone with it (notify 9
+    /// drops a watch whose read fails for good, ReadDirectoryChangesW's
+    /// among them): it is asked for again, and what it may have lost
+    /// since its last read (`lost_after`, else the read before this one)
+    /// is found as after an overflow (counted as one). A watch that
+    /// cannot be had again, though its directory is there, stops the
+    /// backend as a failed read does: every spec `Degraded` while it is
+    /// restarted, every watch asked again and everything read again.
+    /// Any other error is the specs' last error.
+    fn watch_error(&mut self, path: &Path, message: &str, lost_after: Option<SystemTime>) {
+        let all = self.specs.ids();
+        match self.watches.watch_again(path) {
+            None => self.record_error(&all, path, message),
+            Some(Ok(())) => {
+                trace::event!(
+                    WARN,
+                    path = %path.display(),
+                    error = message,
+                    "the OS watch went wrong: asked for again, everything rescanned"
+                );
+                let prev = self.recovery.prev_read();
+                self.lost_after(lost_after.map_or(prev, |t| t.min(prev)));
             }
+            // Gone: the events of the directory above say so.
+            Some(Err(e)) if e.gone() => {}
+            Some(Err(e)) => self.backend_failed(&format!(
+                "the OS watch of {} went wrong ({message}) and cannot be had again: {}",
+                path.display(),
+                e.error
+            )),
         }
     }
 
@@ -211,7 +248,14 @@ impl Engine {
                 }
             }
             (Some(_), Some(t)) => {
-                if matches!(hint, Hint::Modified | Hint::Removed | Hint::Moved) {
+                // A creation of a name the index holds: it was replaced
+                // (Wine's ReadDirectoryChangesW reports the new name of a
+                // rename over it as added when the rename's two halves
+                // fall into two reads).
+                if matches!(
+                    hint,
+                    Hint::Modified | Hint::Removed | Hint::Moved | Hint::Created
+                ) {
                     let kind = crate::batch::change::ChangeKind::Modified;
                     self.route(id, name, kind, t, from_os, meta);
                 }

@@ -332,6 +332,56 @@ fn an_overflow_rescans_precisely_and_uses_the_margin() {
     assert_eq!(h.status("s").overflow_recoveries, 2);
 }
 
+/// One watch's own buffer overflowed (ReadDirectoryChangesW's): what it
+/// lost came after that watch's previous read, which the backend names,
+/// however much later the read before the rescan is (another watch's).
+/// A file written in between, past the margin before that later read, is
+/// reported modified.
+#[test]
+fn a_watch_that_lost_events_is_rescanned_from_its_own_previous_read() {
+    let mut h = harness(Config {
+        overflow_margin: Some(100 * MS),
+        ..Config::default()
+    });
+    std::fs::write(h.root.join("keep"), "k").unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    let written = SystemTime::now();
+    // Another watch's read, a minute after the write.
+    let later = written + Duration::from_secs(60);
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, later)));
+    h.engine.handle(Msg::Os(OsMsg::events(vec![], 1, later)));
+    // The watch of the tree last read a minute before the write.
+    h.os(vec![OsEvent::LostAfter(written - Duration::from_secs(60))]);
+    h.after(10 * MS);
+    assert_eq!(h.kinds_of(&h.root.join("keep")), vec![ChangeKind::Modified]);
+    assert_eq!(h.status("s").overflow_recoveries, 1);
+}
+
+/// A file renamed over one the index holds, told as Wine's
+/// ReadDirectoryChangesW tells it when the rename's two halves fall into
+/// two reads: the old name removed, the new one added (not renamed). The
+/// file was replaced: `Modified` (an atomic save), and at once, not with
+/// the next save.
+#[test]
+fn a_creation_of_a_name_the_index_holds_is_a_modification() {
+    let mut h = harness(Config::default());
+    std::fs::write(h.root.join("config.json"), "0").unwrap();
+    h.apply("s", h.spec().quiet_window(10 * MS));
+    h.after(10 * MS);
+    h.batches();
+    std::fs::write(h.root.join("config.json.tmp"), "1").unwrap();
+    std::fs::rename(h.root.join("config.json.tmp"), h.root.join("config.json")).unwrap();
+    let root = h.root.clone();
+    h.event(&root, "config.json.tmp", Hint::Created);
+    h.event(&root, "config.json.tmp", Hint::Removed);
+    h.event(&root, "config.json", Hint::Created);
+    h.after(10 * MS);
+    assert_eq!(
+        h.kinds_of(&root.join("config.json")),
+        vec![ChangeKind::Modified]
+    );
+}
+
 #[test]
 fn sync_answers_once_its_cookie_is_seen_and_closes_the_batch() {
     let mut h = harness(Config::default());

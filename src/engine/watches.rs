@@ -370,6 +370,15 @@ impl WatchTable {
         }
     }
 
+    /// Path backends: asks again for the watch on `path` if it is one of
+    /// the backend's own (see [`PathWatcher::watch_again`]).
+    pub(super) fn watch_again(&mut self, path: &Path) -> Option<Result<(), WatchError>> {
+        match &mut self.os {
+            Os::Paths(p) => p.watch_again(path),
+            Os::Dirs(_) => None,
+        }
+    }
+
     /// Test hook: make the next watch calls fail.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(super) fn inject(&mut self, fault: crate::backend::Fault) {

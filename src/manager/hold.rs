@@ -56,13 +56,14 @@ impl HoldGuard {
     pub fn release(mut self) -> Result<()> {
         let (reply, done) = crossbeam_channel::bounded(1);
         // The one message the guard sends: its drop sends none after.
-        let sent = self.engine.take().map(|e| {
+        let sent = self.engine.take().is_some_and(|e| {
             e.send(Msg::Unhold {
                 id: self.id,
                 reply: Some(reply),
             })
+            .is_ok()
         });
-        if !matches!(sent, Some(Ok(()))) {
+        if !sent {
             return Err(stopped());
         }
         match done.recv_timeout(HOLD_WAIT) {

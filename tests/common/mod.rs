@@ -160,8 +160,19 @@ impl Collector {
     }
 
     /// Receives until `done` holds; panics naming `what` at the deadline.
-    pub fn wait(&mut self, what: &str, mut done: impl FnMut(&Collector) -> bool) {
-        let deadline = Instant::now() + WAIT;
+    pub fn wait(&mut self, what: &str, done: impl FnMut(&Collector) -> bool) {
+        self.wait_within(what, WAIT, done);
+    }
+
+    /// [`wait`](Self::wait) with a deadline of `limit` (for what takes
+    /// longer by nature: a whole tree read again under Wine).
+    pub fn wait_within(
+        &mut self,
+        what: &str,
+        limit: std::time::Duration,
+        mut done: impl FnMut(&Collector) -> bool,
+    ) {
+        let deadline = Instant::now() + limit;
         loop {
             if done(self) {
                 return;
@@ -183,7 +194,7 @@ impl Collector {
                         })
                         .collect();
                     panic!(
-                        "timed out after {WAIT:?} waiting for {what}; received so far: {summary:?}"
+                        "timed out after {limit:?} waiting for {what}; received so far: {summary:?}"
                     );
                 }
             }
