@@ -186,3 +186,49 @@ pub fn bind_mount(src: &Path, mnt: &Path) -> Option<BindMount> {
         }
     }
 }
+
+/// A storage directory shared by replicas, each with a view of its own:
+/// a bindfs mount per replica (writes to [`SharedStorage::src`] reach no
+/// replica as an event, as another host's writes on NFS), or, where FUSE
+/// cannot mount, `src` itself for all. The mounts go before the directory.
+pub struct SharedStorage {
+    /// Unmounted (dropped) before their directory is removed.
+    mounts: Vec<BindMount>,
+    dir: tempfile::TempDir,
+    /// The storage itself.
+    pub src: PathBuf,
+    fuse: bool,
+}
+
+impl SharedStorage {
+    /// An empty storage directory in a temporary directory.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> SharedStorage {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("storage");
+        std::fs::create_dir(&src).unwrap();
+        SharedStorage {
+            mounts: Vec::new(),
+            dir,
+            src,
+            fuse: true,
+        }
+    }
+
+    /// A new view of the storage for one replica: a mount of its own, or
+    /// `src` itself once FUSE has failed to mount.
+    pub fn mount(&mut self) -> PathBuf {
+        let mnt = self.dir.path().join(format!("mnt{}", self.mounts.len()));
+        std::fs::create_dir(&mnt).unwrap();
+        if self.fuse {
+            match bind_mount(&self.src, &mnt) {
+                Some(m) => {
+                    self.mounts.push(m);
+                    return mnt;
+                }
+                None => self.fuse = false,
+            }
+        }
+        self.src.clone()
+    }
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use testkit::WAIT;
-use testkit::fuse::{BindMount, bind_mount};
+use testkit::fuse::SharedStorage;
 use testkit::redis::{Redis, redis_or_skip};
 
 use crate::charts::{Listing, chart, nv};
@@ -28,42 +28,25 @@ const NAME: &str = "charts";
 /// (or the directory itself for all, without FUSE).
 struct Cluster {
     redis: Redis,
-    /// Unmounted (dropped) before their directory is removed.
-    mounts: Vec<BindMount>,
-    dir: tempfile::TempDir,
+    storage: SharedStorage,
     src: PathBuf,
-    fuse: bool,
 }
 
 impl Cluster {
     fn new() -> Option<Cluster> {
         let redis = redis_or_skip()?;
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("storage");
-        std::fs::create_dir(&src).unwrap();
+        let storage = SharedStorage::new();
+        let src = storage.src.clone();
         Some(Cluster {
             redis,
-            dir,
+            storage,
             src,
-            mounts: Vec::new(),
-            fuse: true,
         })
     }
 
     /// A new mount of the storage (the storage itself without FUSE).
     fn mount(&mut self) -> PathBuf {
-        let mnt = self.dir.path().join(format!("mnt{}", self.mounts.len()));
-        std::fs::create_dir(&mnt).unwrap();
-        if self.fuse {
-            match bind_mount(&self.src, &mnt) {
-                Some(m) => {
-                    self.mounts.push(m);
-                    return mnt;
-                }
-                None => self.fuse = false,
-            }
-        }
-        self.src.clone()
+        self.storage.mount()
     }
 
     /// A replica in the feed, on a mount of its own, with `args` more.

@@ -13,7 +13,7 @@ use specwatch::crossbeam_channel::Receiver;
 use specwatch::{ChangeBatch, ChangeKind, FileType, Manager, Meta, Seq, WatchSpec};
 use specwatch_feed::{FeedEvent, FeedOptions, Replica, ResyncReason, Role};
 
-pub use testkit::fuse::{BindMount, bind_mount};
+use testkit::fuse::SharedStorage;
 pub use testkit::{WAIT, note};
 
 /// A `redis-server` of the test's own (testkit's), and a connection
@@ -34,43 +34,26 @@ impl Con for Redis {
     }
 }
 
-/// The storage, and each replica's view of it: a bindfs mount per
-/// replica (writes to `src` reach no replica as an event, as another
-/// host's writes on NFS), or, without FUSE, `src` itself for all.
-pub struct Storage {
-    dir: tempfile::TempDir,
-    pub src: PathBuf,
-    mounts: Vec<BindMount>,
-    fuse: bool,
+/// The storage, and each replica's view of it (testkit's
+/// [`SharedStorage`]: a bindfs mount per replica, or without FUSE the
+/// storage itself for all).
+pub struct Storage(SharedStorage);
+
+impl std::ops::Deref for Storage {
+    type Target = SharedStorage;
+    fn deref(&self) -> &SharedStorage {
+        &self.0
+    }
 }
 
 impl Storage {
     pub fn new() -> Storage {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("storage");
-        std::fs::create_dir(&src).unwrap();
-        Storage {
-            src,
-            dir,
-            mounts: Vec::new(),
-            fuse: true,
-        }
+        Storage(SharedStorage::new())
     }
 
     /// A new mount of the storage for one replica.
     pub fn mount(&mut self) -> PathBuf {
-        let mnt = self.dir.path().join(format!("mnt{}", self.mounts.len()));
-        std::fs::create_dir(&mnt).unwrap();
-        if self.fuse {
-            match bind_mount(&self.src, &mnt) {
-                Some(m) => {
-                    self.mounts.push(m);
-                    return mnt;
-                }
-                None => self.fuse = false,
-            }
-        }
-        self.src.clone()
+        self.0.mount()
     }
 
     pub fn write(&self, rel: &str, content: &str) {
